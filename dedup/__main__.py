@@ -1,0 +1,3 @@
+from dedup.cli import main
+
+main(prog_name="dedup")

@@ -1,0 +1,53 @@
+"""Candidates stage: LSH banding over MinHash signatures -> candidate passage pairs.
+
+The signature is cut into ``bands`` bands of ``rows`` rows (chosen for the threshold by
+datasketch's own optimizer); two passages are candidates when any band is identical. Band keys
+are grouped by sorting compact arrays, not by one Python object per passage per band.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import numpy.typing as npt
+from datasketch.lsh import _optimal_param
+
+Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
+
+
+@functools.cache
+def lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
+    """(bands, rows) minimising false positives plus false negatives at ``threshold``, with
+    equal weights, as ``datasketch.MinHashLSH`` chooses them."""
+    bands, rows = _optimal_param(threshold, num_perm, 0.5, 0.5)
+    return int(bands), int(rows)
+
+
+def _band_keys(block: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    keys = np.zeros(block.shape[0], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for column in range(block.shape[1]):
+            keys = keys * np.uint64(0x9E3779B97F4A7C15) + block[:, column].astype(np.uint64)
+    return keys
+
+
+def candidate_pairs(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -> Pairs:
+    """All pairs of passages that share at least one band, sorted and unique."""
+    count = signatures.shape[0]
+    found: list[Pairs] = []
+    for band in range(bands):
+        keys = _band_keys(signatures[:, band * rows : (band + 1) * rows])
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        boundaries = np.flatnonzero(np.diff(ordered)) + 1
+        starts = np.concatenate(([0], boundaries))
+        ends = np.concatenate((boundaries, [count]))
+        for start, end in zip(starts[ends - starts > 1], ends[ends - starts > 1], strict=True):
+            members = np.sort(order[start:end])
+            first, second = np.triu_indices(members.size, k=1)
+            found.append(np.stack((members[first], members[second]), axis=1))
+    if not found:
+        return np.empty((0, 2), dtype=np.int64)
+    pairs = np.concatenate(found).astype(np.int64)
+    return np.unique(pairs, axis=0)

@@ -1,0 +1,77 @@
+"""One validated options object, echoed into every report."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from dedup.errors import ConfigError
+
+Script = Literal["simplified", "traditional"]
+SCRIPTS: tuple[Script, ...] = ("simplified", "traditional")
+DecodeErrors = Literal["strict", "replace"]
+DEFAULT_TEXT_FIELDS = ("content", "text", "body")
+DEFAULT_TITLE_FIELDS = ("title", "chapter")
+
+
+@dataclass(frozen=True, slots=True)
+class ScanConfig:
+    """Every option that changes what a scan finds.
+
+    ``jobs`` and ``show_progress`` change only how fast and how visibly the scan runs, so they
+    are left out of :meth:`to_dict` (and so out of the report): a ``--jobs 1`` run and a
+    ``--jobs 2`` run produce byte-identical reports.
+    """
+
+    script: Script = "simplified"
+    ngram: int = 5
+    num_perm: int = 128
+    seed: int = 1
+    threshold: float = 0.5
+    containment: float = 0.8
+    passage_chars: int = 400
+    min_passage_chars: int = 40
+    text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS
+    title_fields: tuple[str, ...] = DEFAULT_TITLE_FIELDS
+    encoding: str | None = None
+    errors: DecodeErrors = "strict"
+    jobs: int = field(default=0, compare=False)
+    show_progress: bool = field(default=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.script not in SCRIPTS:
+            raise ConfigError(f"script must be one of {', '.join(SCRIPTS)}, not {self.script!r}")
+        if not 1 <= self.ngram <= 16:
+            raise ConfigError(f"ngram must be between 1 and 16 characters, not {self.ngram}")
+        if not 16 <= self.num_perm <= 1024:
+            raise ConfigError(f"num_perm must be between 16 and 1024, not {self.num_perm}")
+        if not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"threshold must be in (0, 1], not {self.threshold}")
+        if not 0.0 < self.containment <= 1.0:
+            raise ConfigError(f"containment must be in (0, 1], not {self.containment}")
+        if self.passage_chars < 50:
+            raise ConfigError(
+                f"passage_chars must be at least 50 characters, not {self.passage_chars}"
+            )
+        if self.min_passage_chars < self.ngram:
+            raise ConfigError(
+                f"min_passage_chars ({self.min_passage_chars}) must be at least ngram ({self.ngram})"
+            )
+        if not self.text_fields:
+            raise ConfigError("give at least one text field for JSON Lines records")
+        if self.errors not in ("strict", "replace"):
+            raise ConfigError(f"errors must be strict or replace, not {self.errors!r}")
+        if self.jobs < 0:
+            raise ConfigError(f"jobs must be 0 (all cores) or a positive number, not {self.jobs}")
+
+    @property
+    def worker_count(self) -> int:
+        return self.jobs or os.cpu_count() or 1
+
+    def to_dict(self) -> dict[str, Any]:
+        options = asdict(self)
+        del options["jobs"], options["show_progress"]
+        options["text_fields"] = list(self.text_fields)
+        options["title_fields"] = list(self.title_fields)
+        return options

@@ -1,0 +1,128 @@
+"""Fingerprint stage: normalized passages -> character n-gram shingles -> MinHash signatures.
+
+Signatures are bit-identical to what ``datasketch.MinHash(num_perm, seed, scheme="affine32",
+hashfunc=shingle_hash)`` computes from ``update_batch`` on the UTF-8 encoded shingles, so they
+stay usable with datasketch's LSH, ``jaccard`` and ``LeanMinHash``. They are computed for many
+passages at once with numpy, with no per-shingle Python loop.
+
+The shingle hash: each shingle's code points are combined into a 64-bit key by a polynomial
+(multiplier ``SHINGLE_MULTIPLIER``, arithmetic modulo 2**64) and mixed with the splitmix64
+finalizer; the 32-bit shingle hash is the key's upper half. The 64-bit keys themselves serve
+as shingle identities when verification compares shingle sets.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from datasketch import MinHash
+
+SHINGLE_MULTIPLIER = np.uint64(0x100000001B3)  # the 64-bit FNV prime: odd, spreads code points
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_MASK64 = (1 << 64) - 1
+# Shingles per block when applying the permutations: bounds memory at block * num_perm * 4 bytes.
+_BLOCK_SHINGLES = 1 << 15
+
+Keys = npt.NDArray[np.uint64]
+Signatures = npt.NDArray[np.uint32]
+
+
+def _splitmix(keys: Keys) -> Keys:
+    keys = keys ^ (keys >> np.uint64(30))
+    keys = keys * _MIX1
+    keys = keys ^ (keys >> np.uint64(27))
+    keys = keys * _MIX2
+    return keys ^ (keys >> np.uint64(31))
+
+
+def shingle_keys(text: str, ngram: int) -> Keys:
+    """64-bit keys of every character n-gram of ``text``, in order (a text shorter than
+    ``ngram`` is one shingle)."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if codes.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    width = min(ngram, codes.size)
+    count = codes.size - width + 1
+    keys = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for offset in range(width):
+            keys = keys * SHINGLE_MULTIPLIER + codes[offset : offset + count]
+        return _splitmix(keys)
+
+
+def shingle_hash(shingle: bytes) -> int:
+    """The 32-bit hash of one UTF-8 encoded shingle: pass it to datasketch as ``hashfunc``."""
+    key = 0
+    for char in shingle.decode("utf-8"):
+        key = (key * int(SHINGLE_MULTIPLIER) + ord(char)) & _MASK64
+    key ^= key >> 30
+    key = (key * int(_MIX1)) & _MASK64
+    key ^= key >> 27
+    key = (key * int(_MIX2)) & _MASK64
+    key ^= key >> 31
+    return key >> 32
+
+
+def shingles(text: str, ngram: int) -> list[str]:
+    """The shingles ``shingle_keys`` hashes, as strings (for datasketch and for people)."""
+    if len(text) <= ngram:
+        return [text] if text else []
+    return [text[index : index + ngram] for index in range(len(text) - ngram + 1)]
+
+
+@functools.cache
+def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+    """The affine permutation parameters datasketch draws for ``(num_perm, seed)``."""
+    a, b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
+    return np.ascontiguousarray(a, dtype=np.uint32), np.ascontiguousarray(b, dtype=np.uint32)
+
+
+def _fmix32(values: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """MurmurHash3's finalizer, which datasketch's affine32 scheme applies to every input hash."""
+    values = values ^ (values >> np.uint32(16))
+    values = values * np.uint32(0x85EBCA6B)
+    values = values ^ (values >> np.uint32(13))
+    values = values * np.uint32(0xC2B2AE35)
+    return values ^ (values >> np.uint32(16))
+
+
+def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Signatures:
+    """MinHash signatures of many normalized texts at once: shape ``(len(texts), num_perm)``."""
+    a, b = permutations(num_perm, seed)
+    result = np.full((len(texts), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    start = 0
+    while start < len(texts):
+        # A block of whole passages, about _BLOCK_SHINGLES shingles in all.
+        stop, hashes, lengths = start, [], []
+        total = 0
+        while stop < len(texts) and (total < _BLOCK_SHINGLES or stop == start):
+            keys = shingle_keys(texts[stop], ngram)
+            hashes.append((keys >> np.uint64(32)).astype(np.uint32))
+            lengths.append(keys.size)
+            total += keys.size
+            stop += 1
+        _sign_block(hashes, lengths, a, b, result[start:stop])
+        start = stop
+    return result
+
+
+def _sign_block(
+    hashes: list[npt.NDArray[np.uint32]],
+    lengths: list[int],
+    a: npt.NDArray[np.uint32],
+    b: npt.NDArray[np.uint32],
+    out: Signatures,
+) -> None:
+    sizes = np.asarray(lengths, dtype=np.int64)
+    filled = sizes > 0
+    if not filled.any():
+        return
+    mixed = _fmix32(np.concatenate(hashes))
+    with np.errstate(over="ignore"):
+        permuted = mixed[:, None] * a[None, :] + b[None, :]
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
+    out[filled] = np.minimum.reduceat(permuted, starts, axis=0)

@@ -1,0 +1,218 @@
+"""Typed records passed between the pipeline stages.
+
+Every passage keeps where it came from (file, record, chapter) and its character span in the
+decoded text of that file or record, so every later stage can point back at what the user has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One decoded text: a whole file, or one record of a multi-record file (JSONL)."""
+
+    path: str
+    source: str
+    record: int | None
+    text: str
+    title: str | None = None  # a title given by the record itself (JSONL ``title`` field)
+
+
+@dataclass(frozen=True, slots=True)
+class Chapter:
+    """A chapter of a document: ``text[start:end]``, its heading line included.
+
+    ``body_start`` is where the text after the heading line begins; passages are cut from
+    ``text[body_start:end]`` so that sites titling the same chapter differently still match.
+    """
+
+    index: int | None
+    title: str | None
+    start: int
+    body_start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A scene window: ``document.text[start:end] == text``."""
+
+    id: str
+    source: str
+    path: str
+    record: int | None
+    chapter: int | None
+    title: str | None
+    start: int
+    end: int
+    text: str
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, int]:
+        """Reading order: by file, record and position (ids sort offsets as strings)."""
+        return (self.path, -1 if self.record is None else self.record, self.start, self.end)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "path": self.path,
+            "record": self.record,
+            "chapter": self.chapter,
+            "title": self.title,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+        }
+
+
+# In a report a passage is a cluster "member"; the library uses both names for the same record.
+Member = Passage
+
+
+def passage_id(path: str, record: int | None, start: int, end: int) -> str:
+    """A stable, readable id: the file, the record if any, and the character span."""
+    where = path if record is None else f"{path}#{record}"
+    return f"{where}:{start}-{end}"
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    """One file that was read, with what came out of it."""
+
+    path: str
+    source: str
+    format: str
+    encoding: str
+    records: int
+    chapters: int
+    passages: int
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "source": self.source,
+            "format": self.format,
+            "encoding": self.encoding,
+            "records": self.records,
+            "chapters": self.chapters,
+            "passages": self.passages,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An input that was not used, and why, in words the user can act on."""
+
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A verified near-duplicate pair; ``a`` comes before ``b`` in reading order."""
+
+    a: str
+    b: str
+    jaccard: float
+    containment: float
+    minhash_jaccard: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "jaccard": round(self.jaccard, 4),
+            "containment": round(self.containment, 4),
+            "minhash_jaccard": round(self.minhash_jaccard, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    id: str
+    representative: str
+    members: tuple[Passage, ...]
+    pairs: tuple[Pair, ...]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(sorted({member.source for member in self.members}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "representative": self.representative,
+            "sources": list(self.sources),
+            "members": [member.to_dict() for member in self.members],
+            "pairs": [pair.to_dict() for pair in self.pairs],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Counts per stage. Deterministic, so they belong in the report."""
+
+    files: int
+    files_skipped: int
+    records: int
+    chapters: int
+    passages: int
+    passages_too_short: int
+    candidate_pairs: int
+    verified_pairs: int
+    clusters: int
+    duplicated_passages: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "files_skipped": self.files_skipped,
+            "records": self.records,
+            "chapters": self.chapters,
+            "passages": self.passages,
+            "passages_too_short": self.passages_too_short,
+            "candidate_pairs": self.candidate_pairs,
+            "verified_pairs": self.verified_pairs,
+            "clusters": self.clusters,
+            "duplicated_passages": self.duplicated_passages,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The result of a scan. ``timings`` (seconds per stage) and ``jobs`` describe this run only
+    and are kept out of ``to_json()`` so that the report is byte-identical between runs."""
+
+    dedup_version: str
+    options: dict[str, Any]
+    summary: Summary
+    inputs: tuple[InputFile, ...]
+    skipped: tuple[Skipped, ...]
+    clusters: tuple[Cluster, ...]
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+    jobs: int = field(default=1, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "report_format": 1,
+            "dedup_version": self.dedup_version,
+            "options": self.options,
+            "summary": self.summary.to_dict(),
+            "inputs": [entry.to_dict() for entry in self.inputs],
+            "skipped": [entry.to_dict() for entry in self.skipped],
+            "clusters": [cluster.to_dict() for cluster in self.clusters],
+        }
+
+    def to_json(self) -> str:
+        from dedup.report.json import report_to_json
+
+        return report_to_json(self)

@@ -1,0 +1,198 @@
+"""The scan, as the list of its stages.
+
+read -> segment -> normalize -> fingerprint run per file in worker processes (``prepare_file``);
+candidates -> verify -> cluster -> report run once over all passages (``scan``). Every stage is
+timed; results never depend on the number of workers or the order of the input paths.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from tqdm import tqdm
+
+from dedup.candidates import candidate_pairs, lsh_params
+from dedup.cluster import cluster_pairs
+from dedup.config import ScanConfig
+from dedup.fingerprint import signatures
+from dedup.models import Cluster, InputFile, Passage, Report, Skipped, Summary
+from dedup.normalize import normalize
+from dedup.read import FoundFile, discover_inputs, read_file
+from dedup.segment import PassageWindow, split_chapters, split_passages
+from dedup.verify import verify_pairs
+
+
+@dataclass
+class StageTimer:
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(stage, time.perf_counter() - started)
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """What one worker hands back for one file: its passages and their fingerprints."""
+
+    entry: InputFile | None
+    skipped: Skipped | None
+    passages: tuple[Passage, ...]
+    normalized: tuple[str, ...]
+    signatures: npt.NDArray[np.uint32]
+    too_short: int
+    seconds: dict[str, float]
+
+
+def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
+    """read -> segment -> normalize -> fingerprint for one file."""
+    timer = StageTimer()
+    with timer("read"):
+        result = read_file(file, config)
+    if result.skipped is not None:
+        empty = np.empty((0, config.num_perm), dtype=np.uint32)
+        return PreparedFile(None, result.skipped, (), (), empty, 0, timer.seconds)
+
+    windows: list[PassageWindow] = []
+    chapter_count = 0
+    for document in result.documents:
+        with timer("segment"):
+            chapters = split_chapters(document)
+        chapter_count += sum(chapter.index is not None for chapter in chapters)
+        for chapter in chapters:
+            with timer("normalize"):
+                normalized = normalize(document.text[chapter.body_start : chapter.end], config.script)
+            with timer("segment"):
+                windows += split_passages(document, chapter, normalized, config.passage_chars)
+    kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]
+
+    with timer("fingerprint"):
+        texts = tuple(window.normalized for window in kept)
+        fingerprints = signatures(texts, config.ngram, config.num_perm, config.seed)
+
+    entry = InputFile(
+        path=file.path,
+        source=file.source,
+        format=file.format,
+        encoding=result.encoding,
+        records=len(result.documents) if file.format != "txt" else 0,
+        chapters=chapter_count,
+        passages=len(kept),
+        warnings=result.warnings,
+    )
+    passages = tuple(window.passage for window in kept)
+    too_short = len(windows) - len(kept)
+    return PreparedFile(entry, None, passages, texts, fingerprints, too_short, timer.seconds)
+
+
+def _prepare_all(
+    files: Sequence[FoundFile], config: ScanConfig, timer: StageTimer
+) -> list[PreparedFile]:
+    workers = min(config.worker_count, max(1, len(files)))
+    progress: dict[str, Any] = {
+        "total": len(files),
+        "unit": "file",
+        "desc": "read+fingerprint",
+        "disable": not config.show_progress,
+        "leave": False,
+    }
+    if workers == 1:
+        results: Iterable[PreparedFile] = map(prepare_file, files, repeat(config))
+        prepared = list(tqdm(results, **progress))
+    else:
+        # spawn, not fork: workers start clean on every platform and inherit no threads.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as executor:
+            results = executor.map(prepare_file, files, repeat(config), chunksize=1)
+            prepared = list(tqdm(results, **progress))
+    for item in prepared:
+        for stage, seconds in item.seconds.items():
+            timer.add(stage, seconds)
+    return prepared
+
+
+def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any) -> Report:
+    """Scan the files under ``paths`` for near-duplicate passages.
+
+    Options are :class:`ScanConfig` fields, given as a ``config`` or as keywords
+    (``scan(["dump/"], threshold=0.6)``).
+    """
+    from dedup import __version__
+
+    config = config if config is not None else ScanConfig(**options)
+    timer = StageTimer()
+    started = time.perf_counter()
+
+    with timer("discover"):
+        files, skipped = discover_inputs(paths)
+    prepared = _prepare_all(files, config, timer)  # read, segment, normalize, fingerprint
+    passages = [passage for item in prepared for passage in item.passages]
+    texts = [text for item in prepared for text in item.normalized]
+    fingerprints = np.concatenate(
+        [item.signatures for item in prepared] or [np.empty((0, config.num_perm), np.uint32)]
+    )
+
+    with timer("candidates"):
+        pairs = candidate_pairs(fingerprints, *lsh_params(config.threshold, config.num_perm))
+    with timer("verify"):
+        verified = verify_pairs(
+            pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+        )
+    with timer("cluster"):
+        clusters = cluster_pairs(passages, verified)
+
+    inputs = tuple(item.entry for item in prepared if item.entry is not None)
+    all_skipped = sorted(
+        [*skipped, *(item.skipped for item in prepared if item.skipped is not None)],
+        key=lambda entry: entry.path,
+    )
+    summary = _summarize(inputs, all_skipped, prepared, len(pairs), len(verified), clusters)
+    timer.seconds["total"] = time.perf_counter() - started
+    return Report(
+        dedup_version=__version__,
+        options=config.to_dict(),
+        summary=summary,
+        inputs=inputs,
+        skipped=tuple(all_skipped),
+        clusters=tuple(clusters),
+        timings=dict(timer.seconds),
+        jobs=min(config.worker_count, max(1, len(files))),
+    )
+
+
+def _summarize(
+    inputs: Sequence[InputFile],
+    skipped: Sequence[Skipped],
+    prepared: Sequence[PreparedFile],
+    candidates: int,
+    verified: int,
+    clusters: Sequence[Cluster],
+) -> Summary:
+    return Summary(
+        files=len(inputs),
+        files_skipped=len(skipped),
+        records=sum(entry.records for entry in inputs),
+        chapters=sum(entry.chapters for entry in inputs),
+        passages=sum(entry.passages for entry in inputs),
+        passages_too_short=sum(item.too_short for item in prepared),
+        candidate_pairs=candidates,
+        verified_pairs=verified,
+        clusters=len(clusters),
+        duplicated_passages=sum(len(cluster.members) for cluster in clusters),
+    )

@@ -1,0 +1,158 @@
+"""Turn a file's bytes into text, choosing the encoding by evidence rather than by hope.
+
+Scraped Chinese text comes as UTF-8 (with or without BOM), GB18030/GBK, Big5 (with HKSCS
+extensions) or UTF-16. Several of these decode each other's bytes without an error but into
+garbage (a Big5 file "decodes" as GB18030), so a strict decode alone proves little: each
+candidate is also scored by how much of the result is ordinary Chinese or ASCII text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+from dataclasses import dataclass
+
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# Tried in this order when there is no BOM; ties go to the earlier one.
+CANDIDATES = ("utf-8", "gb18030", "big5hkscs", "utf-16-le", "utf-16-be")
+SAMPLE_BYTES = 256 * 1024
+# Share of characters that must look like real text for a decoding to be believed.
+MIN_PLAUSIBLE = 0.85
+
+
+class DecodeFailure(Exception):
+    """The bytes are not text in any encoding we can trust; the message says what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    text: str
+    encoding: str
+
+
+@functools.lru_cache(maxsize=65536)
+def _plausible(char: str) -> bool:
+    """Ordinary text: ASCII, CJK punctuation and full-width forms, or a common Han character
+    (any GB2312 character, or a Big5 level-1 "frequently used" character)."""
+    code = ord(char)
+    if code < 0x80:
+        return char.isprintable() or char in "\n\r\t"
+    if 0x3000 <= code <= 0x303F or 0xFF01 <= code <= 0xFF5E or 0x2010 <= code <= 0x206F:
+        return True
+    if not 0x4E00 <= code <= 0x9FFF:
+        return False
+    try:
+        char.encode("gb2312")
+        return True
+    except UnicodeEncodeError:
+        pass
+    try:
+        lead = char.encode("big5")[0]
+    except UnicodeEncodeError:
+        return False
+    return 0xA4 <= lead <= 0xC6
+
+
+def plausibility(text: str) -> float:
+    """The share of characters in ``text`` that look like ordinary Chinese or ASCII text."""
+    if not text:
+        return 0.0
+    return sum(map(_plausible, text)) / len(text)
+
+
+def _sample(data: bytes, encoding: str) -> str:
+    decoder = codecs.getincrementaldecoder(encoding)("strict")
+    final = len(data) <= SAMPLE_BYTES
+    return decoder.decode(data[:SAMPLE_BYTES], final=final)
+
+
+def _first_bad_byte(data: bytes, encoding: str) -> int:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as error:
+        return error.start
+    return -1
+
+
+def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict") -> Decoded:
+    """Decode ``data``; ``encoding`` forces one, ``errors="replace"`` accepts a file that only
+    decodes with replacement characters."""
+    if not data:
+        raise DecodeFailure("empty file: nothing to read")
+    if encoding is not None:
+        try:
+            return Decoded(data.decode(encoding, errors), encoding)
+        except UnicodeDecodeError as error:
+            raise DecodeFailure(
+                f"does not decode as {encoding} (first bad byte at offset {error.start}); "
+                "check --encoding, or pass --errors replace to read it anyway"
+            ) from error
+        except LookupError as error:
+            raise DecodeFailure(f"unknown encoding {encoding!r}; use a Python codec name") from error
+
+    for bom, bom_encoding in BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(bom_encoding, errors)
+            except UnicodeDecodeError as error:
+                raise DecodeFailure(
+                    f"starts with a {bom_encoding} byte-order mark but has an invalid byte "
+                    f"sequence at offset {error.start}; pass --errors replace to read it anyway"
+                ) from error
+            return Decoded(text.removeprefix("\ufeff"), bom_encoding)
+
+    scored: list[tuple[float, int, str]] = []
+    for rank, candidate in enumerate(CANDIDATES):
+        if candidate.startswith("utf-16") and len(data) % 2:
+            continue
+        try:
+            sample = _sample(data, candidate)
+        except UnicodeDecodeError:
+            continue
+        if "\x00" in sample:
+            continue
+        scored.append((plausibility(sample), -rank, candidate))
+    for score, _, candidate in sorted(scored, reverse=True):
+        if score < MIN_PLAUSIBLE:
+            break
+        try:
+            return Decoded(data.decode(candidate), candidate)
+        except UnicodeDecodeError:
+            continue  # the sample was clean but a later part is not: try the next candidate
+
+    if b"\x00" in data[:SAMPLE_BYTES] and not scored:
+        raise DecodeFailure(
+            "binary file (contains NUL bytes): not text; remove it from the dump or pass "
+            "--encoding if it is UTF-16/UTF-32 text"
+        )
+    guess = _best_with_replacement(data)
+    if guess is None:
+        raise DecodeFailure(
+            "not text in any encoding tried (UTF-8, GB18030, Big5-HKSCS, UTF-16): binary or "
+            "unknown data. If it is text, pass --encoding NAME"
+        )
+    if errors == "replace":
+        return guess
+    offset = _first_bad_byte(data, guess.encoding)
+    raise DecodeFailure(
+        f"looks like {guess.encoding} but has an invalid byte sequence at byte offset {offset}; "
+        "pass --errors replace to read it with replacement characters, or --encoding NAME"
+    )
+
+
+def _best_with_replacement(data: bytes) -> Decoded | None:
+    best: tuple[float, str, str] | None = None
+    for candidate in CANDIDATES[:3]:
+        text = data.decode(candidate, "replace")
+        score = plausibility(text[: SAMPLE_BYTES // 2].replace("\ufffd", ""))
+        if best is None or score > best[0]:
+            best = (score, text, candidate)
+    if best is None or best[0] < MIN_PLAUSIBLE - 0.1:
+        return None
+    return Decoded(best[1], best[2])

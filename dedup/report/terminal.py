@@ -1,0 +1,79 @@
+"""The short summary printed after a scan: what was read, what was found, how long it took."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from dedup.models import Report
+
+TOP_CLUSTERS = 10
+
+
+def _excerpt(text: str, width: int = 24) -> str:
+    flat = "".join(text.split())
+    return flat if len(flat) <= width else flat[:width] + "…"
+
+
+def format_summary(report: Report) -> str:
+    summary = report.summary
+    sources = sorted({entry.source for entry in report.inputs})
+    lines = [
+        f"dedup {report.dedup_version}: read {summary.files} files from {len(sources)} sources "
+        f"({summary.files_skipped} skipped), {summary.chapters} chapters, "
+        f"{summary.passages} passages",
+        f"found {summary.clusters} clusters of near-duplicate passages "
+        f"({summary.duplicated_passages} passages, {summary.verified_pairs} verified pairs "
+        f"of {summary.candidate_pairs} candidates)",
+    ]
+
+    passages_per_source: Counter[str] = Counter()
+    files_per_source: Counter[str] = Counter()
+    for entry in report.inputs:
+        passages_per_source[entry.source] += entry.passages
+        files_per_source[entry.source] += 1
+    duplicated: Counter[str] = Counter()
+    for cluster in report.clusters:
+        for member in cluster.members:
+            duplicated[member.source] += 1
+    if sources:
+        width = max(len("source"), *(len(source) for source in sources))
+        lines += ["", f"{'source':<{width}}  files  passages  in clusters"]
+        for source in sources:
+            total = passages_per_source[source]
+            share = f"{duplicated[source] / total:.0%}" if total else "-"
+            lines.append(
+                f"{source:<{width}}  {files_per_source[source]:>5}  {total:>8}  "
+                f"{duplicated[source]:>6} ({share})"
+            )
+
+    if report.clusters:
+        lines += ["", "largest clusters"]
+        for cluster in report.clusters[:TOP_CLUSTERS]:
+            lowest = min(pair.jaccard for pair in cluster.pairs)
+            highest = max(pair.jaccard for pair in cluster.pairs)
+            member = next(m for m in cluster.members if m.id == cluster.representative)
+            title = f" {member.title}" if member.title else ""
+            lines.append(
+                f"  {cluster.id:<5} {len(cluster.members)} passages  "
+                f"{', '.join(cluster.sources)}  J {lowest:.2f}-{highest:.2f}{title}  "
+                f"「{_excerpt(member.text)}」"
+            )
+        if len(report.clusters) > TOP_CLUSTERS:
+            lines.append(f"  ... and {len(report.clusters) - TOP_CLUSTERS} more in the report")
+
+    if report.skipped:
+        lines += ["", f"skipped {len(report.skipped)} inputs"]
+        lines += [f"  {entry.path}: {entry.reason}" for entry in report.skipped]
+    warned = [entry for entry in report.inputs if entry.warnings]
+    if warned:
+        lines += ["", "warnings"]
+        for entry in warned:
+            lines += [f"  {entry.path}: {warning}" for warning in entry.warnings]
+
+    if report.timings:
+        stages = "  ".join(
+            f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items() if stage != "total"
+        )
+        total = report.timings.get("total", 0.0)
+        lines += ["", f"time {total:.2f}s with {report.jobs} jobs ({stages})"]
+    return "\n".join(lines)
