@@ -149,7 +149,7 @@ def scan_command(
     from standard input, one per line (find dumps/ -name '*.txt' | dedup scan -).
     """
     if "-" in paths:
-        stdin_paths = [line.strip() for line in click.get_text_stream("stdin") if line.strip()]
+        stdin_paths = [line.strip() for line in sys.stdin if line.strip()]
         paths = tuple(path for path in paths if path != "-") + tuple(stdin_paths)
         if not paths:
             raise click.UsageError("no paths on standard input")

@@ -116,8 +116,10 @@ def _prepare_all(
         results: Iterable[PreparedFile] = map(prepare_file, files, repeat(config))
         prepared = list(tqdm(results, **progress))
     else:
-        # spawn, not fork: workers start clean on every platform and inherit no threads.
-        context = multiprocessing.get_context("spawn")
+        # fork where the platform has it: a library caller's script needs no __main__ guard,
+        # and workers start without re-importing numpy and OpenCC.
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as executor:
             results = executor.map(prepare_file, files, repeat(config), chunksize=1)
             prepared = list(tqdm(results, **progress))

@@ -22,19 +22,21 @@ from dedup.normalize import NormalizedText
 
 _NUMERAL = "0-9０-９零〇○一二三四五六七八九十百千万萬两兩壹贰貳叁參肆伍陆陸柒捌玖拾佰仟"
 HEADING_PATTERN = re.compile(
-    r"^[ \t\u3000#]*[【\[]?[ \t\u3000]*(?:正文[ \t\u3000]*)?"
+    r"^[ \t\u3000#]*[【\[]?[ \t\u3000]*"
+    # A short site prefix before the heading: "正文 第N章", "《书名》目录 第N回".
+    r"(?:[^\n。！？，,：:]{0,10}?[ \t\u3000]+)?"
     r"(?:"
     rf"第[ \t\u3000]*[{_NUMERAL}]+(?:[ \t\u3000]*[{_NUMERAL}]+)*[ \t\u3000]*[章回节節]"
     r"|楔子|序章|引子|尾声|尾聲|后记|後記|番外"
     r"|chapter[ \t]+[0-9]+"
     r")"
     # The keyword must end there: "第一回合" (a round of a fight) is not a heading.
-    r"(?=[ \t\u3000:：．.、,，】\]\-—(（]|$)"
+    r"(?=[ \t\r\u3000:：．.、,，】\]\-—(（]|$)"
     r"[^\n]{0,60}$",
     re.MULTILINE | re.IGNORECASE,
 )
 # A heading followed by almost nothing is a table-of-contents line, not a chapter.
-MIN_CHAPTER_BODY = 20
+MIN_CHAPTER_BODY = 100
 SENTENCE_END = re.compile(r"[。！？!?…]+")
 _ANCHOR_CONTEXT = 3  # normalized characters hashed to decide whether a sentence end is a cut
 _MEAN_SENTENCE = 30  # normalized characters between sentence ends in typical prose
@@ -56,7 +58,7 @@ def split_chapters(document: Document) -> list[Chapter]:
         body = text[match.end() : following]
         if len(body.strip()) < MIN_CHAPTER_BODY:
             continue
-        title = match.group(0).strip(" \t\u3000#【】[]")
+        title = match.group(0).strip(" \t\r\u3000#【】[]")
         starts.append((match.start(), match.end(), title))
 
     chapters: list[Chapter] = []

@@ -1,0 +1,68 @@
+"""The command line: happy path and every error path, with exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from dedup import __version__
+from dedup.cli import cli, main
+
+
+def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--out", str(out), "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "found 82 clusters" in result.stdout
+    assert "site-qidian" in result.stdout
+    assert "README.md: not a supported format" in result.stderr
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    assert len(report["clusters"]) == 82
+    run = json.loads((out / "run.json").read_text("utf-8"))
+    assert run["jobs"] == 1 and run["seconds"]["total"] > 0
+
+
+def test_paths_from_stdin(samples: Path, tmp_path: Path) -> None:
+    paths = "\n".join(str(p) for p in sorted((samples / "site-qidian").iterdir())) + "\n"
+    result = CliRunner().invoke(
+        cli, ["scan", "-", "--out", str(tmp_path), "-q", "-j", "1"], input=paths
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    assert report["summary"]["files"] == 3
+
+
+def test_missing_path_exits_1_naming_it(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    missing = tmp_path / "nope"
+    sys.argv = ["dedup", "scan", str(missing), "--out", str(tmp_path / "o")]
+    try:
+        main()
+    except SystemExit as exit:
+        assert exit.code == 1
+    else:
+        raise AssertionError("expected exit 1")
+    assert f"dedup: error: {missing}: no such file or folder" in capsys.readouterr().err
+
+
+def test_bad_option_is_a_usage_error(samples: Path) -> None:
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--threshold", "1.5"])
+    assert result.exit_code == 2
+    assert "--threshold" in result.stderr
+
+
+def test_strict_exits_3_after_writing_the_report(samples: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--out", str(tmp_path), "-q", "--strict"])
+    assert result.exit_code == 3
+    assert (tmp_path / "report.json").exists()
+
+
+def test_version_and_python_dash_m() -> None:
+    assert CliRunner().invoke(cli, ["--version"]).stdout.strip() == f"dedup, version {__version__}"
+    completed = subprocess.run(
+        [sys.executable, "-m", "dedup", "scan", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "--threshold" in completed.stdout and "--ngram" in completed.stdout

@@ -1,0 +1,47 @@
+"""Signatures are datasketch's, bit for bit, computed in batches."""
+
+from __future__ import annotations
+
+import numpy as np
+from datasketch import LeanMinHash, MinHash, MinHashLSH
+
+from dedup.fingerprint import shingle_hash, shingle_keys, shingles, signatures
+from dedup.normalize import normalize
+
+
+def _passages(text: str) -> list[str]:
+    normalized = normalize(text).text
+    return [normalized[start : start + 400] for start in range(0, len(normalized), 350)]
+
+
+def test_signatures_match_datasketch_update_batch(seed_simplified: str, seed_traditional: str) -> None:
+    texts = _passages(seed_simplified) + _passages(seed_traditional) + ["短文"]
+    computed = signatures(texts, ngram=5, num_perm=128, seed=7)
+    for text, signature in zip(texts, computed, strict=True):
+        reference = MinHash(num_perm=128, seed=7, scheme="affine32", hashfunc=shingle_hash)
+        reference.update_batch([shingle.encode("utf-8") for shingle in shingles(text, 5)])
+        assert np.array_equal(reference.hashvalues, signature)
+
+
+def test_signatures_work_with_datasketch_lsh(seed_simplified: str, seed_with_ads: str) -> None:
+    texts = _passages(seed_simplified)[:3] + _passages(seed_with_ads)[:3]
+    computed = signatures(texts, ngram=5, num_perm=128, seed=1)
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    for index, signature in enumerate(computed):
+        lsh.insert(str(index), LeanMinHash(seed=1, hashvalues=signature, scheme="affine32"))
+    probe = LeanMinHash(seed=1, hashvalues=computed[0], scheme="affine32")
+    assert lsh.query(probe) == ["0"]
+
+
+def test_vectorized_shingle_hash_equals_the_reference(seed_traditional: str) -> None:
+    text = normalize(seed_traditional).text[:300]
+    keys = shingle_keys(text, 5)
+    expected = [shingle_hash(shingle.encode("utf-8")) for shingle in shingles(text, 5)]
+    assert (keys >> np.uint64(32)).astype(np.uint32).tolist() == expected
+
+
+def test_batch_boundaries_do_not_change_signatures(seed_simplified: str) -> None:
+    texts = _passages(seed_simplified) * 40  # more shingles than one block holds
+    together = signatures(texts, 5, 64, 1)
+    alone = np.concatenate([signatures([text], 5, 64, 1) for text in texts])
+    assert np.array_equal(together, alone)

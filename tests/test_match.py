@@ -1,0 +1,84 @@
+"""Candidates, verification and clustering on real near-duplicate passages."""
+
+from __future__ import annotations
+
+import numpy as np
+import opencc
+from datasketch import MinHashLSH
+
+from dedup.candidates import candidate_pairs, lsh_params
+from dedup.cluster import UnionFind, cluster_pairs
+from dedup.fingerprint import shingles, signatures
+from dedup.models import Passage
+from dedup.normalize import normalize
+from dedup.verify import Similarity, verify_pairs
+
+
+def test_lsh_params_are_datasketchs() -> None:
+    for threshold in (0.3, 0.5, 0.8):
+        lsh = MinHashLSH(threshold=threshold, num_perm=128)
+        assert lsh_params(threshold, 128) == (lsh.b, lsh.r)
+
+
+def _windows(text: str) -> list[str]:
+    normalized = normalize(text).text
+    return [normalized[start : start + 400] for start in range(0, len(normalized) - 200, 400)]
+
+
+def test_copies_across_scripts_are_found_and_different_novels_are_not(
+    seed_simplified: str, seed_with_ads: str, seed_traditional: str
+) -> None:
+    a = _windows(seed_simplified)
+    b = _windows(opencc.OpenCC("s2tw").convert(seed_simplified))
+    others = _windows(seed_with_ads) + _windows(seed_traditional)
+    texts = a + b + others
+    sigs = signatures(texts, 5, 128, 1)
+    pairs = candidate_pairs(sigs, *lsh_params(0.5, 128))
+    verified = verify_pairs(pairs, texts, sigs, 5, 0.5, 0.8)
+    found = {(pair.first, pair.second) for pair in verified}
+    assert found == {(index, index + len(a)) for index in range(len(a))}
+    for pair in verified:
+        assert pair.jaccard == 1.0 and pair.containment == 1.0
+
+
+def test_verification_is_exact_jaccard_and_containment(seed_simplified: str) -> None:
+    text = normalize(seed_simplified).text
+    first, second = text[:600], text[200:600]
+    sigs = signatures([first, second], 5, 128, 1)
+    (pair,) = verify_pairs(np.array([[0, 1]]), [first, second], sigs, 5, 0.1, 0.5)
+    a, b = set(shingles(first, 5)), set(shingles(second, 5))
+    assert pair.jaccard == len(a & b) / len(a | b)
+    assert pair.containment == len(a & b) / min(len(a), len(b)) == 1.0
+    assert abs(pair.minhash_jaccard - pair.jaccard) < 0.15
+
+
+def _passage(path: str, start: int, text: str) -> Passage:
+    return Passage(f"{path}:{start}-{start + len(text)}", path.split("/")[0], path, None, None,
+                   None, start, start + len(text), text)
+
+
+def test_clusters_are_deterministic_and_pick_the_longest_member() -> None:
+    passages = [
+        _passage("b/x.txt", 0, "甲乙丙丁戊己"),
+        _passage("a/x.txt", 10, "甲乙丙丁戊己庚"),
+        _passage("c/x.txt", 0, "子丑寅卯"),
+        _passage("a/y.txt", 0, "子丑寅卯辰"),
+        _passage("d/z.txt", 0, "无关"),
+    ]
+    links = [Similarity(0, 1, 0.9, 1.0, 0.9), Similarity(2, 3, 0.8, 1.0, 0.8)]
+    clusters = cluster_pairs(passages, links)
+    assert cluster_pairs(passages, list(reversed(links))) == clusters
+    assert [[m.path for m in c.members] for c in clusters] == [
+        ["a/x.txt", "b/x.txt"],
+        ["a/y.txt", "c/x.txt"],
+    ]
+    assert clusters[0].representative == "a/x.txt:10-17"
+    assert [c.id for c in clusters] == ["c1", "c2"]
+
+
+def test_union_find_joins_chains() -> None:
+    groups = UnionFind(5)
+    groups.union(3, 4)
+    groups.union(4, 1)
+    assert groups.find(3) == groups.find(1) == 1
+    assert groups.find(0) != groups.find(2)

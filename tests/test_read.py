@@ -1,0 +1,110 @@
+"""Discovery of inputs and the record formats, on real text."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from dedup.config import ScanConfig
+from dedup.errors import InputPathError
+from dedup.read import discover_inputs, read_file
+
+
+def _dump(tmp_path: Path, seed_simplified: str) -> Path:
+    (tmp_path / "site-a" / "book").mkdir(parents=True)
+    (tmp_path / "site-b").mkdir()
+    (tmp_path / "site-a" / "book" / "ch1.txt").write_text(seed_simplified, "utf-8")
+    (tmp_path / "site-b" / "ch1.txt").write_bytes(seed_simplified.encode("gb18030"))
+    (tmp_path / "loose.txt").write_text(seed_simplified[:500], "utf-8")
+    return tmp_path
+
+
+def test_source_is_first_folder_under_the_scanned_folder(tmp_path: Path, seed_simplified: str) -> None:
+    root = _dump(tmp_path, seed_simplified)
+    found, skipped = discover_inputs([str(root)])
+    assert skipped == []
+    sources = {Path(file.path).relative_to(root).as_posix(): file.source for file in found}
+    assert sources == {
+        "site-a/book/ch1.txt": "site-a",
+        "site-b/ch1.txt": "site-b",
+        "loose.txt": root.name,
+    }
+
+
+def test_order_of_paths_does_not_matter(tmp_path: Path, seed_simplified: str) -> None:
+    root = _dump(tmp_path, seed_simplified)
+    one = discover_inputs([str(root / "site-b"), str(root / "site-a")])
+    two = discover_inputs([str(root / "site-a"), str(root / "site-b")])
+    assert one == two
+    assert [file.path for file in one[0]] == sorted(file.path for file in one[0])
+
+
+def test_missing_path_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(InputPathError, match="no-such-dump"):
+        discover_inputs([str(tmp_path / "no-such-dump")])
+
+
+def test_bad_entries_are_listed_with_reasons(tmp_path: Path, seed_simplified: str) -> None:
+    root = _dump(tmp_path, seed_simplified)
+    os.symlink(root / "gone.txt", root / "site-a" / "dangling.txt")
+    (root / "site-a" / "cover.jpg").write_bytes(b"\xff\xd8\xff\xe0")
+    found, skipped = discover_inputs([str(root)])
+    reasons = {Path(entry.path).name: entry.reason for entry in skipped}
+    assert "broken symbolic link" in reasons["dangling.txt"]
+    assert "not a supported format" in reasons["cover.jpg"]
+    assert len(found) == 3
+
+
+def test_unreadable_and_binary_files_are_skipped_with_a_reason(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "renamed.txt").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    (tmp_path / "s" / "empty.txt").write_bytes(b"")
+    found, _ = discover_inputs([str(tmp_path)])
+    results = {Path(file.path).name: read_file(file, ScanConfig()) for file in found}
+    assert results["renamed.txt"].skipped is not None
+    assert "binary" in results["renamed.txt"].skipped.reason
+    assert results["empty.txt"].skipped is not None
+    assert "empty" in results["empty.txt"].skipped.reason
+
+
+def test_jsonl_keeps_good_records_and_reports_bad_lines(tmp_path: Path, seed_traditional: str) -> None:
+    lines = [
+        json.dumps({"title": "第一章", "content": seed_traditional}, ensure_ascii=False),
+        '{"title": "第二章", "content": "未完',
+        json.dumps({"title": "第三章", "body": seed_traditional[:800]}, ensure_ascii=False),
+        json.dumps({"title": "第四章"}, ensure_ascii=False),
+    ]
+    path = tmp_path / "site" / "dump.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    (file,), _ = discover_inputs([str(path)])
+    result = read_file(file, ScanConfig())
+    assert [document.record for document in result.documents] == [0, 2]
+    assert result.documents[0].text == seed_traditional
+    assert result.documents[0].title == "第一章"
+    assert any(warning.startswith("line 2: not valid JSON") for warning in result.warnings)
+    assert any(warning.startswith("line 4: no text field") for warning in result.warnings)
+
+
+def test_json_array_and_custom_text_field(tmp_path: Path, seed_simplified: str) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps([{"正文": seed_simplified}], ensure_ascii=False), "utf-8")
+    (file,), _ = discover_inputs([str(path)])
+    result = read_file(file, ScanConfig(text_fields=("正文",)))
+    assert result.skipped is None
+    assert result.documents[0].text == seed_simplified
+
+
+def test_broken_json_file_is_skipped_with_position(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text('[{"content": "话说天下大势', "utf-8")
+    (file,), _ = discover_inputs([str(path)])
+    result = read_file(file, ScanConfig())
+    assert result.skipped is not None
+    assert "not valid JSON" in result.skipped.reason
+    assert "line 1" in result.skipped.reason

@@ -1,0 +1,127 @@
+"""End to end on corpus_samples/: the clusters a person expects, and nothing else."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import dedup
+from dedup.read.decode import decode_bytes
+
+EXPECTED_FILE_PAIRS = {
+    ("site-qidian/000.txt", "site-tw/000.txt"),
+    ("site-gbk/002.txt", "site-mirror/dump.jsonl"),
+    ("site-qidian/hongloumeng.txt", "site-tw/hongloumeng-big5.txt"),
+    ("site-classic/xiyouji.txt", "site-mirror/dump.jsonl"),
+}
+SEEDS = {"site-qidian/000.txt", "site-qidian/001.txt", "site-gbk/002.txt", "site-tw/000.txt"}
+
+
+@pytest.fixture(scope="module")
+def report(samples: Path) -> dedup.Report:
+    return dedup.scan([str(samples)], jobs=1)
+
+
+def _relative(path: str) -> str:
+    return path.split("corpus_samples/", 1)[1]
+
+
+def test_finds_exactly_the_expected_clusters(report: dedup.Report) -> None:
+    linked = set()
+    for cluster in report.clusters:
+        files = sorted({_relative(member.path) for member in cluster.members})
+        assert len(files) >= 2, cluster.id
+        linked.update(itertools.combinations(files, 2))
+    assert linked == EXPECTED_FILE_PAIRS
+
+
+def test_seed_novels_are_never_merged(report: dedup.Report) -> None:
+    for cluster in report.clusters:
+        novels = {
+            {"000": "A", "001": "B", "002": "C"}[Path(member.path).stem]
+            for member in cluster.members
+            if _relative(member.path) in SEEDS
+        }
+        assert len(novels) <= 1
+    for cluster in report.clusters:
+        for member in cluster.members:
+            assert _relative(member.path) not in {"site-qidian/001.txt", "site-classic/sanguo.txt"}
+
+
+def test_most_of_each_shared_chapter_is_found(report: dedup.Report) -> None:
+    clustered: dict[str, int] = {}
+    for cluster in report.clusters:
+        for member in cluster.members:
+            clustered[_relative(member.path)] = clustered.get(_relative(member.path), 0) + 1
+    passages = {_relative(entry.path): entry.passages for entry in report.inputs}
+    for name in ("site-qidian/000.txt", "site-tw/000.txt", "site-gbk/002.txt",
+                 "site-qidian/hongloumeng.txt", "site-tw/hongloumeng-big5.txt",
+                 "site-classic/xiyouji.txt"):
+        assert clustered[name] >= 0.8 * passages[name], name
+
+
+def test_every_member_is_exactly_its_span_of_the_decoded_text(
+    report: dedup.Report, samples: Path
+) -> None:
+    encodings = {entry.path: entry.encoding for entry in report.inputs}
+    checked = 0
+    for cluster in report.clusters:
+        assert cluster.representative in {member.id for member in cluster.members}
+        for member in cluster.members:
+            text = decode_bytes(Path(member.path).read_bytes(), encodings[member.path]).text
+            if member.record is not None:
+                text = json.loads(text.split("\n")[member.record])["content"]
+            assert text[member.start : member.end] == member.text
+            checked += 1
+    assert checked == report.summary.duplicated_passages > 100
+
+
+def test_inputs_and_skipped_are_listed(report: dedup.Report) -> None:
+    formats = {_relative(entry.path): (entry.format, entry.encoding) for entry in report.inputs}
+    assert formats["site-tw/hongloumeng-big5.txt"] == ("txt", "big5hkscs")
+    assert formats["site-gbk/002.txt"] == ("txt", "gb18030")
+    assert formats["site-mirror/dump.jsonl"] == ("jsonl", "utf-8")
+    mirror = next(e for e in report.inputs if e.path.endswith("dump.jsonl"))
+    assert mirror.records == 3
+    assert mirror.warnings[0].startswith("line 3: not valid JSON")
+    assert [(_relative(s.path), s.reason.split(" (")[0]) for s in report.skipped] == [
+        ("README.md", "not a supported format")
+    ]
+
+
+def test_report_is_byte_identical_across_runs_jobs_and_path_order(
+    samples: Path, tmp_path: Path, report: dedup.Report
+) -> None:
+    sites = sorted(str(path) for path in samples.iterdir() if path.is_dir())
+    readme = str(samples / "README.md")
+    again = dedup.scan([str(samples)], jobs=1)
+    parallel = dedup.scan([str(samples)], jobs=2)
+    assert report.to_json() == again.to_json() == parallel.to_json()
+    forwards = dedup.scan([*sites, readme], jobs=2)
+    backwards = dedup.scan([readme, *reversed(sites)], jobs=1)
+    assert forwards.to_json() == backwards.to_json()
+    # A copy of the dump in another folder gives the same clusters under the new paths.
+    copy = tmp_path / "corpus_samples"
+    shutil.copytree(samples, copy)
+    moved = dedup.scan([str(copy)], jobs=2)
+    assert moved.to_json().replace(str(copy), "X") == report.to_json().replace(str(samples), "X")
+
+
+def test_report_json_contract(report: dedup.Report) -> None:
+    data = json.loads(report.to_json())
+    assert set(data) == {
+        "report_format", "dedup_version", "options", "summary", "inputs", "skipped", "clusters"
+    }
+    assert data["options"]["ngram"] == 5 and "jobs" not in data["options"]
+    cluster = data["clusters"][0]
+    assert set(cluster) == {"id", "representative", "sources", "members", "pairs"}
+    assert set(cluster["members"][0]) == {
+        "id", "source", "path", "record", "chapter", "title", "start", "end", "text"
+    }
+    assert set(cluster["pairs"][0]) == {"a", "b", "jaccard", "containment", "minhash_jaccard"}
+    ids = [c["id"] for c in data["clusters"]]
+    assert ids == [f"c{n}" for n in range(1, len(ids) + 1)]

@@ -1,0 +1,93 @@
+"""Chapters and scene windows on real chapters."""
+
+from __future__ import annotations
+
+from dedup.models import Document
+from dedup.normalize import normalize
+from dedup.segment import split_chapters, split_passages, window_bounds
+
+
+def test_chapter_headings_of_a_real_book(hongloumeng_simplified: str) -> None:
+    document = Document("hlm.txt", "site", None, hongloumeng_simplified)
+    chapters = [c for c in split_chapters(document) if c.index is not None]
+    assert [c.index for c in chapters] == [0, 1, 2]
+    assert chapters[0].title is not None and chapters[0].title.startswith("第一回")
+    assert "甄士隐梦幻识通灵" in chapters[0].title
+    assert chapters[2].title is not None and chapters[2].title.startswith("第三回")
+    # Chapters tile the text after the first heading.
+    assert chapters[0].end == chapters[1].start and chapters[1].end == chapters[2].start
+
+
+def test_heading_forms() -> None:
+    body = "　　话说宝玉在林黛玉房中说耗子精，宝钗撞来，讽刺宝玉元宵不知绿蜡之典，三人正在房中互相取笑。" * 3
+    text = "\n".join(
+        [
+            "正文 第一千零二十四章 大战",
+            body,
+            "第１２章　夜雨",
+            body,
+            "《》目录 第012回 再战",
+            body,
+            "Chapter 7: Dawn",
+            body,
+            "他们打了第一回合，不分胜负。" + body,
+        ]
+    )
+    chapters = split_chapters(Document("x.txt", "s", None, text))
+    titles = [c.title for c in chapters]
+    assert titles == [
+        "正文 第一千零二十四章 大战",
+        "第１２章　夜雨",
+        "《》目录 第012回 再战",
+        "Chapter 7: Dawn",
+    ]
+
+
+def test_table_of_contents_lines_are_not_chapters() -> None:
+    body = "　　却说那人走进庙里，只见一个老道士坐在蒲团上，闭着眼睛念经，并不理会他。" * 5
+    toc = "\n".join(["目录", "第一回 开篇", "第二回 入庙", "第三回 下山", ""])
+    text = toc + "第一回 开篇\n" + body + "\n第二回 入庙\n" + body
+    chapters = split_chapters(Document("x.txt", "s", None, text))
+    assert [(c.index, c.title) for c in chapters] == [
+        (None, None),
+        (0, "第一回 开篇"),
+        (1, "第二回 入庙"),
+    ]
+
+
+def test_windows_cover_the_text_within_bounds(hongloumeng_simplified: str) -> None:
+    normalized = normalize(hongloumeng_simplified)
+    bounds = window_bounds(normalized, hongloumeng_simplified, 400)
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(normalized.text)
+    assert all(end == start for (_, end), (start, _) in zip(bounds, bounds[1:], strict=False))
+    lengths = [end - start for start, end in bounds]
+    assert all(100 <= length <= 800 for length in lengths)
+    assert 300 <= sum(lengths) / len(lengths) <= 600
+
+
+def test_windows_resynchronise_after_an_insertion(seed_with_ads: str) -> None:
+    """A site that adds a paragraph in front still cuts the rest at the same sentences."""
+    prefix = "天才一秒记住本站地址：笔趣阁。最快更新！无广告！这一章写得很长，作者求月票，求推荐票。\n"
+    plain = normalize(seed_with_ads)
+    shifted = normalize(prefix + seed_with_ads)
+    plain_windows = {plain.text[a:b] for a, b in window_bounds(plain, seed_with_ads, 400)}
+    shifted_windows = {
+        shifted.text[a:b] for a, b in window_bounds(shifted, prefix + seed_with_ads, 400)
+    }
+    shared = plain_windows & shifted_windows
+    assert len(shared) >= len(plain_windows) - 1
+
+
+def test_passage_spans_point_at_the_original(seed_traditional: str) -> None:
+    document = Document("c.txt", "site", None, seed_traditional)
+    (chapter,) = split_chapters(document)
+    normalized = normalize(seed_traditional[chapter.body_start : chapter.end])
+    windows = split_passages(document, chapter, normalized, 300)
+    assert len(windows) > 3
+    for window in windows:
+        passage = window.passage
+        assert seed_traditional[passage.start : passage.end] == passage.text
+        assert normalize(passage.text).text.startswith(window.normalized[:50])
+    # Consecutive passages leave out only whitespace between them.
+    for before, after in zip(windows, windows[1:], strict=False):
+        assert seed_traditional[before.passage.end : after.passage.start].strip() == ""
