@@ -18,9 +18,9 @@ from pathlib import Path
 import opencc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dedup.models import Document  # noqa: E402
-from dedup.read.decode import decode_bytes  # noqa: E402
-from dedup.segment import split_chapters  # noqa: E402
+from dedup.models import Document
+from dedup.read.decode import decode_bytes
+from dedup.segment import split_chapters
 
 SEEDS = {
     "000": "000_d2b23829dc8734f0.txt",
@@ -41,13 +41,17 @@ def read_text(path: Path) -> str:
 def first_chapters(path: Path, count: int) -> str:
     """The text of the first ``count`` chapters (headings included) of a whole-book file."""
     text = read_text(path)
-    chapters = [c for c in split_chapters(Document(str(path), "", None, text)) if c.index is not None]
+    chapters = [
+        c for c in split_chapters(Document(str(path), "", None, text)) if c.index is not None
+    ]
     return text[chapters[0].start : chapters[count - 1].end].strip() + "\n"
 
 
 def chapter_texts(path: Path, count: int) -> list[tuple[str, str]]:
     text = read_text(path)
-    chapters = [c for c in split_chapters(Document(str(path), "", None, text)) if c.index is not None]
+    chapters = [
+        c for c in split_chapters(Document(str(path), "", None, text)) if c.index is not None
+    ]
     return [(c.title or "", text[c.body_start : c.end].strip()) for c in chapters[:count]]
 
 
@@ -99,7 +103,9 @@ def build(shared: Path, out: Path) -> None:
     files["site-mirror/dump.jsonl"] = ("\n".join(lines) + "\n").encode("utf-8")
 
     # site-classic: Project Gutenberg (Traditional): the same 西游记 chapters, plus unrelated text.
-    files["site-classic/xiyouji.txt"] = first_chapters(corpora / "gutenberg/23962-0.txt", 2).encode()
+    files["site-classic/xiyouji.txt"] = first_chapters(
+        corpora / "gutenberg/23962-0.txt", 2
+    ).encode()
     files["site-classic/sanguo.txt"] = first_chapters(corpora / "gutenberg/23950-0.txt", 1).encode()
 
     for name, data in files.items():

@@ -77,7 +77,9 @@ def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
         chapter_count += sum(chapter.index is not None for chapter in chapters)
         for chapter in chapters:
             with timer("normalize"):
-                normalized = normalize(document.text[chapter.body_start : chapter.end], config.script)
+                normalized = normalize(
+                    document.text[chapter.body_start : chapter.end], config.script
+                )
             with timer("segment"):
                 windows += split_passages(document, chapter, normalized, config.passage_chars)
     kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]

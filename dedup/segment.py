@@ -11,6 +11,7 @@ as backup tools use to find shared blocks in shifted files).
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ def split_chapters(document: Document) -> list[Chapter]:
         body = text[match.end() : following]
         if len(body.strip()) < MIN_CHAPTER_BODY:
             continue
-        title = match.group(0).strip(" \t\r\u3000#【】[]")
+        title = " ".join(match.group(0).strip(" \t\r\u3000#【】[]").split())
         starts.append((match.start(), match.end(), title))
 
     chapters: list[Chapter] = []
@@ -73,7 +74,9 @@ def split_chapters(document: Document) -> list[Chapter]:
     return chapters
 
 
-def window_bounds(normalized: NormalizedText, original: str, passage_chars: int) -> list[tuple[int, int]]:
+def window_bounds(
+    normalized: NormalizedText, original: str, passage_chars: int
+) -> list[tuple[int, int]]:
     """Cut the normalized text into windows of about ``passage_chars`` characters.
 
     Returns ``(start, end)`` pairs in normalized coordinates. Windows are at least half the
@@ -112,7 +115,7 @@ def window_bounds(normalized: NormalizedText, original: str, passage_chars: int)
     if size - cuts[-1] < min_len // 2 and len(cuts) > 1:
         cuts.pop()  # a short tail joins the window before it
     cuts.append(size)
-    return list(zip(cuts[:-1], cuts[1:], strict=True))
+    return list(itertools.pairwise(cuts))
 
 
 def _sentence_ends(normalized: NormalizedText, original: str) -> list[int]:

@@ -55,7 +55,9 @@ def test_bad_option_is_a_usage_error(samples: Path) -> None:
 
 
 def test_strict_exits_3_after_writing_the_report(samples: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["scan", str(samples), "--out", str(tmp_path), "-q", "--strict"])
+    result = CliRunner().invoke(
+        cli, ["scan", str(samples), "--out", str(tmp_path), "-q", "--strict"]
+    )
     assert result.exit_code == 3
     assert (tmp_path / "report.json").exists()
 
@@ -63,6 +65,9 @@ def test_strict_exits_3_after_writing_the_report(samples: Path, tmp_path: Path) 
 def test_version_and_python_dash_m() -> None:
     assert CliRunner().invoke(cli, ["--version"]).stdout.strip() == f"dedup, version {__version__}"
     completed = subprocess.run(
-        [sys.executable, "-m", "dedup", "scan", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "dedup", "scan", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "--threshold" in completed.stdout and "--ngram" in completed.stdout

@@ -14,7 +14,9 @@ def _passages(text: str) -> list[str]:
     return [normalized[start : start + 400] for start in range(0, len(normalized), 350)]
 
 
-def test_signatures_match_datasketch_update_batch(seed_simplified: str, seed_traditional: str) -> None:
+def test_signatures_match_datasketch_update_batch(
+    seed_simplified: str, seed_traditional: str
+) -> None:
     texts = _passages(seed_simplified) + _passages(seed_traditional) + ["短文"]
     computed = signatures(texts, ngram=5, num_perm=128, seed=7)
     for text, signature in zip(texts, computed, strict=True):

@@ -53,8 +53,17 @@ def test_verification_is_exact_jaccard_and_containment(seed_simplified: str) -> 
 
 
 def _passage(path: str, start: int, text: str) -> Passage:
-    return Passage(f"{path}:{start}-{start + len(text)}", path.split("/")[0], path, None, None,
-                   None, start, start + len(text), text)
+    return Passage(
+        f"{path}:{start}-{start + len(text)}",
+        path.split("/")[0],
+        path,
+        None,
+        None,
+        None,
+        start,
+        start + len(text),
+        text,
+    )
 
 
 def test_clusters_are_deterministic_and_pick_the_longest_member() -> None:

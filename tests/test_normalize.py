@@ -50,7 +50,9 @@ def test_idempotent(seed_with_ads: str, seed_traditional: str) -> None:
 @given(
     st.text(
         alphabet=st.sampled_from(
-            list("爲羣纔為群才著裡裏甚麼妳牠衞囘說話，。「」『』“” \n\u3000ＡＢ１２abc*□×○www.x.com")
+            list(
+                "爲羣纔為群才著裡裏甚麼妳牠衞囘說話，。「」『』“” \n\u3000ＡＢ１２abc*□×○www.x.com"
+            )
         )
         | st.characters(),
         max_size=80,

@@ -22,7 +22,9 @@ def _dump(tmp_path: Path, seed_simplified: str) -> Path:
     return tmp_path
 
 
-def test_source_is_first_folder_under_the_scanned_folder(tmp_path: Path, seed_simplified: str) -> None:
+def test_source_is_first_folder_under_the_scanned_folder(
+    tmp_path: Path, seed_simplified: str
+) -> None:
     root = _dump(tmp_path, seed_simplified)
     found, skipped = discover_inputs([str(root)])
     assert skipped == []
@@ -72,7 +74,9 @@ def test_unreadable_and_binary_files_are_skipped_with_a_reason(
     assert "empty" in results["empty.txt"].skipped.reason
 
 
-def test_jsonl_keeps_good_records_and_reports_bad_lines(tmp_path: Path, seed_traditional: str) -> None:
+def test_jsonl_keeps_good_records_and_reports_bad_lines(
+    tmp_path: Path, seed_traditional: str
+) -> None:
     lines = [
         json.dumps({"title": "第一章", "content": seed_traditional}, ensure_ascii=False),
         '{"title": "第二章", "content": "未完',

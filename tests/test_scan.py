@@ -58,9 +58,14 @@ def test_most_of_each_shared_chapter_is_found(report: dedup.Report) -> None:
         for member in cluster.members:
             clustered[_relative(member.path)] = clustered.get(_relative(member.path), 0) + 1
     passages = {_relative(entry.path): entry.passages for entry in report.inputs}
-    for name in ("site-qidian/000.txt", "site-tw/000.txt", "site-gbk/002.txt",
-                 "site-qidian/hongloumeng.txt", "site-tw/hongloumeng-big5.txt",
-                 "site-classic/xiyouji.txt"):
+    for name in (
+        "site-qidian/000.txt",
+        "site-tw/000.txt",
+        "site-gbk/002.txt",
+        "site-qidian/hongloumeng.txt",
+        "site-tw/hongloumeng-big5.txt",
+        "site-classic/xiyouji.txt",
+    ):
         assert clustered[name] >= 0.8 * passages[name], name
 
 
@@ -114,13 +119,27 @@ def test_report_is_byte_identical_across_runs_jobs_and_path_order(
 def test_report_json_contract(report: dedup.Report) -> None:
     data = json.loads(report.to_json())
     assert set(data) == {
-        "report_format", "dedup_version", "options", "summary", "inputs", "skipped", "clusters"
+        "report_format",
+        "dedup_version",
+        "options",
+        "summary",
+        "inputs",
+        "skipped",
+        "clusters",
     }
     assert data["options"]["ngram"] == 5 and "jobs" not in data["options"]
     cluster = data["clusters"][0]
     assert set(cluster) == {"id", "representative", "sources", "members", "pairs"}
     assert set(cluster["members"][0]) == {
-        "id", "source", "path", "record", "chapter", "title", "start", "end", "text"
+        "id",
+        "source",
+        "path",
+        "record",
+        "chapter",
+        "title",
+        "start",
+        "end",
+        "text",
     }
     assert set(cluster["pairs"][0]) == {"a", "b", "jaccard", "containment", "minhash_jaccard"}
     ids = [c["id"] for c in data["clusters"]]

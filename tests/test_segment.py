@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from dedup.models import Document
 from dedup.normalize import normalize
 from dedup.segment import split_chapters, split_passages, window_bounds
@@ -19,12 +21,15 @@ def test_chapter_headings_of_a_real_book(hongloumeng_simplified: str) -> None:
 
 
 def test_heading_forms() -> None:
-    body = "　　话说宝玉在林黛玉房中说耗子精，宝钗撞来，讽刺宝玉元宵不知绿蜡之典，三人正在房中互相取笑。" * 3
+    body = (
+        "　　话说宝玉在林黛玉房中说耗子精，宝钗撞来，讽刺宝玉元宵不知绿蜡之典，三人正在房中互相取笑。"
+        * 3
+    )
     text = "\n".join(
         [
             "正文 第一千零二十四章 大战",
             body,
-            "第１２章　夜雨",
+            "第１２章 夜雨",
             body,
             "《》目录 第012回 再战",
             body,
@@ -37,7 +42,7 @@ def test_heading_forms() -> None:
     titles = [c.title for c in chapters]
     assert titles == [
         "正文 第一千零二十四章 大战",
-        "第１２章　夜雨",
+        "第１２章 夜雨",
         "《》目录 第012回 再战",
         "Chapter 7: Dawn",
     ]
@@ -59,7 +64,7 @@ def test_windows_cover_the_text_within_bounds(hongloumeng_simplified: str) -> No
     normalized = normalize(hongloumeng_simplified)
     bounds = window_bounds(normalized, hongloumeng_simplified, 400)
     assert bounds[0][0] == 0 and bounds[-1][1] == len(normalized.text)
-    assert all(end == start for (_, end), (start, _) in zip(bounds, bounds[1:], strict=False))
+    assert all(end == start for (_, end), (start, _) in itertools.pairwise(bounds))
     lengths = [end - start for start, end in bounds]
     assert all(100 <= length <= 800 for length in lengths)
     assert 300 <= sum(lengths) / len(lengths) <= 600
@@ -67,7 +72,9 @@ def test_windows_cover_the_text_within_bounds(hongloumeng_simplified: str) -> No
 
 def test_windows_resynchronise_after_an_insertion(seed_with_ads: str) -> None:
     """A site that adds a paragraph in front still cuts the rest at the same sentences."""
-    prefix = "天才一秒记住本站地址：笔趣阁。最快更新！无广告！这一章写得很长，作者求月票，求推荐票。\n"
+    prefix = (
+        "天才一秒记住本站地址：笔趣阁。最快更新！无广告！这一章写得很长，作者求月票，求推荐票。\n"
+    )
     plain = normalize(seed_with_ads)
     shifted = normalize(prefix + seed_with_ads)
     plain_windows = {plain.text[a:b] for a, b in window_bounds(plain, seed_with_ads, 400)}
@@ -89,5 +96,5 @@ def test_passage_spans_point_at_the_original(seed_traditional: str) -> None:
         assert seed_traditional[passage.start : passage.end] == passage.text
         assert normalize(passage.text).text.startswith(window.normalized[:50])
     # Consecutive passages leave out only whitespace between them.
-    for before, after in zip(windows, windows[1:], strict=False):
+    for before, after in itertools.pairwise(windows):
         assert seed_traditional[before.passage.end : after.passage.start].strip() == ""

@@ -94,7 +94,9 @@ def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict
                 "check --encoding, or pass --errors replace to read it anyway"
             ) from error
         except LookupError as error:
-            raise DecodeFailure(f"unknown encoding {encoding!r}; use a Python codec name") from error
+            raise DecodeFailure(
+                f"unknown encoding {encoding!r}; use a Python codec name"
+            ) from error
 
     for bom, bom_encoding in BOMS:
         if data.startswith(bom):

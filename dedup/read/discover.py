@@ -22,7 +22,9 @@ FORMATS = {
 
 @dataclass(frozen=True, slots=True, order=True)
 class FoundFile:
-    path: str  # as the user will see it: the given path joined with the relative part, '/'-separated
+    path: (
+        str  # as the user will see it: the given path joined with the relative part, '/'-separated
+    )
     source: str
     format: str
     fs_path: str
@@ -67,7 +69,9 @@ def _walk(root: Path, skipped: dict[str, Skipped]) -> list[tuple[Path, str]]:
 
     def on_error(error: OSError) -> None:
         where = _display(error.filename or root)
-        skipped[where] = Skipped(where, f"cannot list this folder ({error.strerror}); check its permissions")
+        skipped[where] = Skipped(
+            where, f"cannot list this folder ({error.strerror}); check its permissions"
+        )
 
     for folder, dirnames, filenames in os.walk(root, onerror=on_error):
         dirnames.sort()

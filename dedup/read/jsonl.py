@@ -44,7 +44,9 @@ def _documents_from_records(
             warnings.append(f"{where}: no text field ({fields}); use --text-field to name it")
             continue
         title = _first_string(record, title_fields)
-        documents.append(Document(path, source, index, text, title.strip() if title else None))
+        documents.append(
+            Document(path, source, index, text, " ".join(title.split()) or None if title else None)
+        )
     return documents, _capped(warnings)
 
 

@@ -72,8 +72,10 @@ def format_summary(report: Report) -> str:
 
     if report.timings:
         stages = "  ".join(
-            f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items() if stage != "total"
+            f"{stage} {seconds:.2f}s"
+            for stage, seconds in report.timings.items()
+            if stage != "total"
         )
-        total = report.timings.get("total", 0.0)
-        lines += ["", f"time {total:.2f}s with {report.jobs} jobs ({stages})"]
+        wall = report.timings.get("total", 0.0)
+        lines += ["", f"time {wall:.2f}s with {report.jobs} jobs ({stages})"]
     return "\n".join(lines)
