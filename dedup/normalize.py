@@ -82,11 +82,11 @@ def _ascii_lower() -> dict[int, int]:
 
 
 def _code_points(text: str) -> npt.NDArray[np.uint32]:
-    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
 def _from_code_points(codes: npt.NDArray[np.uint32]) -> str:
-    return codes.astype(np.uint32).tobytes().decode("utf-32-le")
+    return codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def _convert_script(text: str, configs: tuple[str, ...]) -> str:
