@@ -14,6 +14,11 @@ import numpy.typing as npt
 from datasketch.lsh import _optimal_param
 
 Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
+# A bucket this large is boilerplate repeated across a dump (a site's disclaimer after every
+# chapter): all its pairs would be quadratic in number. Its members are linked to its first
+# member instead, which keeps them together in one cluster with a linear number of pairs.
+# (A scene republished by a few hundred sites still gets every pair compared.)
+MAX_BUCKET_PAIRS_MEMBERS = 500
 
 
 @functools.cache
@@ -45,6 +50,10 @@ def candidate_pairs(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -
         ends = np.concatenate((boundaries, [count]))
         for start, end in zip(starts[ends - starts > 1], ends[ends - starts > 1], strict=True):
             members = np.sort(order[start:end])
+            if members.size > MAX_BUCKET_PAIRS_MEMBERS:
+                hub = np.full(members.size - 1, members[0])
+                found.append(np.stack((hub, members[1:]), axis=1))
+                continue
             first, second = np.triu_indices(members.size, k=1)
             found.append(np.stack((members[first], members[second]), axis=1))
     if not found:

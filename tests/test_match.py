@@ -91,3 +91,16 @@ def test_union_find_joins_chains() -> None:
     groups.union(4, 1)
     assert groups.find(3) == groups.find(1) == 1
     assert groups.find(0) != groups.find(2)
+
+
+def test_boilerplate_repeated_thousands_of_times_stays_linear(seed_with_ads: str) -> None:
+    """The same disclaimer after 3,000 chapters: one cluster, not 4.5 million pairs."""
+    disclaimer = normalize(seed_with_ads).text[:120]
+    texts = [disclaimer] * 3000 + _windows(seed_with_ads)
+    sigs = signatures(texts, 5, 128, 1)
+    pairs = candidate_pairs(sigs, *lsh_params(0.5, 128))
+    assert len(pairs) < 3000 * 2
+    verified = verify_pairs(pairs, texts, sigs, 5, 0.5, 0.8)
+    passages = [_passage(f"s{i}/x.txt", 0, text) for i, text in enumerate(texts)]
+    clusters = cluster_pairs(passages, verified)
+    assert len(clusters) == 1 and len(clusters[0].members) == 3000
