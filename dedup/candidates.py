@@ -39,24 +39,43 @@ def _band_keys(block: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
 
 def candidate_pairs(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -> Pairs:
     """All pairs of passages that share at least one band, sorted and unique."""
-    count = signatures.shape[0]
     found: list[Pairs] = []
     for band in range(bands):
         keys = _band_keys(signatures[:, band * rows : (band + 1) * rows])
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        boundaries = np.flatnonzero(np.diff(ordered)) + 1
-        starts = np.concatenate(([0], boundaries))
-        ends = np.concatenate((boundaries, [count]))
-        for start, end in zip(starts[ends - starts > 1], ends[ends - starts > 1], strict=True):
-            members = np.sort(order[start:end])
-            if members.size > MAX_BUCKET_PAIRS_MEMBERS:
-                hub = np.full(members.size - 1, members[0])
-                found.append(np.stack((hub, members[1:]), axis=1))
-                continue
-            first, second = np.triu_indices(members.size, k=1)
-            found.append(np.stack((members[first], members[second]), axis=1))
+        found += _bucket_pairs(keys)
     if not found:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)
+    pairs.sort(axis=1)
     return np.unique(pairs, axis=0)
+
+
+def _bucket_pairs(keys: npt.NDArray[np.uint64]) -> list[Pairs]:
+    """Pairs of positions with equal keys, without a Python loop over buckets: after sorting,
+    members of one bucket are adjacent, so pairing each position with the one ``distance``
+    places on, for distance 1, 2, ... up to the largest bucket, yields every pair once."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    boundaries = np.flatnonzero(np.diff(ordered)) + 1
+    starts = np.concatenate(([0], boundaries))
+    sizes = np.diff(np.concatenate((starts, [keys.size])))
+    size_at = np.repeat(sizes, sizes)
+    found: list[Pairs] = []
+    for start, size in zip(
+        starts[sizes > MAX_BUCKET_PAIRS_MEMBERS],
+        sizes[sizes > MAX_BUCKET_PAIRS_MEMBERS],
+        strict=True,
+    ):
+        members = order[start : start + size]
+        hub = np.full(size - 1, members.min())
+        found.append(np.stack((hub, members[members != hub[0]]), axis=1))
+    pairable = (size_at > 1) & (size_at <= MAX_BUCKET_PAIRS_MEMBERS)
+    distance = 1
+    while distance < keys.size:
+        same = (ordered[:-distance] == ordered[distance:]) & pairable[:-distance]
+        if not same.any():
+            break
+        left = np.flatnonzero(same)
+        found.append(np.stack((order[left], order[left + distance]), axis=1))
+        distance += 1
+    return found

@@ -122,7 +122,10 @@ def _sign_block(
     if not filled.any():
         return
     mixed = _fmix32(np.concatenate(hashes))
+    # One row per permutation, shingles along the row: the min over each passage's shingles is
+    # then a reduction over contiguous memory, an order of magnitude faster than the transpose.
     with np.errstate(over="ignore"):
-        permuted = mixed[:, None] * a[None, :] + b[None, :]
+        permuted = a[:, None] * mixed[None, :]
+        permuted += b[:, None]
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled]
-    out[filled] = np.minimum.reduceat(permuted, starts, axis=0)
+    out[filled] = np.minimum.reduceat(permuted, starts, axis=1).T
