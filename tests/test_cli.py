@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from dedup import __version__
 from dedup.cli import cli, main
+from tests.test_scan import EXPECTED_FILE_PAIRS
 
 
 def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) -> None:
@@ -21,6 +23,14 @@ def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) ->
     assert "site-qidian" in result.stdout
     assert "README.md: not a supported format" in result.stderr
     report = json.loads((out / "report.json").read_text("utf-8"))
+    linked = {
+        pair
+        for cluster in report["clusters"]
+        for pair in itertools.combinations(
+            sorted({m["path"].split("corpus_samples/")[1] for m in cluster["members"]}), 2
+        )
+    }
+    assert linked == EXPECTED_FILE_PAIRS
     assert len(report["clusters"]) == 82
     run = json.loads((out / "run.json").read_text("utf-8"))
     assert run["jobs"] == 1 and run["seconds"]["total"] > 0
