@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 import click
 
 from dedup import __version__
-from dedup.config import DEFAULT_TEXT_FIELDS, DEFAULT_TITLE_FIELDS, SCRIPTS, ScanConfig
+from dedup.config import (
+    DEFAULT_ID_FIELDS,
+    DEFAULT_TEXT_FIELDS,
+    DEFAULT_TITLE_FIELDS,
+    SCRIPTS,
+    ScanConfig,
+)
 from dedup.errors import DedupError, ExitStatus
 from dedup.pipeline import scan
 from dedup.report import format_summary, write_report
@@ -87,6 +93,25 @@ def input_options(function: F) -> F:
             help=f"JSON field holding the chapter title (default: {', '.join(DEFAULT_TITLE_FIELDS)}).",
         ),
         click.option(
+            "--id-field",
+            "id_fields",
+            multiple=True,
+            help=f"JSON/CSV field holding a record's own id (default: {', '.join(DEFAULT_ID_FIELDS)}).",
+        ),
+        click.option(
+            "--source-field",
+            "source_fields",
+            multiple=True,
+            help="JSON/CSV field naming the record's source (site), instead of its folder.",
+        ),
+        click.option(
+            "--max-file-mb",
+            type=click.IntRange(1),
+            default=_defaults.max_file_mb,
+            show_default=True,
+            help="Skip any input larger than this once decompressed (guards against zip bombs).",
+        ),
+        click.option(
             "--encoding",
             default=None,
             help="Read every file in this encoding instead of detecting it (e.g. gb18030, big5hkscs).",
@@ -138,6 +163,7 @@ def scan_command(
     out_dir: Path,
     text_fields: tuple[str, ...],
     title_fields: tuple[str, ...],
+    id_fields: tuple[str, ...],
     jobs: int,
     quiet: bool,
     strict: bool,
@@ -156,6 +182,7 @@ def scan_command(
     config = ScanConfig(
         text_fields=text_fields or DEFAULT_TEXT_FIELDS,
         title_fields=title_fields or DEFAULT_TITLE_FIELDS,
+        id_fields=id_fields or DEFAULT_ID_FIELDS,
         jobs=jobs,
         show_progress=not quiet and sys.stderr.isatty(),
         **options,

@@ -12,7 +12,8 @@ Script = Literal["simplified", "traditional"]
 SCRIPTS: tuple[Script, ...] = ("simplified", "traditional")
 DecodeErrors = Literal["strict", "replace"]
 DEFAULT_TEXT_FIELDS = ("content", "text", "body")
-DEFAULT_TITLE_FIELDS = ("title", "chapter")
+DEFAULT_TITLE_FIELDS = ("title", "chapter", "chapter_title")
+DEFAULT_ID_FIELDS = ("id", "chapter_id", "url")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +35,11 @@ class ScanConfig:
     min_passage_chars: int = 40
     text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS
     title_fields: tuple[str, ...] = DEFAULT_TITLE_FIELDS
+    id_fields: tuple[str, ...] = DEFAULT_ID_FIELDS
+    source_fields: tuple[str, ...] = ()
     encoding: str | None = None
     errors: DecodeErrors = "strict"
+    max_file_mb: int = 2048
     jobs: int = field(default=0, compare=False)
     show_progress: bool = field(default=False, compare=False)
 
@@ -62,6 +66,8 @@ class ScanConfig:
             raise ConfigError("give at least one text field for JSON Lines records")
         if self.errors not in ("strict", "replace"):
             raise ConfigError(f"errors must be strict or replace, not {self.errors!r}")
+        if self.max_file_mb < 1:
+            raise ConfigError(f"max_file_mb must be at least 1, not {self.max_file_mb}")
         if self.jobs < 0:
             raise ConfigError(f"jobs must be 0 (all cores) or a positive number, not {self.jobs}")
 
@@ -74,4 +80,6 @@ class ScanConfig:
         del options["jobs"], options["show_progress"]
         options["text_fields"] = list(self.text_fields)
         options["title_fields"] = list(self.title_fields)
+        options["id_fields"] = list(self.id_fields)
+        options["source_fields"] = list(self.source_fields)
         return options

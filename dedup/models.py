@@ -19,6 +19,7 @@ class Document:
     record: int | None
     text: str
     title: str | None = None  # a title given by the record itself (JSONL ``title`` field)
+    record_id: str | None = None  # the record's own id (``--id-field``), for people to find it
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,7 @@ class Passage:
     start: int
     end: int
     text: str
+    record_id: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, int]:
@@ -61,6 +63,7 @@ class Passage:
             "source": self.source,
             "path": self.path,
             "record": self.record,
+            "record_id": self.record_id,
             "chapter": self.chapter,
             "title": self.title,
             "start": self.start,

@@ -8,6 +8,7 @@ timed; results never depend on the number of workers or the order of the input p
 from __future__ import annotations
 
 import multiprocessing
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -24,9 +25,9 @@ from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
 from dedup.fingerprint import signatures
-from dedup.models import Cluster, InputFile, Passage, Report, Skipped, Summary
+from dedup.models import Chapter, Cluster, InputFile, Passage, Report, Skipped, Summary
 from dedup.normalize import normalize
-from dedup.read import FoundFile, discover_inputs, read_file
+from dedup.read import FoundFile, ReadResult, discover_inputs, read_file
 from dedup.segment import PassageWindow, split_chapters, split_passages
 from dedup.verify import verify_pairs
 
@@ -48,8 +49,8 @@ class StageTimer:
 
 
 @dataclass(frozen=True, slots=True)
-class PreparedFile:
-    """What one worker hands back for one file: its passages and their fingerprints."""
+class PreparedInput:
+    """What one worker hands back for one input: its passages and their fingerprints."""
 
     entry: InputFile | None
     skipped: Skipped | None
@@ -57,17 +58,27 @@ class PreparedFile:
     normalized: tuple[str, ...]
     signatures: npt.NDArray[np.uint32]
     too_short: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    inputs: tuple[PreparedInput, ...]
     seconds: dict[str, float]
 
 
 def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
-    """read -> segment -> normalize -> fingerprint for one file."""
+    """read -> segment -> normalize -> fingerprint for one file (every input inside it)."""
     timer = StageTimer()
     with timer("read"):
-        result = read_file(file, config)
+        results = read_file(file, config)
+    prepared = tuple(_prepare_input(result, config, timer) for result in results)
+    return PreparedFile(prepared, timer.seconds)
+
+
+def _prepare_input(result: ReadResult, config: ScanConfig, timer: StageTimer) -> PreparedInput:
     if result.skipped is not None:
         empty = np.empty((0, config.num_perm), dtype=np.uint32)
-        return PreparedFile(None, result.skipped, (), (), empty, 0, timer.seconds)
+        return PreparedInput(None, result.skipped, (), (), empty, 0)
 
     windows: list[PassageWindow] = []
     chapter_count = 0
@@ -76,12 +87,12 @@ def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
             chapters = split_chapters(document)
         chapter_count += sum(chapter.index is not None for chapter in chapters)
         for chapter in chapters:
-            with timer("normalize"):
-                normalized = normalize(
-                    document.text[chapter.body_start : chapter.end], config.script
-                )
-            with timer("segment"):
-                windows += split_passages(document, chapter, normalized, config.passage_chars)
+            for block_start, block_end in _blocks(document.text, chapter):
+                block = Chapter(chapter.index, chapter.title, chapter.start, block_start, block_end)
+                with timer("normalize"):
+                    normalized = normalize(document.text[block_start:block_end], config.script)
+                with timer("segment"):
+                    windows += split_passages(document, block, normalized, config.passage_chars)
     kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]
 
     with timer("fingerprint"):
@@ -89,23 +100,43 @@ def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
         fingerprints = signatures(texts, config.ngram, config.num_perm, config.seed)
 
     entry = InputFile(
-        path=file.path,
-        source=file.source,
-        format=file.format,
+        path=result.path,
+        source=result.source,
+        format=result.format,
         encoding=result.encoding,
-        records=len(result.documents) if file.format != "txt" else 0,
+        records=result.records,
         chapters=chapter_count,
         passages=len(kept),
         warnings=result.warnings,
     )
     passages = tuple(window.passage for window in kept)
-    too_short = len(windows) - len(kept)
-    return PreparedFile(entry, None, passages, texts, fingerprints, too_short, timer.seconds)
+    return PreparedInput(entry, None, passages, texts, fingerprints, len(windows) - len(kept))
+
+
+# A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
+# (or a line end), so that a 200 MB file with no headings or line breaks needs memory for one
+# block at a time rather than for the whole file several times over.
+BLOCK_CHARS = 1 << 20
+_BLOCK_END = re.compile(r"[。！？!?…\n][」』”’\"'）)]*")
+
+
+def _blocks(text: str, chapter: Chapter) -> list[tuple[int, int]]:
+    start, end = chapter.body_start, chapter.end
+    blocks = []
+    while end - start > BLOCK_CHARS:
+        limit = start + BLOCK_CHARS
+        window = text[limit - BLOCK_CHARS // 4 : limit]
+        ends = [match.end() for match in _BLOCK_END.finditer(window)]
+        cut = limit - BLOCK_CHARS // 4 + ends[-1] if ends else limit
+        blocks.append((start, cut))
+        start = cut
+    blocks.append((start, end))
+    return blocks
 
 
 def _prepare_all(
     files: Sequence[FoundFile], config: ScanConfig, timer: StageTimer
-) -> list[PreparedFile]:
+) -> list[PreparedInput]:
     workers = min(config.worker_count, max(1, len(files)))
     progress: dict[str, Any] = {
         "total": len(files),
@@ -128,7 +159,7 @@ def _prepare_all(
     for item in prepared:
         for stage, seconds in item.seconds.items():
             timer.add(stage, seconds)
-    return prepared
+    return [one for item in prepared for one in item.inputs]
 
 
 def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any) -> Report:
@@ -183,7 +214,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
 def _summarize(
     inputs: Sequence[InputFile],
     skipped: Sequence[Skipped],
-    prepared: Sequence[PreparedFile],
+    prepared: Sequence[PreparedInput],
     candidates: int,
     verified: int,
     clusters: Sequence[Cluster],

@@ -159,6 +159,7 @@ def split_passages(
             start=original_start,
             end=original_end,
             text=document.text[original_start:original_end],
+            record_id=document.record_id,
         )
         windows.append(PassageWindow(passage, normalized.text[start:end]))
     return windows

@@ -135,6 +135,7 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "source",
         "path",
         "record",
+        "record_id",
         "chapter",
         "title",
         "start",

@@ -17,17 +17,27 @@ FORMATS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".epub": "epub",
+    ".zip": "zip",
 }
+# A compressed file is read as the file inside it: book.txt.gz is a .txt.
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class FoundFile:
-    path: (
-        str  # as the user will see it: the given path joined with the relative part, '/'-separated
-    )
+    # path: as the user will see it, the given path joined with the part below it, '/'-separated
+    path: str
     source: str
     format: str
     fs_path: str
+    compression: str | None = None
 
 
 def _display(path: PurePath | str) -> str:
@@ -99,12 +109,19 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     if not os.path.isfile(real):
         skipped[where] = Skipped(where, "not a regular file")
         return
-    suffix = file.suffix.lower()
-    if suffix not in FORMATS:
+    suffixes = [suffix.lower() for suffix in file.suffixes[-2:]]
+    compression = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
+    if compression:
+        suffixes = suffixes[:-1]
+    file_format = FORMATS.get(suffixes[-1]) if suffixes else None
+    if file_format is None or (compression and file_format in ("zip", "epub", "parquet")):
         known = ", ".join(sorted(FORMATS))
-        skipped[where] = Skipped(where, f"not a supported format (supported: {known})")
+        squeezed = ", ".join(COMPRESSIONS)
+        skipped[where] = Skipped(
+            where, f"not a supported format (supported: {known}, each also as {squeezed})"
+        )
         return
-    candidate = FoundFile(where, source, FORMATS[suffix], str(file))
+    candidate = FoundFile(where, source, file_format, str(file), compression)
     # The same file reached through two given paths is read once, under the first name in order.
     previous = found.get(real)
     if previous is None or candidate.path < previous.path:

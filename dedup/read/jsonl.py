@@ -1,4 +1,5 @@
-"""Record dumps: JSON Lines (one object per line) and JSON arrays of objects.
+"""Record dumps: JSON Lines (one object per line), JSON arrays of objects, and the shared
+handling of records that tables (CSV, TSV, Parquet) reuse.
 
 Scrapers write one record per chapter, with the text under ``content``, ``text`` or ``body`` and
 the chapter title under ``title`` or ``chapter``. A broken line costs that line only: it is
@@ -8,7 +9,8 @@ counted in the file's warnings with its line number, and the good records are ke
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from dedup.models import Document
@@ -17,20 +19,32 @@ from dedup.read.decode import Decoded
 MAX_LISTED_WARNINGS = 20
 
 
-def _first_string(record: dict[str, Any], fields: Sequence[str]) -> str | None:
-    for name in fields:
+@dataclass(frozen=True, slots=True)
+class RecordFields:
+    """Which fields of a record hold what; the first present one wins."""
+
+    text: tuple[str, ...]
+    title: tuple[str, ...]
+    id: tuple[str, ...] = ()
+    source: tuple[str, ...] = ()
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.text, *self.title, *self.id, *self.source)
+
+
+def _first_value(record: dict[str, Any], names: Iterable[str]) -> str | None:
+    for name in names:
         value = record.get(name)
         if isinstance(value, str):
             return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
     return None
 
 
-def _documents_from_records(
-    path: str,
-    source: str,
-    records: Iterable[tuple[int, str, Any]],
-    text_fields: Sequence[str],
-    title_fields: Sequence[str],
+def documents_from_records(
+    path: str, source: str, records: Iterable[tuple[int, str, Any]], fields: RecordFields
 ) -> tuple[list[Document], list[str]]:
     documents: list[Document] = []
     warnings: list[str] = []
@@ -38,19 +52,27 @@ def _documents_from_records(
         if not isinstance(record, dict):
             warnings.append(f"{where}: not a JSON object, skipped")
             continue
-        text = _first_string(record, text_fields)
-        if text is None:
-            fields = ", ".join(text_fields)
-            warnings.append(f"{where}: no text field ({fields}); use --text-field to name it")
+        text = record.get(next((name for name in fields.text if name in record), ""), None)
+        if not isinstance(text, str):
+            names = ", ".join(fields.text)
+            warnings.append(f"{where}: no text field ({names}); use --text-field to name it")
             continue
-        title = _first_string(record, title_fields)
+        title = _first_value(record, fields.title)
+        record_source = _first_value(record, fields.source) if fields.source else None
         documents.append(
-            Document(path, source, index, text, " ".join(title.split()) or None if title else None)
+            Document(
+                path=path,
+                source=record_source.strip() if record_source and record_source.strip() else source,
+                record=index,
+                text=text,
+                title=" ".join(title.split()) or None if title else None,
+                record_id=_first_value(record, fields.id),
+            )
         )
-    return documents, _capped(warnings)
+    return documents, capped(warnings)
 
 
-def _capped(warnings: list[str]) -> list[str]:
+def capped(warnings: list[str]) -> list[str]:
     if len(warnings) <= MAX_LISTED_WARNINGS:
         return warnings
     hidden = len(warnings) - MAX_LISTED_WARNINGS
@@ -58,11 +80,7 @@ def _capped(warnings: list[str]) -> list[str]:
 
 
 def documents_from_jsonl(
-    path: str,
-    source: str,
-    decoded: Decoded,
-    text_fields: Sequence[str],
-    title_fields: Sequence[str],
+    path: str, source: str, decoded: Decoded, fields: RecordFields
 ) -> tuple[list[Document], list[str]]:
     broken: list[str] = []
 
@@ -75,8 +93,8 @@ def documents_from_jsonl(
             except json.JSONDecodeError as error:
                 broken.append(f"line {index + 1}: not valid JSON ({error.msg}), skipped")
 
-    documents, warnings = _documents_from_records(path, source, parsed(), text_fields, title_fields)
-    return documents, _capped(broken) + warnings
+    documents, warnings = documents_from_records(path, source, parsed(), fields)
+    return documents, capped(broken) + warnings
 
 
 class NotRecords(ValueError):
@@ -84,11 +102,7 @@ class NotRecords(ValueError):
 
 
 def documents_from_json(
-    path: str,
-    source: str,
-    decoded: Decoded,
-    text_fields: Sequence[str],
-    title_fields: Sequence[str],
+    path: str, source: str, decoded: Decoded, fields: RecordFields
 ) -> tuple[list[Document], list[str]]:
     try:
         data = json.loads(decoded.text)
@@ -102,4 +116,4 @@ def documents_from_json(
     if not isinstance(data, list):
         raise NotRecords("JSON file holds neither an object nor a list of objects")
     records = ((index, f"element {index}", record) for index, record in enumerate(data))
-    return _documents_from_records(path, source, records, text_fields, title_fields)
+    return documents_from_records(path, source, records, fields)
