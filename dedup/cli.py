@@ -139,6 +139,7 @@ def cli() -> None:
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--out",
+    "-o",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("dedup-report"),

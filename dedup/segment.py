@@ -36,6 +36,16 @@ HEADING_PATTERN = re.compile(
     r"[^\n]{0,60}$",
     re.MULTILINE | re.IGNORECASE,
 )
+VOLUME_PATTERN = re.compile(
+    r"^[ \t\u3000#]*[【\[]?[ \t\u3000]*(?:正文[ \t\u3000]*)?"
+    rf"第[ \t\u3000]*[{_NUMERAL}]+[ \t\u3000]*[卷部集篇]"
+    r"(?=[ \t\r\u3000:：．.、,，】\]\-—(（]|$)[^\n]{0,60}$",
+    re.MULTILINE,
+)
+# "第12章 标题（2）", "(2/3)", "【3】" at the end of a heading: a later page of the same chapter.
+PAGE_MARKER = re.compile(
+    r"\s*[（(【\[]\s*(?:[0-9０-９]+|[一二三四五六七八九十]+)\s*(?:/\s*[0-9]+\s*)?[）)】\]]$"
+)
 # A heading followed by almost nothing is a table-of-contents line, not a chapter.
 MIN_CHAPTER_BODY = 100
 SENTENCE_END = re.compile(r"[。！？!?…]+")
@@ -49,29 +59,83 @@ class PassageWindow:
     normalized: str
 
 
-def split_chapters(document: Document) -> list[Chapter]:
-    """Chapters by heading; text before the first heading is a chapter with index None."""
-    text = document.text
-    headings = list(HEADING_PATTERN.finditer(text))
-    starts: list[tuple[int, int, str]] = []  # (start, body_start, title)
-    for position, match in enumerate(headings):
-        following = headings[position + 1].start() if position + 1 < len(headings) else len(text)
-        body = text[match.end() : following]
-        if len(body.strip()) < MIN_CHAPTER_BODY:
-            continue
-        title = " ".join(match.group(0).strip(" \t\r\u3000#【】[]").split())
-        starts.append((match.start(), match.end(), title))
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    start: int
+    body_start: int
+    title: str
+    volume: bool
 
-    chapters: list[Chapter] = []
-    first = starts[0][0] if starts else len(text)
+
+def _headings(text: str) -> list[_Heading]:
+    found = [
+        _Heading(match.start(), match.end(), _clean_title(match.group(0)), volume=False)
+        for match in HEADING_PATTERN.finditer(text)
+    ]
+    found += [
+        _Heading(match.start(), match.end(), _clean_title(match.group(0)), volume=True)
+        for match in VOLUME_PATTERN.finditer(text)
+    ]
+    return sorted(found, key=lambda heading: heading.start)
+
+
+def _clean_title(line: str) -> str:
+    return " ".join(line.strip(" \t\r\u3000#【】[]").split())
+
+
+def split_chapters(document: Document) -> list[Chapter]:
+    """Chapters by heading; text before the first heading is a chapter with index None.
+
+    A heading followed by almost nothing (a table-of-contents line) is not a chapter. A volume
+    heading (第N卷) ends the chapter before it; text under it before the next chapter heading is
+    a section with index None. Pages of one chapter ("第12章 标题（2）") are joined back into one.
+    """
+    text = document.text
+    headings = _headings(text)
+    kept: list[_Heading] = []
+    for position, heading in enumerate(headings):
+        following = headings[position + 1].start if position + 1 < len(headings) else len(text)
+        if len(text[heading.body_start : following].strip()) >= MIN_CHAPTER_BODY:
+            kept.append(heading)
+        elif heading.volume:
+            kept.append(heading)  # still a boundary; the section itself is too short to use
+    kept = _join_pages(kept)
+
+    sections: list[Chapter] = []
+    first = kept[0].start if kept else len(text)
     if text[:first].strip():
-        only_title = document.title if not starts else None
-        index = 0 if only_title else None
-        chapters.append(Chapter(index, only_title, 0, 0, first))
-    for index, (start, body_start, title) in enumerate(starts):
-        end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
-        chapters.append(Chapter(index, title, start, body_start, end))
-    return chapters
+        only_title = document.title if not kept else None
+        sections.append(Chapter(0 if only_title else None, only_title, 0, 0, first))
+    index = 0
+    for position, heading in enumerate(kept):
+        end = kept[position + 1].start if position + 1 < len(kept) else len(text)
+        if heading.volume:
+            if len(text[heading.body_start : end].strip()) >= MIN_CHAPTER_BODY:
+                sections.append(
+                    Chapter(None, heading.title, heading.start, heading.body_start, end)
+                )
+            continue
+        sections.append(Chapter(index, heading.title, heading.start, heading.body_start, end))
+        index += 1
+    return sections
+
+
+def _join_pages(headings: list[_Heading]) -> list[_Heading]:
+    """Drop the headings of a chapter's later pages: same title, give or take a page marker."""
+    joined: list[_Heading] = []
+    for heading in headings:
+        base = PAGE_MARKER.sub("", heading.title)
+        if (
+            joined
+            and not heading.volume
+            and not joined[-1].volume
+            and PAGE_MARKER.sub("", joined[-1].title) == base
+        ):
+            previous = joined[-1]
+            joined[-1] = _Heading(previous.start, previous.body_start, base, volume=False)
+            continue
+        joined.append(heading)
+    return joined
 
 
 def window_bounds(

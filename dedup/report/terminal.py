@@ -71,11 +71,12 @@ def format_summary(report: Report) -> str:
             lines += [f"  {entry.path}: {warning}" for warning in entry.warnings]
 
     if report.timings:
-        stages = "  ".join(
-            f"{stage} {seconds:.2f}s"
-            for stage, seconds in report.timings.items()
-            if stage != "total"
+        stages = {k: v for k, v in report.timings.items() if k != "total"}
+        busy = sum(stages.values()) or 1.0
+        shares = "  ".join(
+            f"{stage} {seconds:.2f}s ({seconds / busy:.0%})" for stage, seconds in stages.items()
         )
         wall = report.timings.get("total", 0.0)
-        lines += ["", f"time {wall:.2f}s with {report.jobs} jobs ({stages})"]
+        lines += ["", f"time {wall:.2f}s with {report.jobs} jobs; per stage, summed over workers:"]
+        lines.append(f"  {shares}")
     return "\n".join(lines)
