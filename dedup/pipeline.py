@@ -69,10 +69,14 @@ class PreparedFile:
 def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
     """read -> segment -> normalize -> fingerprint for one file (every input inside it)."""
     timer = StageTimer()
-    with timer("read"):
-        results = read_file(file, config)
-    prepared = tuple(_prepare_input(result, config, timer) for result in results)
-    return PreparedFile(prepared, timer.seconds)
+    results = read_file(file, config)
+    prepared: list[PreparedInput] = []
+    while True:
+        with timer("read"):
+            result = next(results, None)
+        if result is None:
+            return PreparedFile(tuple(prepared), timer.seconds)
+        prepared.append(_prepare_input(result, config, timer))
 
 
 def _prepare_input(result: ReadResult, config: ScanConfig, timer: StageTimer) -> PreparedInput:

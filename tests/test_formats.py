@@ -26,7 +26,7 @@ from dedup.segment import split_chapters
 def _read(path: Path, **options: object) -> list:  # type: ignore[type-arg]
     (found,), skipped = discover_inputs([str(path)])
     assert skipped == []
-    return read_file(found, ScanConfig(**options))  # type: ignore[arg-type]
+    return list(read_file(found, ScanConfig(**options)))  # type: ignore[arg-type]
 
 
 def _chapters(hongloumeng: str) -> list[tuple[str, str]]:

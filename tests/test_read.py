@@ -67,7 +67,7 @@ def test_unreadable_and_binary_files_are_skipped_with_a_reason(
     (tmp_path / "s" / "renamed.txt").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
     (tmp_path / "s" / "empty.txt").write_bytes(b"")
     found, _ = discover_inputs([str(tmp_path)])
-    results = {Path(file.path).name: read_file(file, ScanConfig())[0] for file in found}
+    results = {Path(file.path).name: next(read_file(file, ScanConfig())) for file in found}
     assert results["renamed.txt"].skipped is not None
     assert "binary" in results["renamed.txt"].skipped.reason
     assert results["empty.txt"].skipped is not None
@@ -87,7 +87,7 @@ def test_jsonl_keeps_good_records_and_reports_bad_lines(
     path.parent.mkdir()
     path.write_text("\n".join(lines) + "\n", "utf-8")
     (file,), _ = discover_inputs([str(path)])
-    (result,) = read_file(file, ScanConfig())
+    (result,) = list(read_file(file, ScanConfig()))
     assert [document.record for document in result.documents] == [0, 2]
     assert result.documents[0].text == seed_traditional
     assert result.documents[0].title == "第一章"
@@ -99,7 +99,7 @@ def test_json_array_and_custom_text_field(tmp_path: Path, seed_simplified: str) 
     path = tmp_path / "dump.json"
     path.write_text(json.dumps([{"正文": seed_simplified}], ensure_ascii=False), "utf-8")
     (file,), _ = discover_inputs([str(path)])
-    (result,) = read_file(file, ScanConfig(text_fields=("正文",)))
+    (result,) = list(read_file(file, ScanConfig(text_fields=("正文",))))
     assert result.skipped is None
     assert result.documents[0].text == seed_simplified
 
@@ -108,7 +108,7 @@ def test_broken_json_file_is_skipped_with_position(tmp_path: Path) -> None:
     path = tmp_path / "dump.json"
     path.write_text('[{"content": "话说天下大势', "utf-8")
     (file,), _ = discover_inputs([str(path)])
-    (result,) = read_file(file, ScanConfig())
+    (result,) = list(read_file(file, ScanConfig()))
     assert result.skipped is not None
     assert "not valid JSON" in result.skipped.reason
     assert "line 1" in result.skipped.reason

@@ -7,6 +7,7 @@ the user can act on; nothing is dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dedup.config import ScanConfig
@@ -48,15 +49,14 @@ class ReadResult:
         return len(self.documents) if self.format in RECORD_FORMATS else 0
 
 
-def read_file(file: FoundFile, config: ScanConfig) -> list[ReadResult]:
-    """Every input inside ``file`` (one, unless it is an archive), read or skipped."""
-    results: list[ReadResult] = []
+def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
+    """Every input inside ``file`` (one, unless it is an archive), read or skipped, one at a
+    time: an archive's entries are never all in memory together."""
     for raw in raw_inputs(file, config.max_file_mb * 1_000_000):
         if isinstance(raw, Skipped):
-            results.append(ReadResult(raw.path, file.source, file.format, "", (), (), raw))
+            yield ReadResult(raw.path, file.source, file.format, "", (), (), raw)
         else:
-            results.append(_read_input(raw, config))
-    return results
+            yield _read_input(raw, config)
 
 
 def _read_input(raw: RawInput, config: ScanConfig) -> ReadResult:
