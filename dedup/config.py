@@ -11,6 +11,16 @@ from dedup.errors import ConfigError
 Script = Literal["simplified", "traditional"]
 SCRIPTS: tuple[Script, ...] = ("simplified", "traditional")
 DecodeErrors = Literal["strict", "replace"]
+# The normalization steps, in the order they run (see dedup.normalize); each can be skipped.
+NORMALIZE_STEPS = (
+    "boilerplate",
+    "repeated-lines",
+    "placeholders",
+    "punctuation",
+    "width",
+    "script",
+    "variants",
+)
 DEFAULT_TEXT_FIELDS = ("content", "text", "body")
 DEFAULT_TITLE_FIELDS = ("title", "chapter", "chapter_title")
 DEFAULT_ID_FIELDS = ("id", "chapter_id", "url")
@@ -40,6 +50,7 @@ class ScanConfig:
     encoding: str | None = None
     errors: DecodeErrors = "strict"
     max_file_mb: int = 2048
+    skip_steps: tuple[str, ...] = ()
     jobs: int = field(default=0, compare=False)
     show_progress: bool = field(default=False, compare=False)
 
@@ -66,6 +77,12 @@ class ScanConfig:
             raise ConfigError("give at least one text field for JSON Lines records")
         if self.errors not in ("strict", "replace"):
             raise ConfigError(f"errors must be strict or replace, not {self.errors!r}")
+        unknown = sorted(set(self.skip_steps) - set(NORMALIZE_STEPS))
+        if unknown:
+            raise ConfigError(
+                f"unknown normalization step {', '.join(unknown)}; the steps are "
+                + ", ".join(NORMALIZE_STEPS)
+            )
         if self.max_file_mb < 1:
             raise ConfigError(f"max_file_mb must be at least 1, not {self.max_file_mb}")
         if self.jobs < 0:
@@ -82,4 +99,5 @@ class ScanConfig:
         options["title_fields"] = list(self.title_fields)
         options["id_fields"] = list(self.id_fields)
         options["source_fields"] = list(self.source_fields)
+        options["skip_steps"] = sorted(self.skip_steps)
         return options

@@ -94,6 +94,7 @@ class InputFile:
     chapters: int
     passages: int
     warnings: tuple[str, ...] = ()
+    normalization: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +105,7 @@ class InputFile:
             "records": self.records,
             "chapters": self.chapters,
             "passages": self.passages,
+            "normalization": self.normalization,
             "warnings": list(self.warnings),
         }
 

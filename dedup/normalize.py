@@ -1,11 +1,20 @@
 """Normalize stage: the same scene must read the same on every site.
 
 Only the characters that carry the story are kept (letters, Han characters, digits), converted
-to one script and one form. Punctuation, whitespace and quote styles differ by site and are
-dropped for fingerprinting; the original text is never changed: every normalized character
-keeps the offset of the original character it came from.
+to one script and one form. Each step can be switched off, and each counts what it did (shown by
+``dedup normalize --explain`` and in the scan summary):
 
-This is the only module that imports opencc.
+- ``boilerplate``: URLs, domains and site slogans from ``data/boilerplate.tsv``;
+- ``repeated-lines``: lines that one source repeats in many chapters (learned from the dump);
+- ``placeholders``: the ``*``, ``□``, ``×``, ``○`` sites put over censored words;
+- ``punctuation``: punctuation, whitespace and invisible characters (zero-width, private-use
+  glyphs of anti-scraping fonts);
+- ``width``: NFKC (full-width letters and digits, compatibility ideographs), ASCII lower case;
+- ``script``: OpenCC to one script;
+- ``variants``: variants OpenCC leaves apart, from ``data/variants.tsv``.
+
+The original text is never changed: every normalized character keeps the offset of the original
+character it came from. This is the only module that imports opencc.
 """
 
 from __future__ import annotations
@@ -13,49 +22,89 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
 import opencc
 
+from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
 
+__all__ = ["STEPS", "NormalizeConfig", "NormalizeStats", "NormalizedText", "line_key", "normalize"]
 # Traditional text arrives in OpenCC's own standard (爲/羣), Taiwan's (為/群/著) or Hong Kong's
 # (衞). tw2s undoes Taiwan variants and converts; hk2s then folds the Hong Kong variants tw2s
-# leaves. On Simplified input both are (nearly) the identity.
+# leaves. On Simplified input both are (nearly) the identity. Measured in benchmarks/bench_normalize.py.
 TO_SIMPLIFIED_CONFIGS = ("tw2s", "hk2s")
 TO_TRADITIONAL_CONFIG = "s2t"
-
-# Site ads: URLs and bare domains injected into the text by the site that published it.
-URL_PATTERN = re.compile(
-    r"(?:https?://)?(?:[a-z0-9-]+\.)+(?:com|net|org|cc|cn|info|la|me|tw|hk|io|co|tv|top|xyz|vip|in)"
-    r"(?:/[\w./?=&%-]*)?",
-    re.IGNORECASE | re.ASCII,
-)
+PLACEHOLDERS = "*＊□■×✕○〇●◯"
 _CONVERT_CHUNK = 64
 _TABLE_LIMIT = 0x40000  # past the CJK extension planes nothing is story text
+_MIN_LINE_KEY_CHARS = 6  # shorter lines ("第一回", "完") are not learned as boilerplate
+_EXAMPLES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizeConfig:
+    script: Script = "simplified"
+    skip: frozenset[str] = frozenset()
+    repeated_lines: frozenset[int] = frozenset()  # line keys (see line_key) to drop
+    explain: bool = False  # collect examples of what each step did
+
+    def on(self, step: str) -> bool:
+        return step not in self.skip
+
+
+@dataclass
+class NormalizeStats:
+    """What the steps did: counts of characters (and spans) removed or changed."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, name: str, count: int, example: str | None = None) -> None:
+        if count:
+            self.counts[name] = self.counts.get(name, 0) + count
+        if example is not None:
+            found = self.examples.setdefault(name, [])
+            if len(found) < _EXAMPLES and example not in found:
+                found.append(example)
+
+    def merge(self, other: NormalizeStats) -> None:
+        for name, count in other.counts.items():
+            self.counts[name] = self.counts.get(name, 0) + count
 
 
 @dataclass(frozen=True, slots=True)
 class NormalizedText:
-    """``text[i]`` came from ``original[offsets[i]]``."""
+    """``text[i]`` came from ``original[offsets[i]]``; ``converted[i]`` says whether script
+    conversion changed that character (a Traditional original, when the target is Simplified)."""
 
     text: str
     offsets: npt.NDArray[np.int64]
+    converted: npt.NDArray[np.bool_]
+    stats: NormalizeStats
 
 
 @functools.cache
 def _content_table() -> npt.NDArray[np.bool_]:
-    """Which code points carry content: letters and numbers, but not private-use glyphs
-    (anti-scraping fonts) or the placeholders sites put over censored words."""
+    """Which code points carry content: letters and numbers (not private-use glyphs, which
+    anti-scraping fonts use, and not the placeholders over censored words)."""
     table = np.zeros(_TABLE_LIMIT, dtype=np.bool_)
     for code in range(_TABLE_LIMIT):
         if unicodedata.category(chr(code))[0] in "LN":
             table[code] = True
-    for placeholder in "○〇□×":
-        table[ord(placeholder)] = False
+    return table
+
+
+@functools.cache
+def _placeholder_table() -> npt.NDArray[np.bool_]:
+    table = np.zeros(_TABLE_LIMIT, dtype=np.bool_)
+    for char in PLACEHOLDERS:
+        table[ord(char)] = True
     return table
 
 
@@ -64,15 +113,32 @@ def _converters(configs: tuple[str, ...]) -> tuple[opencc.OpenCC, ...]:
     return tuple(opencc.OpenCC(config) for config in configs)
 
 
+def _data_lines(name: str) -> Iterator[list[str]]:
+    data = resources.files("dedup").joinpath(f"data/{name}").read_text("utf-8")
+    for line in data.splitlines():
+        if line and not line.startswith("#"):
+            yield line.split("\t")
+
+
 @functools.cache
 def _variant_table() -> dict[int, str]:
-    table: dict[int, str] = {}
-    data = resources.files("dedup").joinpath("data/variants.tsv").read_text("utf-8")
-    for line in data.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        variant, folded, _why = line.split("\t", 2)
-        table[ord(variant)] = folded
+    return {ord(variant): folded for variant, folded, *_why in _data_lines("variants.tsv")}
+
+
+@functools.cache
+def boilerplate_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(
+        re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+        for pattern, *_why in _data_lines("boilerplate.tsv")
+    )
+
+
+@functools.cache
+def _halfwidth() -> dict[int, int]:
+    """Full-width ASCII to ASCII, one character for one, so spans found on the folded copy are
+    spans of the original."""
+    table = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+    table[0x3000] = 0x20
     return table
 
 
@@ -87,6 +153,26 @@ def _code_points(text: str) -> npt.NDArray[np.uint32]:
 
 def _from_code_points(codes: npt.NDArray[np.uint32]) -> str:
     return codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+_NOT_CONTENT = re.compile(r"[\W_]+")
+
+
+def line_key(line: str) -> int | None:
+    """A key for a line's content, for learning the lines a source repeats; None for lines too
+    short to tell boilerplate from story."""
+    content = _NOT_CONTENT.sub("", line).lower()
+    if len(content) < _MIN_LINE_KEY_CHARS:
+        return None
+    return zlib.crc32(content.encode("utf-8"))
+
+
+def _lines(text: str) -> Iterator[tuple[int, int]]:
+    start = 0
+    for match in re.finditer(r"\n", text):
+        yield start, match.start()
+        start = match.end()
+    yield start, len(text)
 
 
 def _convert_script(text: str, configs: tuple[str, ...]) -> str:
@@ -118,12 +204,11 @@ def _convert_char(char: str, configs: tuple[str, ...]) -> str:
 
 
 def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
-    """NFKC per character (full-width letters and digits, compatibility ideographs, Kangxi
-    radicals). Most such mappings are one character to one, done by ``str.translate``."""
+    """NFKC per character. Most mappings are one character to one, done by ``str.translate``."""
     if unicodedata.is_normalized("NFKC", text):
         return text, offsets
     one_to_one: dict[int, str] = {}
-    expanding: set[str] = set()
+    expanding = False
     for char in set(text):
         mapped = unicodedata.normalize("NFKC", char)
         if mapped == char:
@@ -131,7 +216,7 @@ def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[n
         if len(mapped) == 1:
             one_to_one[ord(char)] = mapped
         else:
-            expanding.add(char)
+            expanding = True
     if not expanding:
         return text.translate(one_to_one), offsets
     pieces: list[str] = []
@@ -143,35 +228,119 @@ def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[n
     return "".join(pieces), np.repeat(offsets, repeat)
 
 
-def _keep_content(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
-    if not text:
-        return text, offsets
-    codes = _code_points(text)
-    table = _content_table()
+def _table_mask(
+    codes: npt.NDArray[np.uint32], table: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
     mask = np.zeros(len(codes), dtype=np.bool_)
     inside = codes < _TABLE_LIMIT
     mask[inside] = table[codes[inside]]
-    return _from_code_points(codes[mask]), offsets[mask]
+    return mask
 
 
-def normalize(original: str, script: Script = "simplified") -> NormalizedText:
+def _changed(before: str, after: str) -> npt.NDArray[np.bool_]:
+    return np.not_equal(_code_points(before), _code_points(after))
+
+
+def normalize(original: str, config: NormalizeConfig | None = None) -> NormalizedText:
     """Reduce ``original`` to its story characters in one script, with offsets back into it."""
+    config = config or NormalizeConfig()
+    stats = NormalizeStats()
+    keep = np.ones(len(original), dtype=np.bool_)
+
+    if config.on("boilerplate") and original:
+        folded = original.translate(_halfwidth())
+        for pattern in boilerplate_patterns():
+            for match in pattern.finditer(folded):
+                if match.end() > match.start() and keep[match.start() : match.end()].any():
+                    keep[match.start() : match.end()] = False
+                    stats.add(
+                        "boilerplate",
+                        1,
+                        original[match.start() : match.end()].strip() if config.explain else None,
+                    )
+    if config.on("repeated-lines") and config.repeated_lines:
+        for start, end in _lines(original):
+            key = line_key(original[start:end])
+            if key is not None and key in config.repeated_lines:
+                keep[start:end] = False
+                stats.add(
+                    "repeated-lines", 1, original[start:end].strip() if config.explain else None
+                )
+
+    codes = _code_points(original)
     offsets = np.arange(len(original), dtype=np.int64)
-    text = original
-    if URL_PATTERN.search(text):
-        keep = np.ones(len(text), dtype=np.bool_)
-        for match in URL_PATTERN.finditer(text):
-            keep[match.start() : match.end()] = False
-        text = _from_code_points(_code_points(text)[keep])
-        offsets = offsets[keep]
-    text, offsets = _keep_content(text, offsets)
-    text, offsets = _nfkc(text, offsets)
-    text, offsets = _keep_content(text, offsets)  # NFKC can turn a symbol into punctuation
-    text = text.translate(_ascii_lower())
-    # Always through Simplified: the variant table folds there, and every Traditional standard
-    # converges on it; the Traditional target is one canonical s2t of that.
-    text = _convert_script(text, TO_SIMPLIFIED_CONFIGS)
-    text = text.translate(_variant_table())
-    if script == "traditional":
+    if config.on("placeholders"):
+        placeholder = _table_mask(codes, _placeholder_table()) & keep
+        stats.add("placeholders", int(placeholder.sum()))
+        keep &= ~placeholder
+    if config.on("punctuation"):
+        content = _table_mask(codes, _content_table())
+        dropped = keep & ~content
+        stats.add("punctuation", int(dropped.sum()))
+        keep &= content
+    else:
+        keep &= ~np.isin(codes, _code_points(" \t\r\n\u3000\ufeff"))
+    text, offsets = _from_code_points(codes[keep]), offsets[keep]
+
+    if config.on("width"):
+        before = text
+        text, offsets = _nfkc(text, offsets)
+        if config.on("punctuation") and text != before:
+            # NFKC can turn a symbol into punctuation (＂ -> ")
+            codes = _code_points(text)
+            content = _table_mask(codes, _content_table())
+            text, offsets = _from_code_points(codes[content]), offsets[content]
+        text = text.translate(_ascii_lower())
+        if len(text) == len(before):
+            stats.add("width", int(_changed(before, text).sum()))
+
+    converted = np.zeros(len(text), dtype=np.bool_)
+    if config.on("script"):
+        before = text
+        # Always through Simplified: every Traditional standard converges on it and the variant
+        # table folds there; the Traditional target is one canonical s2t of that.
+        text = _convert_script(text, TO_SIMPLIFIED_CONFIGS)
+        converted = _changed(before, text)
+        stats.add("script", int(converted.sum()))
+    if config.on("variants"):
+        before = text
+        text = text.translate(_variant_table())
+        stats.add("variants", int(_changed(before, text).sum()))
+    if config.on("script") and config.script == "traditional":
         text = _convert_script(text, (TO_TRADITIONAL_CONFIG,))
-    return NormalizedText(text, offsets)
+    if config.explain:
+        _explain_examples(original, text, offsets, converted, stats)
+    return NormalizedText(text, offsets, converted, stats)
+
+
+def _explain_examples(
+    original: str,
+    text: str,
+    offsets: npt.NDArray[np.int64],
+    converted: npt.NDArray[np.bool_],
+    stats: NormalizeStats,
+) -> None:
+    for index in np.flatnonzero(converted)[:_EXAMPLES]:
+        stats.add("script", 0, f"{original[int(offsets[index])]}→{text[int(index)]}")
+
+
+# A line is site boilerplate when its source repeats it in at least this many chapters, and in
+# at least this share of them: a slogan after every chapter qualifies, a poem quoted twice not.
+REPEATED_MIN_CHAPTERS = 3
+REPEATED_MIN_SHARE = 0.1
+
+
+def chapter_line_keys(section: str) -> set[int]:
+    """The keys of the lines of one chapter, each counted once per chapter."""
+    keys = set()
+    for start, end in _lines(section):
+        key = line_key(section[start:end])
+        if key is not None:
+            keys.add(key)
+    return keys
+
+
+def repeated_line_keys(chapters: int, counts: dict[int, int]) -> frozenset[int]:
+    """The line keys a source repeats often enough to be boilerplate."""
+    needed = max(REPEATED_MIN_CHAPTERS, int(np.ceil(REPEATED_MIN_SHARE * chapters)))
+    return frozenset(key for key, count in counts.items() if count >= needed)

@@ -7,11 +7,13 @@ timed; results never depend on the number of workers or the order of the input p
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import re
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -26,7 +28,13 @@ from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
 from dedup.fingerprint import signatures
 from dedup.models import Chapter, Cluster, InputFile, Passage, Report, Skipped, Summary
-from dedup.normalize import normalize
+from dedup.normalize import (
+    NormalizeConfig,
+    NormalizeStats,
+    chapter_line_keys,
+    normalize,
+    repeated_line_keys,
+)
 from dedup.read import FoundFile, ReadResult, discover_inputs, read_file
 from dedup.segment import PassageWindow, split_chapters, split_passages
 from dedup.verify import verify_pairs
@@ -66,7 +74,9 @@ class PreparedFile:
     seconds: dict[str, float]
 
 
-def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
+def prepare_file(
+    file: FoundFile, config: ScanConfig, repeated: RepeatedLines | None = None
+) -> PreparedFile:
     """read -> segment -> normalize -> fingerprint for one file (every input inside it)."""
     timer = StageTimer()
     results = read_file(file, config)
@@ -76,28 +86,38 @@ def prepare_file(file: FoundFile, config: ScanConfig) -> PreparedFile:
             result = next(results, None)
         if result is None:
             return PreparedFile(tuple(prepared), timer.seconds)
-        prepared.append(_prepare_input(result, config, timer))
+        prepared.append(_prepare_input(result, config, repeated or {}, timer))
 
 
-def _prepare_input(result: ReadResult, config: ScanConfig, timer: StageTimer) -> PreparedInput:
+def _prepare_input(
+    result: ReadResult, config: ScanConfig, repeated: RepeatedLines, timer: StageTimer
+) -> PreparedInput:
     if result.skipped is not None:
         empty = np.empty((0, config.num_perm), dtype=np.uint32)
         return PreparedInput(None, result.skipped, (), (), empty, 0)
 
     windows: list[PassageWindow] = []
     chapter_count = 0
+    stats = NormalizeStats()
     for document in result.documents:
         with timer("segment"):
             chapters = split_chapters(document)
         chapter_count += sum(chapter.index is not None for chapter in chapters)
+        normalize_config = NormalizeConfig(
+            script=config.script,
+            skip=frozenset(config.skip_steps),
+            repeated_lines=repeated.get(document.source, frozenset()),
+        )
         for chapter in chapters:
             for block_start, block_end in _blocks(document.text, chapter):
                 block = Chapter(chapter.index, chapter.title, chapter.start, block_start, block_end)
                 with timer("normalize"):
-                    normalized = normalize(document.text[block_start:block_end], config.script)
+                    normalized = normalize(document.text[block_start:block_end], normalize_config)
+                stats.merge(normalized.stats)
                 with timer("segment"):
                     windows += split_passages(document, block, normalized, config.passage_chars)
     kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]
+    stats.add("passages-converted", sum(w.converted_share >= CONVERTED_PASSAGE for w in kept))
 
     with timer("fingerprint"):
         texts = tuple(window.normalized for window in kept)
@@ -112,9 +132,48 @@ def _prepare_input(result: ReadResult, config: ScanConfig, timer: StageTimer) ->
         chapters=chapter_count,
         passages=len(kept),
         warnings=result.warnings,
+        normalization=dict(sorted(stats.counts.items())),
     )
     passages = tuple(window.passage for window in kept)
     return PreparedInput(entry, None, passages, texts, fingerprints, len(windows) - len(kept))
+
+
+# A passage counts as converted from the other script when script conversion changed at least
+# this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
+CONVERTED_PASSAGE = 0.02
+RepeatedLines = dict[str, frozenset[int]]
+
+
+def count_line_keys(file: FoundFile, config: ScanConfig) -> dict[str, tuple[int, Counter[int]]]:
+    """Per source: how many chapters, and in how many of them each line occurs."""
+    counts: dict[str, tuple[int, Counter[int]]] = {}
+    for result in read_file(file, config):
+        for document in result.documents:
+            chapters, keys = counts.get(document.source, (0, Counter()))
+            for chapter in split_chapters(document):
+                keys.update(chapter_line_keys(document.text[chapter.body_start : chapter.end]))
+                chapters += 1
+            counts[document.source] = (chapters, keys)
+    return counts
+
+
+def _learn_repeated_lines(
+    files: Sequence[FoundFile], config: ScanConfig, executor: Executor | None
+) -> RepeatedLines:
+    if "repeated-lines" in config.skip_steps:
+        return {}
+    mapped = (
+        executor.map(count_line_keys, files, repeat(config), chunksize=1)
+        if executor
+        else map(count_line_keys, files, repeat(config))
+    )
+    totals: dict[str, tuple[int, Counter[int]]] = {}
+    for counts in mapped:
+        for source, (chapters, keys) in counts.items():
+            seen, total = totals.get(source, (0, Counter()))
+            total.update(keys)
+            totals[source] = (seen + chapters, total)
+    return {source: repeated_line_keys(n, dict(keys)) for source, (n, keys) in totals.items()}
 
 
 # A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
@@ -145,21 +204,28 @@ def _prepare_all(
     progress: dict[str, Any] = {
         "total": len(files),
         "unit": "file",
-        "desc": "read+fingerprint",
         "disable": not config.show_progress,
         "leave": False,
     }
-    if workers == 1:
-        results: Iterable[PreparedFile] = map(prepare_file, files, repeat(config))
-        prepared = list(tqdm(results, **progress))
-    else:
-        # fork where the platform has it: a library caller's script needs no __main__ guard,
-        # and workers start without re-importing numpy and OpenCC.
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as executor:
-            results = executor.map(prepare_file, files, repeat(config), chunksize=1)
-            prepared = list(tqdm(results, **progress))
+    with contextlib.ExitStack() as stack:
+        executor: ProcessPoolExecutor | None = None
+        if workers > 1:
+            # fork where the platform has it: a library caller's script needs no __main__
+            # guard, and workers start without re-importing numpy and OpenCC.
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            executor = stack.enter_context(ProcessPoolExecutor(workers, mp_context=context))
+        with timer("learn-lines"):
+            repeated = _learn_repeated_lines(files, config, executor)
+        if executor is None:
+            results: Iterable[PreparedFile] = map(
+                prepare_file, files, repeat(config), repeat(repeated)
+            )
+        else:
+            results = executor.map(
+                prepare_file, files, repeat(config), repeat(repeated), chunksize=1
+            )
+        prepared = list(tqdm(results, desc="read+fingerprint", **progress))
     for item in prepared:
         for stage, seconds in item.seconds.items():
             timer.add(stage, seconds)

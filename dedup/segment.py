@@ -57,6 +57,7 @@ _MEAN_SENTENCE = 30  # normalized characters between sentence ends in typical pr
 class PassageWindow:
     passage: Passage
     normalized: str
+    converted_share: float  # share of its characters that script conversion changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,5 +226,6 @@ def split_passages(
             text=document.text[original_start:original_end],
             record_id=document.record_id,
         )
-        windows.append(PassageWindow(passage, normalized.text[start:end]))
+        converted = float(normalized.converted[start:end].mean()) if end > start else 0.0
+        windows.append(PassageWindow(passage, normalized.text[start:end], converted))
     return windows

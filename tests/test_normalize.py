@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import unicodedata
+from pathlib import Path
 
 import opencc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.normalize import normalize
+from dedup.normalize import NormalizeConfig, normalize
 
 
 @pytest.mark.parametrize("config", ["s2t", "s2tw", "s2hk"])
@@ -19,7 +20,8 @@ def test_script_conversions_normalize_identically(
 ) -> None:
     converter = opencc.OpenCC(config)
     for text in (seed_simplified, hongloumeng_simplified):
-        assert normalize(converter.convert(text), script).text == normalize(text, script).text  # type: ignore[arg-type]
+        config = NormalizeConfig(script=script)  # type: ignore[arg-type]
+        assert normalize(converter.convert(text), config).text == normalize(text, config).text
 
 
 def test_opencc_standard_traditional_seed_reads_as_simplified(seed_traditional: str) -> None:
@@ -29,11 +31,52 @@ def test_opencc_standard_traditional_seed_reads_as_simplified(seed_traditional: 
     assert normalize(opencc.OpenCC("t2s").convert(seed_traditional)).text == normalized
 
 
-def test_punctuation_width_and_urls_are_dropped(seed_with_ads: str) -> None:
-    normalized = normalize(seed_with_ads).text
-    assert "medabc" not in normalized  # www.medabc.com.cn injected by the scraped site
-    assert "江南文学网" in normalized  # a site name without a pattern stays (for now)
-    assert normalize("第１２章「你好」，ＡＢＣ").text == "第12章你好abc"
+def test_site_ads_and_urls_are_dropped(seed_with_ads: str) -> None:
+    normalized = normalize(seed_with_ads, NormalizeConfig(explain=True))
+    # The site that was scraped injected "www.medabc.com.cn 江南文学网" mid-paragraph.
+    assert "medabc" not in normalized.text and "江南文学网" not in normalized.text
+    assert "www.medabc.com.cn" in normalized.stats.examples["boilerplate"]
+    kept = normalize(seed_with_ads, NormalizeConfig(skip=frozenset({"boilerplate"}))).text
+    assert "江南文学网" in kept
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "    更新时间:2007-11-16 7:55:51 本章字数:4804",  # hexhero-book-txt/三国演义.txt
+        "TXT小说天堂  http://www.xiaoshuotxt.net",  # hankinghu-literature-books header
+        "天才一秒記住本站地址：ｗｗｗ．ｂｉｑｕｇｅｘ．ｃｃ",  # full-width domain
+        "（本章未完，請點擊下一頁繼續閱讀）",
+        "手机用户请浏览m.biqugex.cc阅读，更优质的阅读体验。",
+        "PS：今天两更，求月票！",
+    ],
+)
+def test_boilerplate_lines_vanish(line: str) -> None:
+    story = "他们打了第一回合，不分胜负。"
+    assert normalize(f"{story}\n{line}\n{story}").text == normalize(f"{story}\n{story}").text
+
+
+def test_same_chapter_with_site_ads_normalizes_identically(samples: Path) -> None:
+    """site-tw/000.txt is seed A converted to Taiwan Traditional, re-paragraphed, with ads."""
+    original = (samples / "site-qidian/000.txt").read_text("utf-8")
+    republished = (samples / "site-tw/000.txt").read_text("utf-8")
+    assert normalize(republished).text == normalize(original).text
+    no_boilerplate = NormalizeConfig(skip=frozenset({"boilerplate"}))
+    assert normalize(republished, no_boilerplate).text != normalize(original, no_boilerplate).text
+
+
+def test_each_step_can_be_switched_off(seed_traditional: str) -> None:
+    full = normalize(seed_traditional)
+    assert full.stats.counts["script"] > 100 and full.converted.mean() > 0.1
+    raw = normalize(seed_traditional, NormalizeConfig(skip=frozenset({"script", "variants"})))
+    assert "爲" in raw.text and "script" not in raw.stats.counts
+    spaced = normalize(
+        "第１２章　「你好」", NormalizeConfig(skip=frozenset({"punctuation", "width"}))
+    )
+    assert spaced.text == "第１２章「你好」"
+    assert normalize("他**了", NormalizeConfig(skip=frozenset({"placeholders"}))).text == "他了"
+    kept = NormalizeConfig(skip=frozenset({"placeholders", "punctuation"}))
+    assert normalize("他**了", kept).text == "他**了"
 
 
 def test_censorship_placeholders_do_not_make_text_alike() -> None:
