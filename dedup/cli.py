@@ -15,12 +15,13 @@ from dedup.config import (
     DEFAULT_ID_FIELDS,
     DEFAULT_TEXT_FIELDS,
     DEFAULT_TITLE_FIELDS,
+    NORMALIZE_STEPS,
     SCRIPTS,
     ScanConfig,
 )
 from dedup.errors import DedupError, ExitStatus
-from dedup.pipeline import scan
-from dedup.report import format_summary, write_report
+from dedup.pipeline import normalize_file, scan
+from dedup.report import format_explanation, format_summary, write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
 _defaults = ScanConfig()
@@ -63,6 +64,13 @@ def matching_options(function: F) -> F:
             default=_defaults.containment,
             show_default=True,
             help="Share of the shorter passage found in the longer one that also makes a duplicate.",
+        ),
+        click.option(
+            "--skip-step",
+            "skip_steps",
+            type=click.Choice(NORMALIZE_STEPS),
+            multiple=True,
+            help="Normalization step to switch off (repeatable); see dedup normalize --explain.",
         ),
         click.option(
             "--passage-chars",
@@ -165,6 +173,7 @@ def scan_command(
     text_fields: tuple[str, ...],
     title_fields: tuple[str, ...],
     id_fields: tuple[str, ...],
+    skip_steps: tuple[str, ...],
     jobs: int,
     quiet: bool,
     strict: bool,
@@ -184,6 +193,7 @@ def scan_command(
         text_fields=text_fields or DEFAULT_TEXT_FIELDS,
         title_fields=title_fields or DEFAULT_TITLE_FIELDS,
         id_fields=id_fields or DEFAULT_ID_FIELDS,
+        skip_steps=tuple(skip_steps),
         jobs=jobs,
         show_progress=not quiet and sys.stderr.isatty(),
         **options,
@@ -197,6 +207,47 @@ def scan_command(
         click.echo(f"\nreport written to {written[0].as_posix()}")
     if strict and report.skipped:
         sys.exit(ExitStatus.INPUT_SKIPPED)
+
+
+@cli.command("normalize")
+@click.argument("path")
+@click.option(
+    "--script",
+    type=click.Choice(SCRIPTS),
+    default=_defaults.script,
+    show_default=True,
+    help="Script to convert to.",
+)
+@click.option(
+    "--skip-step",
+    "skip_steps",
+    type=click.Choice(NORMALIZE_STEPS),
+    multiple=True,
+    help="Normalization step to switch off (repeatable).",
+)
+@click.option("--explain", is_flag=True, help="Show on stderr what each step removed or changed.")
+@input_options
+def normalize_command(path: str, explain: bool, **options: Any) -> None:
+    """Print the text of PATH (a file, or - for standard input) as dedup compares it.
+
+    Each chapter is printed on a line of its own, after its heading. With --explain, every
+    step's counts and examples go to stderr, so you can see why two passages match or not.
+    """
+    options["text_fields"] = options["text_fields"] or DEFAULT_TEXT_FIELDS
+    options["title_fields"] = options["title_fields"] or DEFAULT_TITLE_FIELDS
+    options["id_fields"] = options["id_fields"] or DEFAULT_ID_FIELDS
+    options["skip_steps"] = tuple(options["skip_steps"])
+    config = ScanConfig(**options)
+    data = sys.stdin.buffer.read() if path == "-" else None
+    result = normalize_file(path, config, data=data, explain=explain)
+    for warning in result.warnings:
+        click.echo(f"dedup: {warning}", err=True)
+    for title, text in result.chapters:
+        if title:
+            click.echo(f"# {title}")
+        click.echo(text)
+    if explain:
+        click.echo(format_explanation(result), err=True)
 
 
 def main(prog_name: str | None = None) -> None:

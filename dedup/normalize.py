@@ -73,9 +73,13 @@ class NormalizeStats:
             if len(found) < _EXAMPLES and example not in found:
                 found.append(example)
 
-    def merge(self, other: NormalizeStats) -> None:
+    def merge(self, other: NormalizeStats, examples: bool = False) -> None:
         for name, count in other.counts.items():
             self.counts[name] = self.counts.get(name, 0) + count
+        if examples:
+            for name, found in other.examples.items():
+                for example in found:
+                    self.add(name, 0, example)
 
 
 @dataclass(frozen=True, slots=True)

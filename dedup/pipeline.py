@@ -26,6 +26,7 @@ from tqdm import tqdm
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
+from dedup.errors import InputPathError
 from dedup.fingerprint import signatures
 from dedup.models import Chapter, Cluster, InputFile, Passage, Report, Skipped, Summary
 from dedup.normalize import (
@@ -35,7 +36,7 @@ from dedup.normalize import (
     normalize,
     repeated_line_keys,
 )
-from dedup.read import FoundFile, ReadResult, discover_inputs, read_file
+from dedup.read import FoundFile, ReadResult, discover_inputs, read_bytes, read_file
 from dedup.segment import PassageWindow, split_chapters, split_passages
 from dedup.verify import verify_pairs
 
@@ -142,12 +143,17 @@ def _prepare_input(
 # this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
 CONVERTED_PASSAGE = 0.02
 RepeatedLines = dict[str, frozenset[int]]
+LineCounts = dict[str, tuple[int, Counter[int]]]
 
 
-def count_line_keys(file: FoundFile, config: ScanConfig) -> dict[str, tuple[int, Counter[int]]]:
+def count_line_keys(file: FoundFile, config: ScanConfig) -> LineCounts:
     """Per source: how many chapters, and in how many of them each line occurs."""
-    counts: dict[str, tuple[int, Counter[int]]] = {}
-    for result in read_file(file, config):
+    return _count_line_keys(read_file(file, config))
+
+
+def _count_line_keys(results: Iterable[ReadResult]) -> LineCounts:
+    counts: LineCounts = {}
+    for result in results:
         for document in result.documents:
             chapters, keys = counts.get(document.source, (0, Counter()))
             for chapter in split_chapters(document):
@@ -155,6 +161,16 @@ def count_line_keys(file: FoundFile, config: ScanConfig) -> dict[str, tuple[int,
                 chapters += 1
             counts[document.source] = (chapters, keys)
     return counts
+
+
+def _repeated_lines(all_counts: Iterable[LineCounts]) -> RepeatedLines:
+    totals: LineCounts = {}
+    for counts in all_counts:
+        for source, (chapters, keys) in counts.items():
+            seen, total = totals.get(source, (0, Counter()))
+            total.update(keys)
+            totals[source] = (seen + chapters, total)
+    return {source: repeated_line_keys(n, dict(keys)) for source, (n, keys) in totals.items()}
 
 
 def _learn_repeated_lines(
@@ -167,13 +183,7 @@ def _learn_repeated_lines(
         if executor
         else map(count_line_keys, files, repeat(config))
     )
-    totals: dict[str, tuple[int, Counter[int]]] = {}
-    for counts in mapped:
-        for source, (chapters, keys) in counts.items():
-            seen, total = totals.get(source, (0, Counter()))
-            total.update(keys)
-            totals[source] = (seen + chapters, total)
-    return {source: repeated_line_keys(n, dict(keys)) for source, (n, keys) in totals.items()}
+    return _repeated_lines(mapped)
 
 
 # A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
@@ -230,6 +240,60 @@ def _prepare_all(
         for stage, seconds in item.seconds.items():
             timer.add(stage, seconds)
     return [one for item in prepared for one in item.inputs]
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedFile:
+    """``dedup normalize``: a file's chapters as dedup compares them, and what each step did."""
+
+    path: str
+    encoding: str
+    chapters: tuple[tuple[str | None, str], ...]
+    stats: NormalizeStats
+    warnings: tuple[str, ...]
+
+
+def normalize_file(
+    path: str, config: ScanConfig, data: bytes | None = None, explain: bool = False
+) -> NormalizedFile:
+    """Normalize one file (or ``data``, read from standard input) with the scan's own steps;
+    the lines it repeats across its own chapters are learned from it alone."""
+    if data is not None:
+        results = [read_bytes("-", "stdin", "txt", data, config)]
+    else:
+        files, skipped = discover_inputs([path])
+        if skipped or not files:
+            reason = skipped[0].reason if skipped else "no file to read"
+            raise InputPathError(f"{path}: {reason}")
+        results = list(read_file(files[0], config))
+    repeated = (
+        {}
+        if "repeated-lines" in config.skip_steps
+        else _repeated_lines([_count_line_keys(results)])
+    )
+    stats = NormalizeStats()
+    chapters: list[tuple[str | None, str]] = []
+    warnings: list[str] = []
+    for result in results:
+        if result.skipped is not None:
+            warnings.append(f"skipped {result.skipped.path}: {result.skipped.reason}")
+            continue
+        warnings += [f"{result.path}: {warning}" for warning in result.warnings]
+        for document in result.documents:
+            normalize_config = NormalizeConfig(
+                script=config.script,
+                skip=frozenset(config.skip_steps),
+                repeated_lines=repeated.get(document.source, frozenset()),
+                explain=explain,
+            )
+            for chapter in split_chapters(document):
+                normalized = normalize(
+                    document.text[chapter.body_start : chapter.end], normalize_config
+                )
+                stats.merge(normalized.stats, examples=True)
+                chapters.append((chapter.title, normalized.text))
+    encoding = next((result.encoding for result in results if result.skipped is None), "")
+    return NormalizedFile(path, encoding, tuple(chapters), stats, tuple(warnings))
 
 
 def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any) -> Report:

@@ -81,3 +81,25 @@ def test_version_and_python_dash_m() -> None:
         check=True,
     )
     assert "--threshold" in completed.stdout and "--ngram" in completed.stdout
+
+
+def test_normalize_prints_chapters_and_explains(samples: Path) -> None:
+    path = samples / "site-tw" / "000.txt"
+    result = CliRunner().invoke(cli, ["normalize", str(path), "--explain"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("原来大山岩最后下令命日军在失败之后")
+    assert "boilerplate" in result.stderr and "「www.biqugex.cc」" in result.stderr
+    assert "「後→后」" in result.stderr
+
+
+def test_normalize_reads_stdin_in_any_encoding(samples: Path) -> None:
+    data = (samples / "site-gbk" / "002.txt").read_bytes()
+    result = CliRunner().invoke(cli, ["normalize", "-", "--script", "traditional"], input=data)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("等第三軍所屬各個部隊")
+
+
+def test_scan_summary_reports_normalization_per_source(samples: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["scan", str(samples), "-o", str(tmp_path), "-j", "1"])
+    assert "site-tw: 7 ad/URL spans removed" in result.stdout
+    assert "100% of passages converted from Traditional" in result.stdout

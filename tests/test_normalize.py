@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dedup.models import Document
 from dedup.normalize import NormalizeConfig, normalize
+from dedup.segment import split_chapters
 
 
 @pytest.mark.parametrize("config", ["s2t", "s2tw", "s2hk"])
@@ -111,3 +113,27 @@ def test_offsets_map_back_to_the_original(text: str) -> None:
         folded = unicodedata.normalize("NFKC", original)
         assert any(unicodedata.category(c)[0] in "LN" for c in folded), (char, original)
         assert original not in "□×○*"
+
+
+def test_lines_a_source_repeats_in_every_chapter_are_learned(
+    tmp_path: Path, hongloumeng_simplified: str
+) -> None:
+    """A slogan no pattern knows, after every chapter of one site, is dropped from that site."""
+    from dedup import scan
+
+    slogan = "本书由书友云中客上传整理，欢迎加入读者群七七八八九九交流剧情"
+    document = Document("h.txt", "s", None, hongloumeng_simplified)
+    chapters = [c for c in split_chapters(document) if c.index is not None]
+    site = tmp_path / "site-x"
+    site.mkdir()
+    for number, chapter in enumerate(chapters):
+        text = hongloumeng_simplified[chapter.start : chapter.end]
+        (site / f"{number}.txt").write_text(f"{text}\n{slogan}\n", "utf-8")
+    (site / "3.txt").write_text(
+        "第四回 薄命女偏逢薄命郎\n" + "　　话说" * 60 + f"\n{slogan}\n", "utf-8"
+    )
+    report = scan([str(tmp_path)], jobs=1)
+    removed = sum(entry.normalization.get("repeated-lines", 0) for entry in report.inputs)
+    assert removed == 4
+    skipped = scan([str(tmp_path)], jobs=1, skip_steps=("repeated-lines",))
+    assert sum(e.normalization.get("repeated-lines", 0) for e in skipped.inputs) == 0

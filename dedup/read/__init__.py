@@ -27,7 +27,7 @@ from dedup.read.jsonl import (
 from dedup.read.table import TableError, csv_rows, parquet_rows
 from dedup.read.txt import documents_from_text
 
-__all__ = ["FoundFile", "ReadResult", "discover_inputs", "read_file"]
+__all__ = ["FoundFile", "ReadResult", "discover_inputs", "read_bytes", "read_file"]
 
 RECORD_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "epub")
 
@@ -57,6 +57,13 @@ def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
             yield ReadResult(raw.path, file.source, file.format, "", (), (), raw)
         else:
             yield _read_input(raw, config)
+
+
+def read_bytes(
+    path: str, source: str, file_format: str, data: bytes, config: ScanConfig
+) -> ReadResult:
+    """Read data that is not a file (standard input) as if it were one."""
+    return _read_input(RawInput(path, source, file_format, data), config)
 
 
 def _read_input(raw: RawInput, config: ScanConfig) -> ReadResult:

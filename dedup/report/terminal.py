@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from dedup.models import Report
+
+if TYPE_CHECKING:
+    from dedup.pipeline import NormalizedFile
+
+# What each normalization count means, in the words of a summary line.
+STEP_WORDS = {
+    "boilerplate": "ad/URL spans removed",
+    "repeated-lines": "repeated site lines removed",
+    "placeholders": "censorship placeholders removed",
+    "punctuation": "punctuation and spaces dropped",
+    "width": "full-width characters folded",
+    "script": "characters converted to one script",
+    "variants": "variant characters folded",
+    "passages-converted": "passages converted from the other script",
+}
 
 TOP_CLUSTERS = 10
 
@@ -46,6 +62,8 @@ def format_summary(report: Report) -> str:
                 f"{duplicated[source]:>6} ({share})"
             )
 
+    lines += _normalization_lines(report, passages_per_source)
+
     if report.clusters:
         lines += ["", "largest clusters"]
         for cluster in report.clusters[:TOP_CLUSTERS]:
@@ -79,4 +97,40 @@ def format_summary(report: Report) -> str:
         wall = report.timings.get("total", 0.0)
         lines += ["", f"time {wall:.2f}s with {report.jobs} jobs; per stage, summed over workers:"]
         lines.append(f"  {shares}")
+    return "\n".join(lines)
+
+
+def _normalization_lines(report: Report, passages: Counter[str]) -> list[str]:
+    """One line per source: what normalization removed or converted there."""
+    per_source: dict[str, Counter[str]] = {}
+    for entry in report.inputs:
+        per_source.setdefault(entry.source, Counter()).update(entry.normalization)
+    lines = []
+    for source, counts in sorted(per_source.items()):
+        parts = []
+        if counts["boilerplate"]:
+            parts.append(f"{counts['boilerplate']:,} ad/URL spans removed")
+        if counts["repeated-lines"]:
+            parts.append(f"{counts['repeated-lines']:,} repeated site lines removed")
+        if counts["placeholders"]:
+            parts.append(f"{counts['placeholders']:,} censorship placeholders")
+        if passages[source]:
+            share = counts["passages-converted"] / passages[source]
+            other = "Traditional" if report.options.get("script") == "simplified" else "Simplified"
+            parts.append(f"{share:.0%} of passages converted from {other}")
+        if parts:
+            lines.append(f"  {source}: {', '.join(parts)}")
+    return ["", "normalization", *lines] if lines else []
+
+
+def format_explanation(result: NormalizedFile) -> str:
+    """``dedup normalize --explain``: per step, how much it did and examples."""
+    lines = [f"{result.path} ({result.encoding}): {len(result.chapters)} chapters"]
+    for step, words in STEP_WORDS.items():
+        count = result.stats.counts.get(step, 0)
+        if step == "passages-converted":
+            continue
+        examples = result.stats.examples.get(step, [])
+        shown = "; ".join(f"「{example}」" for example in examples)
+        lines.append(f"  {step:<15} {count:>8,}  {words}" + (f"  e.g. {shown}" if shown else ""))
     return "\n".join(lines)
