@@ -20,6 +20,10 @@ class Document:
     text: str
     title: str | None = None  # a title given by the record itself (JSONL ``title`` field)
     record_id: str | None = None  # the record's own id (``--id-field``), for people to find it
+    # A large file read as a stream comes in pieces: ``text`` starts at offset ``base`` of the
+    # file's decoded text, and ``continued`` says it goes on from the previous piece.
+    base: int = 0
+    continued: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,16 @@ from dedup.normalize import (
     normalize,
     repeated_line_keys,
 )
-from dedup.read import FoundFile, ReadResult, discover_inputs, read_bytes, read_file
+from dedup.read import (
+    RECORD_FORMATS,
+    FoundFile,
+    ReadResult,
+    discover_inputs,
+    read_bytes,
+    read_file,
+)
+from dedup.read.containers import InputTooLarge
+from dedup.read.decode import DecodeFailure
 from dedup.segment import PassageWindow, split_chapters, split_passages
 from dedup.verify import verify_pairs
 
@@ -94,16 +103,69 @@ def _prepare_input(
     result: ReadResult, config: ScanConfig, repeated: RepeatedLines, timer: StageTimer
 ) -> PreparedInput:
     if result.skipped is not None:
-        empty = np.empty((0, config.num_perm), dtype=np.uint32)
-        return PreparedInput(None, result.skipped, (), (), empty, 0)
+        return _skipped_input(result.skipped, config)
+    try:
+        windows, chapter_count, records, stats = _segment_and_normalize(
+            result, config, repeated, timer
+        )
+    except (DecodeFailure, InputTooLarge) as failure:
+        # Only a large file read as a stream can fail part way; none of it is used.
+        reason = (
+            str(failure) or f"larger than {config.max_file_mb} MB; raise --max-file-mb to read it"
+        )
+        return _skipped_input(Skipped(result.path, reason), config)
+    kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]
+    stats.add("passages-converted", sum(w.converted_share >= CONVERTED_PASSAGE for w in kept))
 
+    with timer("fingerprint"):
+        texts = tuple(window.normalized for window in kept)
+        fingerprints = signatures(texts, config.ngram, config.num_perm, config.seed)
+
+    entry = InputFile(
+        path=result.path,
+        source=result.source,
+        format=result.format,
+        encoding=result.encoding,
+        records=records if result.format in RECORD_FORMATS else 0,
+        chapters=chapter_count,
+        passages=len(kept),
+        warnings=tuple(result.warnings),
+        normalization=dict(sorted(stats.counts.items())),
+    )
+    passages = tuple(window.passage for window in kept)
+    return PreparedInput(entry, None, passages, texts, fingerprints, len(windows) - len(kept))
+
+
+def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
+    empty = np.empty((0, config.num_perm), dtype=np.uint32)
+    return PreparedInput(None, skipped, (), (), empty, 0)
+
+
+def _segment_and_normalize(
+    result: ReadResult, config: ScanConfig, repeated: RepeatedLines, timer: StageTimer
+) -> tuple[list[PassageWindow], int, int, NormalizeStats]:
     windows: list[PassageWindow] = []
-    chapter_count = 0
+    chapters_seen: set[tuple[int | None, int]] = set()
     stats = NormalizeStats()
-    for document in result.documents:
+    records = 0
+    carry: Chapter | None = None  # the chapter a streamed piece goes on with
+    next_index = 0
+    documents = iter(result.documents)
+    while True:
+        with timer("read"):  # a streamed file is read as its documents are asked for
+            document = next(documents, None)
+        if document is None:
+            return windows, len(chapters_seen), records, stats
+        records += not document.continued
         with timer("segment"):
-            chapters = split_chapters(document)
-        chapter_count += sum(chapter.index is not None for chapter in chapters)
+            if not document.continued:
+                carry, next_index = None, 0
+            chapters = split_chapters(document, carry, next_index)
+        numbers = [c.index for c in chapters if c.index is not None]
+        chapters_seen.update((document.record, number) for number in numbers)
+        if chapters:
+            carry = chapters[-1]
+            next_index = max(numbers, default=next_index - 1) + 1
         normalize_config = NormalizeConfig(
             script=config.script,
             skip=frozenset(config.skip_steps),
@@ -117,26 +179,6 @@ def _prepare_input(
                 stats.merge(normalized.stats)
                 with timer("segment"):
                     windows += split_passages(document, block, normalized, config.passage_chars)
-    kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]
-    stats.add("passages-converted", sum(w.converted_share >= CONVERTED_PASSAGE for w in kept))
-
-    with timer("fingerprint"):
-        texts = tuple(window.normalized for window in kept)
-        fingerprints = signatures(texts, config.ngram, config.num_perm, config.seed)
-
-    entry = InputFile(
-        path=result.path,
-        source=result.source,
-        format=result.format,
-        encoding=result.encoding,
-        records=result.records,
-        chapters=chapter_count,
-        passages=len(kept),
-        warnings=result.warnings,
-        normalization=dict(sorted(stats.counts.items())),
-    )
-    passages = tuple(window.passage for window in kept)
-    return PreparedInput(entry, None, passages, texts, fingerprints, len(windows) - len(kept))
 
 
 # A passage counts as converted from the other script when script conversion changed at least

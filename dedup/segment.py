@@ -84,12 +84,17 @@ def _clean_title(line: str) -> str:
     return " ".join(line.strip(" \t\r\u3000#【】[]").split())
 
 
-def split_chapters(document: Document) -> list[Chapter]:
+def split_chapters(
+    document: Document, carry: Chapter | None = None, first_index: int = 0
+) -> list[Chapter]:
     """Chapters by heading; text before the first heading is a chapter with index None.
 
     A heading followed by almost nothing (a table-of-contents line) is not a chapter. A volume
     heading (第N卷) ends the chapter before it; text under it before the next chapter heading is
     a section with index None. Pages of one chapter ("第12章 标题（2）") are joined back into one.
+
+    ``carry`` is the last chapter of the previous piece of a file read in pieces: text before
+    the first heading goes on with it; ``first_index`` is the number the next chapter takes.
     """
     text = document.text
     headings = _headings(text)
@@ -105,9 +110,12 @@ def split_chapters(document: Document) -> list[Chapter]:
     sections: list[Chapter] = []
     first = kept[0].start if kept else len(text)
     if text[:first].strip():
-        only_title = document.title if not kept else None
-        sections.append(Chapter(0 if only_title else None, only_title, 0, 0, first))
-    index = 0
+        if carry is not None:
+            sections.append(Chapter(carry.index, carry.title, 0, 0, first))
+        else:
+            only_title = document.title if not kept else None
+            sections.append(Chapter(0 if only_title else None, only_title, 0, 0, first))
+    index = first_index
     for position, heading in enumerate(kept):
         end = kept[position + 1].start if position + 1 < len(kept) else len(text)
         if heading.volume:
@@ -201,7 +209,8 @@ def split_passages(
     document: Document, chapter: Chapter, normalized: NormalizedText, passage_chars: int
 ) -> list[PassageWindow]:
     """Passages of one chapter. ``normalized`` is the chapter body normalized, with offsets
-    relative to ``chapter.body_start``."""
+    relative to ``chapter.body_start``. Passage offsets are in the whole file's text (a piece of
+    a streamed file starts at ``document.base``)."""
     body = document.text[chapter.body_start : chapter.end]
     windows: list[PassageWindow] = []
     bounds = window_bounds(normalized, body, passage_chars)
@@ -214,15 +223,18 @@ def split_passages(
         # The passage runs on to just before the next passage, so it ends with its own
         # punctuation; trailing blank lines are left out.
         original_end = original_start + len(document.text[original_start:limit].rstrip())
+        base = document.base
         passage = Passage(
-            id=passage_id(document.path, document.record, original_start, original_end),
+            id=passage_id(
+                document.path, document.record, base + original_start, base + original_end
+            ),
             source=document.source,
             path=document.path,
             record=document.record,
             chapter=chapter.index,
             title=chapter.title,
-            start=original_start,
-            end=original_end,
+            start=base + original_start,
+            end=base + original_end,
             text=document.text[original_start:original_end],
             record_id=document.record_id,
         )

@@ -19,6 +19,7 @@ from dedup import pipeline
 from dedup.config import ScanConfig
 from dedup.models import Document
 from dedup.read import discover_inputs, read_file
+from dedup.read.decode import decode_bytes
 from dedup.read.html import visible_text
 from dedup.segment import split_chapters
 
@@ -245,3 +246,35 @@ def test_records_can_name_their_source(tmp_path: Path, seed_simplified: str) -> 
     report = dedup.scan([str(tmp_path / "mixed.jsonl")], jobs=1, source_fields=("site",))
     assert report.clusters
     assert {cluster.sources for cluster in report.clusters} == {("a.example", "b.example")}
+
+
+def test_large_files_are_read_as_streams(
+    monkeypatch: pytest.MonkeyPatch, samples: Path, tmp_path: Path
+) -> None:
+    """Text and JSONL inputs over the streaming size are decoded and segmented a piece at a
+    time; offsets still index the whole file and the same duplicates are found."""
+    from dedup.read import containers, txt
+
+    whole = dedup.scan([str(samples)], jobs=1)
+    monkeypatch.setattr(containers, "STREAM_BYTES", 4096)
+    monkeypatch.setattr(txt, "PIECE_CHARS", 3000)
+    streamed = dedup.scan([str(samples)], jobs=1)
+
+    def linked(report: dedup.Report) -> set[tuple[str, ...]]:
+        return {tuple(sorted({m.path for m in c.members})) for c in report.clusters}
+
+    assert linked(streamed) == linked(whole)
+    assert len(streamed.clusters) >= 0.9 * len(whole.clusters)
+    chapters = {entry.path: entry.chapters for entry in whole.inputs}
+    for entry in streamed.inputs:
+        assert entry.chapters == chapters[entry.path], entry.path
+        assert entry.encoding.replace("-le", "") == next(
+            e.encoding for e in whole.inputs if e.path == entry.path
+        ).replace("-le", "")
+    mirror = next(e for e in streamed.inputs if e.path.endswith("dump.jsonl"))
+    assert mirror.records == 3 and mirror.warnings[0].startswith("line 3: not valid JSON")
+    for cluster in streamed.clusters:
+        for member in cluster.members:
+            if member.record is None:
+                text = decode_bytes(Path(member.path).read_bytes()).text
+                assert text[member.start : member.end] == member.text

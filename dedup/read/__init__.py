@@ -7,13 +7,13 @@ the user can act on; nothing is dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from dedup.config import ScanConfig
 from dedup.models import Document, Skipped
 from dedup.read.containers import RawInput, raw_inputs
-from dedup.read.decode import DecodeFailure, decode_bytes
+from dedup.read.decode import DecodeFailure, decode_bytes, decode_stream, detect_encoding
 from dedup.read.discover import FoundFile, discover_inputs
 from dedup.read.epub import NotAnEpub, documents_from_epub
 from dedup.read.html import visible_text
@@ -22,12 +22,20 @@ from dedup.read.jsonl import (
     RecordFields,
     documents_from_json,
     documents_from_jsonl,
+    documents_from_jsonl_stream,
     documents_from_records,
 )
 from dedup.read.table import TableError, csv_rows, parquet_rows
-from dedup.read.txt import documents_from_text
+from dedup.read.txt import documents_from_text, documents_from_text_stream
 
-__all__ = ["FoundFile", "ReadResult", "discover_inputs", "read_bytes", "read_file"]
+__all__ = [
+    "RECORD_FORMATS",
+    "FoundFile",
+    "ReadResult",
+    "discover_inputs",
+    "read_bytes",
+    "read_file",
+]
 
 RECORD_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet", "epub")
 
@@ -40,13 +48,11 @@ class ReadResult:
     source: str
     format: str
     encoding: str
-    documents: tuple[Document, ...]
-    warnings: tuple[str, ...]
+    # A tuple, or for a large file read as a stream an iterator to be consumed once, before
+    # the next input is asked for (it may raise DecodeFailure or InputTooLarge part way).
+    documents: Iterable[Document]
+    warnings: Sequence[str]  # for a stream, filled in as its documents are read
     skipped: Skipped | None = None
-
-    @property
-    def records(self) -> int:
-        return len(self.documents) if self.format in RECORD_FORMATS else 0
 
 
 def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
@@ -57,6 +63,24 @@ def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
             yield ReadResult(raw.path, file.source, file.format, "", (), (), raw)
         else:
             yield _read_input(raw, config)
+
+
+def _read_stream(raw: RawInput, config: ScanConfig, fields: RecordFields) -> ReadResult:
+    assert raw.rest is not None
+    try:
+        encoding = detect_encoding(raw.data, config.encoding)
+    except DecodeFailure as failure:
+        return ReadResult(
+            raw.path, raw.source, raw.format, "", (), (), Skipped(raw.path, str(failure))
+        )
+    chunks = decode_stream(raw.data, raw.rest, encoding, config.errors)
+    warnings: list[str] = []
+    documents: Iterator[Document]
+    if raw.format == "jsonl":
+        documents = documents_from_jsonl_stream(raw.path, raw.source, chunks, fields, warnings)
+    else:
+        documents = documents_from_text_stream(raw.path, raw.source, chunks)
+    return ReadResult(raw.path, raw.source, raw.format, encoding, documents, warnings)
 
 
 def read_bytes(
@@ -73,6 +97,8 @@ def _read_input(raw: RawInput, config: ScanConfig) -> ReadResult:
     fields = RecordFields(
         config.text_fields, config.title_fields, config.id_fields, config.source_fields
     )
+    if raw.rest is not None:
+        return _read_stream(raw, config, fields)
     encoding = "binary"
     try:
         if raw.format == "epub":

@@ -23,14 +23,48 @@ from dedup.read.discover import COMPRESSIONS, FORMATS, FoundFile
 _CHUNK = 1 << 20
 
 
+# Text and JSON Lines inputs larger than this are decoded and read as a stream, a piece at a
+# time, so memory does not grow with the size of the largest file.
+STREAM_BYTES = 64 << 20
+STREAMABLE = ("txt", "jsonl")
+
+
 @dataclass(frozen=True, slots=True)
 class RawInput:
-    """The bytes of one input: a file, or one entry of an archive."""
+    """The bytes of one input: a file, or one entry of an archive. For a large text input,
+    ``data`` is only its head and ``rest`` the open stream to read on from (valid until the
+    next input is asked for)."""
 
     path: str
     source: str
     format: str
     data: bytes
+    rest: IO[bytes] | None = None
+
+
+class _CappedReader:
+    """Reads on from a stream, failing once more than ``limit`` bytes came through."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self.stream = stream
+        self.left = limit
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.left -= len(data)
+        if self.left < 0:
+            raise InputTooLarge
+        return data
+
+
+def _raw(path: str, source: str, file_format: str, stream: IO[bytes], limit: int) -> RawInput:
+    if file_format not in STREAMABLE:
+        return RawInput(path, source, file_format, _read_capped(stream, limit))
+    head = _read_capped(stream, limit) if limit <= STREAM_BYTES else stream.read(STREAM_BYTES)
+    if len(head) < STREAM_BYTES:
+        return RawInput(path, source, file_format, head)
+    rest = cast(IO[bytes], _CappedReader(stream, limit - len(head)))
+    return RawInput(path, source, file_format, head, rest)
 
 
 class InputTooLarge(Exception):
@@ -52,7 +86,7 @@ def _read_capped(stream: IO[bytes], limit: int) -> bytes:
 
 def _zstd_open(stream: BinaryIO) -> IO[bytes]:
     try:
-        import zstandard  # type: ignore[import-not-found,unused-ignore]
+        import zstandard
     except ImportError as error:
         raise ModuleNotFoundError(
             "reading .zst needs the zstandard package: pip install 'dedup[zstd]'"
@@ -101,7 +135,7 @@ def raw_inputs(file: FoundFile, limit: int) -> Iterator[RawInput | Skipped]:
             stream: IO[bytes] = handle
             if file.compression:
                 stream = DECOMPRESSORS[file.compression](handle)
-            yield RawInput(file.path, file.source, file.format, _read_capped(stream, limit))
+            yield _raw(file.path, file.source, file.format, stream, limit)
     except InputTooLarge:
         yield _too_large(file.path, limit)
     except PermissionError:
@@ -161,11 +195,9 @@ def _zip_entries(file: FoundFile, handle: BinaryIO, limit: int) -> Iterator[RawI
                     stream: IO[bytes] = member
                     if compression:
                         stream = DECOMPRESSORS[compression](member)  # type: ignore[arg-type]
-                    data = _read_capped(stream, limit)
+                    raw = _raw(where, source, entry_format, stream, limit)
+                    yield raw  # a streamed entry is read on while this entry is open
             except InputTooLarge:
                 yield _too_large(where, limit)
-                continue
             except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, RuntimeError) as error:
                 yield Skipped(where, f"cannot read this archive entry ({error})")
-                continue
-            yield RawInput(where, source, entry_format, data)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import codecs
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -19,6 +21,14 @@ BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+# Codecs that read a byte-order mark themselves, for decoding a stream.
+_BOM_STREAM_CODECS = {
+    "utf-32-le": "utf-32",
+    "utf-32-be": "utf-32",
+    "utf-8-sig": "utf-8-sig",
+    "utf-16-le": "utf-16",
+    "utf-16-be": "utf-16",
+}
 # Tried in this order when there is no BOM; ties go to the earlier one.
 CANDIDATES = ("utf-8", "gb18030", "big5hkscs", "utf-16-le", "utf-16-be")
 SAMPLE_BYTES = 256 * 1024
@@ -66,9 +76,10 @@ def plausibility(text: str) -> float:
     return sum(map(_plausible, text)) / len(text)
 
 
-def _sample(data: bytes, encoding: str) -> str:
+def _sample(data: bytes, encoding: str, final: bool | None = None) -> str:
     decoder = codecs.getincrementaldecoder(encoding)("strict")
-    final = len(data) <= SAMPLE_BYTES
+    if final is None:
+        final = len(data) <= SAMPLE_BYTES
     return decoder.decode(data[:SAMPLE_BYTES], final=final)
 
 
@@ -78,6 +89,53 @@ def _first_bad_byte(data: bytes, encoding: str) -> int:
     except UnicodeDecodeError as error:
         return error.start
     return -1
+
+
+def detect_encoding(head: bytes, encoding: str | None = None) -> str:
+    """The encoding of a file too large to decode at once, judged from its first bytes; the
+    codec returned strips a byte-order mark itself."""
+    if encoding is not None:
+        return encoding
+    for bom, bom_encoding in BOMS:
+        if head.startswith(bom):
+            return _BOM_STREAM_CODECS[bom_encoding]
+    scored = []
+    for rank, candidate in enumerate(CANDIDATES):
+        try:
+            sample = _sample(head[: SAMPLE_BYTES + 8], candidate, final=False)
+        except UnicodeDecodeError:
+            continue
+        if "\x00" not in sample:
+            scored.append((plausibility(sample), -rank, candidate))
+    if not scored or max(scored)[0] < MIN_PLAUSIBLE:
+        raise DecodeFailure(
+            "not text in any encoding tried (UTF-8, GB18030, Big5-HKSCS, UTF-16) judging from "
+            "its first bytes; if it is text, pass --encoding NAME"
+        )
+    return max(scored)[2]
+
+
+def decode_stream(
+    head: bytes, rest: IO[bytes], encoding: str, errors: str = "strict", chunk_bytes: int = 1 << 20
+) -> Iterator[str]:
+    """Decode ``head`` then the rest of the stream, a chunk at a time."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors)
+    consumed = 0
+    chunk = head
+    while True:
+        try:
+            text = decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as error:
+            raise DecodeFailure(
+                f"invalid {encoding} byte sequence at byte offset {consumed + error.start}; "
+                "pass --errors replace to read it with replacement characters, or --encoding NAME"
+            ) from error
+        if text:
+            yield text
+        if not chunk:
+            return
+        consumed += len(chunk)
+        chunk = rest.read(chunk_bytes)
 
 
 def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict") -> Decoded:

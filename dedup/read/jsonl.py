@@ -9,7 +9,7 @@ counted in the file's warnings with its line number, and the good records are ke
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +95,37 @@ def documents_from_jsonl(
 
     documents, warnings = documents_from_records(path, source, parsed(), fields)
     return documents, capped(broken) + warnings
+
+
+def documents_from_jsonl_stream(
+    path: str, source: str, chunks: Iterator[str], fields: RecordFields, warnings: list[str]
+) -> Iterator[Document]:
+    """A large JSON Lines file, a record at a time; problems are appended to ``warnings``."""
+
+    def lines() -> Iterator[tuple[int, str, Any]]:
+        pending = ""
+        index = 0
+        for chunk in chunks:
+            *complete, pending = (pending + chunk).split("\n")
+            for line in complete:
+                yield from _parsed(index, line)
+                index += 1
+        yield from _parsed(index, pending)
+
+    def _parsed(index: int, line: str) -> Iterator[tuple[int, str, Any]]:
+        if not line.strip():
+            return
+        try:
+            yield index, f"line {index + 1}", json.loads(line)
+        except json.JSONDecodeError as error:
+            if len(warnings) < MAX_LISTED_WARNINGS:
+                warnings.append(f"line {index + 1}: not valid JSON ({error.msg}), skipped")
+
+    for index, where, record in lines():
+        documents, problems = documents_from_records(path, source, [(index, where, record)], fields)
+        if len(warnings) < MAX_LISTED_WARNINGS:
+            warnings += problems
+        yield from documents
 
 
 class NotRecords(ValueError):

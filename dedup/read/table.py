@@ -36,7 +36,7 @@ def csv_rows(
 
 def parquet_rows(data: bytes, wanted: Sequence[str]) -> Iterator[tuple[int, str, Any]]:
     try:
-        import pyarrow.parquet  # type: ignore[import-not-found,unused-ignore]
+        import pyarrow.parquet
     except ImportError as error:
         raise TableError("reading Parquet needs pyarrow: pip install 'dedup[parquet]'") from error
     try:
