@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Callable
@@ -20,8 +21,18 @@ from dedup.config import (
     ScanConfig,
 )
 from dedup.errors import DedupError, ExitStatus
-from dedup.pipeline import normalize_file, scan
-from dedup.report import format_explanation, format_summary, write_report
+from dedup.explain import explain
+from dedup.models import Report
+from dedup.pipeline import normalize_file, rebuild, scan
+from dedup.report import (
+    DEFAULT_FORMATS,
+    FORMATS,
+    format_explanation,
+    format_summary,
+    load_report,
+    write_report,
+)
+from dedup.report.terminal import format_comparison
 
 F = TypeVar("F", bound=Callable[..., Any])
 _defaults = ScanConfig()
@@ -137,7 +148,66 @@ def input_options(function: F) -> F:
     return function
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    chosen = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [part for part in chosen if part not in FORMATS]
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(FORMATS)}")
+    return chosen
+
+
+def format_option(function: F) -> F:
+    return click.option(
+        "--format",
+        "formats",
+        default=",".join(DEFAULT_FORMATS),
+        show_default=True,
+        callback=_formats,
+        help="Outputs, comma-separated: html (index.html), csv (clusters.csv, pairs.csv), jsonl "
+        "(clusters.jsonl), text (summary on stdout) or json (summary as JSON on stdout). "
+        "report.json is always written.",
+    )(function)
+
+
+def summary_json(report: Report, written: list[Path]) -> dict[str, Any]:
+    sources: dict[str, dict[str, int]] = {}
+    for entry in report.inputs:
+        counts = sources.setdefault(entry.source, {"files": 0, "passages": 0, "in_clusters": 0})
+        counts["files"] += 1
+        counts["passages"] += entry.passages
+    for cluster in report.clusters:
+        for member in cluster.members:
+            sources.setdefault(member.source, {"files": 0, "passages": 0, "in_clusters": 0})
+            sources[member.source]["in_clusters"] += 1
+    return {
+        "summary": report.summary.to_dict(),
+        "sources": dict(sorted(sources.items())),
+        "skipped": [entry.to_dict() for entry in report.skipped],
+        "largest_clusters": [
+            {"id": c.id, "size": len(c.members), "sources": list(c.sources)}
+            for c in report.clusters[:10]
+        ],
+        "seconds": {stage: round(seconds, 3) for stage, seconds in report.timings.items()},
+        "files": [path.as_posix() for path in written],
+    }
+
+
+class _UserError(click.ClickException):
+    """A DedupError shown the way every dedup error is: ``dedup: error: ...`` on stderr."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"dedup: error: {self.format_message()}", err=True)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DedupError as error:
+            raise _UserError(str(error)) from error
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dedup")
 def cli() -> None:
     """Find near-duplicate scenes across scraped Chinese web-novel dumps."""
@@ -167,6 +237,7 @@ def cli() -> None:
 @click.option(
     "--strict", is_flag=True, help="Exit with status 3 if any input was skipped (after writing)."
 )
+@format_option
 def scan_command(
     paths: tuple[str, ...],
     out_dir: Path,
@@ -177,6 +248,7 @@ def scan_command(
     jobs: int,
     quiet: bool,
     strict: bool,
+    formats: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Scan the files under PATHS and report clusters of near-duplicate passages.
@@ -201,12 +273,90 @@ def scan_command(
     report = scan(paths, config)
     for entry in report.skipped:
         click.echo(f"dedup: skipped {entry.path}: {entry.reason}", err=True)
-    written = write_report(report, out_dir)
-    if not quiet:
-        click.echo(format_summary(report))
-        click.echo(f"\nreport written to {written[0].as_posix()}")
+    _write_and_summarize(report, out_dir, formats, quiet)
     if strict and report.skipped:
         sys.exit(ExitStatus.INPUT_SKIPPED)
+
+
+def _write_and_summarize(
+    report: Report, out_dir: Path, formats: tuple[str, ...], quiet: bool
+) -> None:
+    written = write_report(report, out_dir, formats)
+    if "json" in formats:
+        click.echo(json.dumps(summary_json(report, written), ensure_ascii=False, indent=2))
+    elif not quiet and "text" in formats:
+        click.echo(format_summary(report))
+        names = ", ".join(path.name for path in written if path.name != "run.json")
+        click.echo(f"\nreport written to {out_dir.as_posix()}/ ({names})")
+
+
+@cli.command("report")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Keep only pairs at this Jaccard similarity or above (at least the scan's).",
+)
+@click.option(
+    "--containment",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Keep only pairs at this containment or above, when below the threshold.",
+)
+@click.option("--min-size", type=click.IntRange(2), default=2, help="Leave out smaller clusters.")
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write here instead of over DIRECTORY.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No summary.")
+@format_option
+def report_command(
+    directory: Path,
+    threshold: float | None,
+    containment: float | None,
+    min_size: int,
+    out_dir: Path | None,
+    quiet: bool,
+    formats: tuple[str, ...],
+) -> None:
+    """Rebuild every output in DIRECTORY (a scan's --out) at a stricter threshold or with
+    small clusters left out, from the saved pair scores: nothing is read or fingerprinted again.
+    """
+    saved = load_report(directory / "report.json")
+    _write_and_summarize(
+        rebuild(saved, threshold, containment, min_size), out_dir or directory, formats, quiet
+    )
+
+
+@cli.command("explain")
+@click.argument("first")
+@click.argument("second")
+@click.option(
+    "--color/--no-color",
+    "colour",
+    default=None,
+    help="Colour shared text (default: when a terminal).",
+)
+@matching_options
+@input_options
+def explain_command(first: str, second: str, colour: bool | None, **options: Any) -> None:
+    """Compare two texts as a scan does and show what they share (the palette, 调色盘).
+
+    FIRST and SECOND are files, records (dump.jsonl#12) or passages (member ids from a report,
+    such as site-a/ch1.txt:1200-1650).
+    """
+    options["text_fields"] = options["text_fields"] or DEFAULT_TEXT_FIELDS
+    options["title_fields"] = options["title_fields"] or DEFAULT_TITLE_FIELDS
+    options["id_fields"] = options["id_fields"] or DEFAULT_ID_FIELDS
+    options["skip_steps"] = tuple(options["skip_steps"])
+    result = explain(first, second, ScanConfig(**options))
+    use_colour = sys.stdout.isatty() if colour is None else colour
+    click.echo(format_comparison(result, use_colour), color=use_colour)
 
 
 @cli.command("normalize")

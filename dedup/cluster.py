@@ -45,7 +45,14 @@ def cluster_pairs(passages: Sequence[Passage], verified: Sequence[Similarity]) -
     for pair in verified:
         a, b = sorted((passages[pair.first], passages[pair.second]), key=lambda p: p.sort_key)
         pairs[groups.find(pair.first)].append(
-            Pair(a.id, b.id, pair.jaccard, pair.containment, pair.minhash_jaccard)
+            Pair(
+                a.id,
+                b.id,
+                pair.jaccard,
+                pair.containment,
+                pair.minhash_jaccard,
+                pair.identical_chars,
+            )
         )
 
     unnamed = []

@@ -134,6 +134,7 @@ class Pair:
     jaccard: float
     containment: float
     minhash_jaccard: float
+    identical_chars: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,6 +143,7 @@ class Pair:
             "jaccard": round(self.jaccard, 4),
             "containment": round(self.containment, 4),
             "minhash_jaccard": round(self.minhash_jaccard, 4),
+            "identical_chars": self.identical_chars,
         }
 
 

@@ -8,6 +8,7 @@ timed; results never depend on the number of workers or the order of the input p
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import re
 import time
@@ -26,7 +27,7 @@ from tqdm import tqdm
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
-from dedup.errors import InputPathError
+from dedup.errors import ConfigError, InputPathError
 from dedup.fingerprint import signatures
 from dedup.models import Chapter, Cluster, InputFile, Passage, Report, Skipped, Summary
 from dedup.normalize import (
@@ -47,7 +48,7 @@ from dedup.read import (
 from dedup.read.containers import InputTooLarge
 from dedup.read.decode import DecodeFailure
 from dedup.segment import PassageWindow, split_chapters, split_passages
-from dedup.verify import verify_pairs
+from dedup.verify import Similarity, verify_pairs
 
 
 @dataclass
@@ -181,6 +182,12 @@ def _segment_and_normalize(
                     windows += split_passages(document, block, normalized, config.passage_chars)
 
 
+# LSH is tuned for a Jaccard threshold of at most this, whatever --threshold is: stricter
+# thresholds are applied by exact verification. Pairs found only by containment (a scene inside
+# a longer passage) have a lower Jaccard similarity than the threshold, and a scan at a stricter
+# threshold finds exactly the pairs a looser scan found that pass it (so `dedup report
+# --threshold` equals a fresh scan).
+CANDIDATE_CEILING = 0.5
 # A passage counts as converted from the other script when script conversion changed at least
 # this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
 CONVERTED_PASSAGE = 0.02
@@ -360,7 +367,8 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
     )
 
     with timer("candidates"):
-        pairs = candidate_pairs(fingerprints, *lsh_params(config.threshold, config.num_perm))
+        candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
+        pairs = candidate_pairs(fingerprints, *lsh_params(candidate_threshold, config.num_perm))
     with timer("verify"):
         verified = verify_pairs(
             pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
@@ -407,3 +415,53 @@ def _summarize(
         clusters=len(clusters),
         duplicated_passages=sum(len(cluster.members) for cluster in clusters),
     )
+
+
+def rebuild(
+    report: Report,
+    threshold: float | None = None,
+    containment: float | None = None,
+    min_size: int = 2,
+) -> Report:
+    """The report a scan at a stricter ``threshold`` (or ``containment``) would give, from the
+    pair scores saved in ``report``, without reading or fingerprinting anything again; clusters
+    with fewer than ``min_size`` members are left out."""
+    options = dict(report.options)
+    threshold = options["threshold"] if threshold is None else threshold
+    containment = options["containment"] if containment is None else containment
+    if threshold < options["threshold"] or containment < options["containment"]:
+        raise ConfigError(
+            f"the saved report only has pairs at Jaccard >= {options['threshold']} or containment "
+            f">= {options['containment']}; scan again to go lower"
+        )
+    options["threshold"], options["containment"] = threshold, containment
+    passages = sorted(
+        {member.id: member for cluster in report.clusters for member in cluster.members}.values(),
+        key=lambda passage: passage.sort_key,
+    )
+    index = {passage.id: number for number, passage in enumerate(passages)}
+    kept = [
+        Similarity(
+            index[pair.a],
+            index[pair.b],
+            pair.jaccard,
+            pair.containment,
+            pair.minhash_jaccard,
+            pair.identical_chars,
+        )
+        for cluster in report.clusters
+        for pair in cluster.pairs
+        if pair.jaccard >= threshold or pair.containment >= containment
+    ]
+    clusters = [c for c in cluster_pairs(passages, kept) if len(c.members) >= min_size]
+    clusters = [
+        Cluster(f"c{number}", c.representative, c.members, c.pairs)
+        for number, c in enumerate(clusters, start=1)
+    ]
+    summary = dataclasses.replace(
+        report.summary,
+        verified_pairs=sum(len(c.pairs) for c in clusters),
+        clusters=len(clusters),
+        duplicated_passages=sum(len(c.members) for c in clusters),
+    )
+    return dataclasses.replace(report, options=options, summary=summary, clusters=tuple(clusters))

@@ -24,6 +24,55 @@ class Similarity:
     jaccard: float
     containment: float
     minhash_jaccard: float
+    identical_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """``a[a_start:a_start+length] == b[b_start:b_start+length]`` in normalized text."""
+
+    a_start: int
+    b_start: int
+    length: int
+
+
+def shared_blocks(a: str, b: str, ngram: int) -> list[Block]:
+    """Maximal stretches of ``a`` found in ``b``, at least ``ngram`` characters long, in the
+    order of ``a``. Greedy and linear: each stretch starts at an n-gram of ``a`` that ``b`` has
+    (its first occurrence in ``b`` after the previous stretch, else its first) and grows as far
+    as the two agree."""
+    if len(a) < ngram or len(b) < ngram:
+        return []
+    positions: dict[str, list[int]] = {}
+    for index in range(len(b) - ngram + 1):
+        positions.setdefault(b[index : index + ngram], []).append(index)
+    blocks: list[Block] = []
+    cursor_b = 0
+    index = 0
+    while index <= len(a) - ngram:
+        candidates = positions.get(a[index : index + ngram])
+        if not candidates:
+            index += 1
+            continue
+        start_b = next((p for p in candidates if p >= cursor_b), candidates[0])
+        length = ngram
+        while (
+            index + length < len(a)
+            and start_b + length < len(b)
+            and a[index + length] == b[start_b + length]
+        ):
+            length += 1
+        blocks.append(Block(index, start_b, length))
+        cursor_b = start_b + length
+        index += length
+    return blocks
+
+
+def identical_chars(a: str, b: str, ngram: int) -> int:
+    """雷同字数, the count plagiarism reviewers quote: characters of ``a`` in stretches of at
+    least ``ngram`` characters that ``b`` also has (normalized, so punctuation and script do
+    not count)."""
+    return sum(block.length for block in shared_blocks(a, b, ngram))
 
 
 def verify_pairs(
@@ -50,5 +99,6 @@ def verify_pairs(
         contained = shared / min(a.size, b.size)
         if jaccard >= threshold or contained >= containment:
             estimate = float(np.mean(signatures[first] == signatures[second]))
-            verified.append(Similarity(first, second, jaccard, contained, estimate))
+            identical = identical_chars(texts[first], texts[second], ngram)
+            verified.append(Similarity(first, second, jaccard, contained, estimate, identical))
     return verified

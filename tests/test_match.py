@@ -74,7 +74,7 @@ def test_clusters_are_deterministic_and_pick_the_longest_member() -> None:
         _passage("a/y.txt", 0, "子丑寅卯辰"),
         _passage("d/z.txt", 0, "无关"),
     ]
-    links = [Similarity(0, 1, 0.9, 1.0, 0.9), Similarity(2, 3, 0.8, 1.0, 0.8)]
+    links = [Similarity(0, 1, 0.9, 1.0, 0.9, 6), Similarity(2, 3, 0.8, 1.0, 0.8, 4)]
     clusters = cluster_pairs(passages, links)
     assert cluster_pairs(passages, list(reversed(links))) == clusters
     assert [[m.path for m in c.members] for c in clusters] == [

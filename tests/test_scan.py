@@ -142,6 +142,13 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "end",
         "text",
     }
-    assert set(cluster["pairs"][0]) == {"a", "b", "jaccard", "containment", "minhash_jaccard"}
+    assert set(cluster["pairs"][0]) == {
+        "a",
+        "b",
+        "jaccard",
+        "containment",
+        "minhash_jaccard",
+        "identical_chars",
+    }
     ids = [c["id"] for c in data["clusters"]]
     assert ids == [f"c{n}" for n in range(1, len(ids) + 1)]

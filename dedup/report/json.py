@@ -1,15 +1,21 @@
-"""report.json, the complete and stable record of a scan (format described in docs/report-format.md),
-and run.json, the facts of one run (timings, worker count) that differ between identical runs."""
+"""report.json, the complete and stable record of a scan (format described in
+docs/report-format.md), and run.json, the facts of one run (timings, worker count) that differ
+between identical runs. ``load_report`` reads report.json back, so outputs can be rebuilt."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from dedup.models import Report
+from dedup.errors import DedupError
+from dedup.models import Cluster, InputFile, Pair, Passage, Report, Skipped, Summary
 
 REPORT_FILE = "report.json"
 RUN_FILE = "run.json"
+# What --format can ask for; report.json and run.json are always written.
+FORMATS = ("html", "csv", "jsonl", "text", "json")
+DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
 
 
 def report_to_json(report: Report) -> str:
@@ -25,12 +31,69 @@ def run_to_json(report: Report) -> str:
     return json.dumps(run, ensure_ascii=False, indent=2) + "\n"
 
 
-def write_report(report: Report, directory: Path) -> list[Path]:
-    """Write report.json and run.json into ``directory`` (created if needed)."""
+def write_report(
+    report: Report, directory: Path, formats: tuple[str, ...] = DEFAULT_FORMATS
+) -> list[Path]:
+    """Write report.json, run.json and the file outputs in ``formats`` into ``directory``."""
+    from dedup.report.html import write_html
+    from dedup.report.tables import write_tables
+
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, content in ((REPORT_FILE, report_to_json(report)), (RUN_FILE, run_to_json(report))):
         path = directory / name
         path.write_text(content, encoding="utf-8")
         written.append(path)
+    if "html" in formats:
+        written.append(write_html(report, directory))
+    written += write_tables(report, directory, set(formats))
     return written
+
+
+def _passage(data: dict[str, Any]) -> Passage:
+    return Passage(
+        id=data["id"],
+        source=data["source"],
+        path=data["path"],
+        record=data["record"],
+        chapter=data["chapter"],
+        title=data["title"],
+        start=data["start"],
+        end=data["end"],
+        text=data["text"],
+        record_id=data.get("record_id"),
+    )
+
+
+def load_report(path: Path) -> Report:
+    """Read a report.json written by ``write_report``."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        clusters = tuple(
+            Cluster(
+                id=cluster["id"],
+                representative=cluster["representative"],
+                members=tuple(_passage(member) for member in cluster["members"]),
+                pairs=tuple(Pair(**pair) for pair in cluster["pairs"]),
+            )
+            for cluster in data["clusters"]
+        )
+        return Report(
+            dedup_version=data["dedup_version"],
+            options=data["options"],
+            summary=Summary(**data["summary"]),
+            inputs=tuple(
+                InputFile(**{**entry, "warnings": tuple(entry["warnings"])})
+                for entry in data["inputs"]
+            ),
+            skipped=tuple(Skipped(**entry) for entry in data["skipped"]),
+            clusters=clusters,
+        )
+    except FileNotFoundError as error:
+        raise DedupError(
+            f"{path}: no report here; run dedup scan first, or give its --out folder"
+        ) from error
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise DedupError(
+            f"{path}: not a dedup report.json this version can read ({error}); scan again"
+        ) from error

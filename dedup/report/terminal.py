@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+import click
+
 from dedup.models import Report
+from dedup.report.palette import Span
 
 if TYPE_CHECKING:
+    from dedup.explain import Explanation
     from dedup.pipeline import NormalizedFile
 
 # What each normalization count means, in the words of a summary line.
@@ -134,3 +138,45 @@ def format_explanation(result: NormalizedFile) -> str:
         shown = "; ".join(f"「{example}」" for example in examples)
         lines.append(f"  {step:<15} {count:>8,}  {words}" + (f"  e.g. {shown}" if shown else ""))
     return "\n".join(lines)
+
+
+# Background colours for shared stretches in a terminal; without one, stretches are bracketed.
+_TERMINAL_COLOURS = ["yellow", "cyan", "green", "magenta", "blue", "red"]
+
+
+def _painted(text: str, spans: list[Span], colour: bool) -> str:
+    pieces: list[str] = []
+    at = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        if span.start < at:
+            continue
+        pieces.append(text[at : span.start])
+        shared = text[span.start : span.end]
+        if colour:
+            background = _TERMINAL_COLOURS[span.colour % len(_TERMINAL_COLOURS)]
+            pieces.append(click.style(shared, bg=background, fg="black"))
+        else:
+            pieces.append(f"⟦{shared}⟧")
+        at = span.end
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def format_comparison(explanation: Explanation, colour: bool) -> str:
+    """``dedup explain``: the numbers, then both texts with what they share marked."""
+    a, b = explanation.a, explanation.b
+    marking = "same colour, same text" if colour else "⟦shared⟧"
+    return "\n".join(
+        [
+            f"A: {a.label} ({len(a.text):,} characters)",
+            f"B: {b.label} ({len(b.text):,} characters)",
+            f"Jaccard {explanation.jaccard:.3f}   containment {explanation.containment:.3f}   "
+            f"identical characters {explanation.identical_chars:,}   ({marking})",
+            "",
+            "--- A ---",
+            _painted(a.text, explanation.spans_a, colour),
+            "",
+            "--- B ---",
+            _painted(b.text, explanation.spans_b, colour),
+        ]
+    )

@@ -1,0 +1,115 @@
+"""``dedup explain A B``: compare two texts the way a scan does, and show what they share.
+
+A and B are files, records of a file (``dump.jsonl#12``: the record's 0-based index, as in the
+report) or passages (a member id from a report: ``path:start-end`` or ``path#12:start-end``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from dedup.config import ScanConfig
+from dedup.errors import DedupError, InputPathError
+from dedup.fingerprint import shingles
+from dedup.normalize import NormalizeConfig, NormalizedText, normalize
+from dedup.read import discover_inputs, read_file
+from dedup.report.palette import Span
+from dedup.verify import shared_blocks
+
+REFERENCE = re.compile(r"^(?P<path>.+?)(?:#(?P<record>\d+))?(?::(?P<start>\d+)-(?P<end>\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    label: str
+    text: str
+    normalized: NormalizedText
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    a: Side
+    b: Side
+    jaccard: float
+    containment: float
+    identical_chars: int
+    spans_a: list[Span]  # shared stretches in A's original text; colour n matches colour n in B
+    spans_b: list[Span]
+
+
+def _document_text(path: str, record: int | None, config: ScanConfig) -> str:
+    files, skipped = discover_inputs([path])
+    if skipped or not files:
+        raise InputPathError(f"{path}: {skipped[0].reason if skipped else 'nothing to read'}")
+    results = [result for result in read_file(files[0], config)]
+    for result in results:
+        if result.skipped is not None:
+            raise DedupError(f"{result.path}: {result.skipped.reason}")
+    documents = [document for result in results for document in result.documents]
+    if record is None:
+        if len(documents) != 1:
+            raise DedupError(
+                f"{path} holds {len(documents)} records; name one as {path}#N (N as in the report)"
+            )
+        return documents[0].text
+    for document in documents:
+        if document.record == record:
+            return document.text
+    raise DedupError(f"{path} has no record {record}; records are numbered as in the report")
+
+
+def resolve(reference: str, config: ScanConfig) -> tuple[str, str]:
+    """(label, original text) for a file, record or passage reference."""
+    if os.path.exists(reference):
+        return reference, _document_text(reference, None, config)
+    match = REFERENCE.match(reference)
+    if match is None or not os.path.exists(match["path"]):
+        raise InputPathError(f"{reference}: no such file, record or passage; check the path")
+    record = int(match["record"]) if match["record"] is not None else None
+    text = _document_text(match["path"], record, config)
+    if match["start"] is not None:
+        start, end = int(match["start"]), int(match["end"])
+        if not 0 <= start < end <= len(text):
+            raise DedupError(
+                f"{reference}: characters {start}-{end} are outside the text ({len(text)})"
+            )
+        text = text[start:end]
+    return reference, text
+
+
+def _spans(normalized: NormalizedText, ranges: list[tuple[int, int, int]]) -> list[Span]:
+    return [
+        Span(
+            int(normalized.offsets[start]), int(normalized.offsets[start + length - 1]) + 1, colour
+        )
+        for start, length, colour in ranges
+    ]
+
+
+def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
+    config = config or ScanConfig()
+    normalize_config = NormalizeConfig(script=config.script, skip=frozenset(config.skip_steps))
+    sides = []
+    for reference in (a, b):
+        label, text = resolve(reference, config)
+        sides.append(Side(label, text, normalize(text, normalize_config)))
+    first, second = sides
+    set_a = set(shingles(first.normalized.text, config.ngram))
+    set_b = set(shingles(second.normalized.text, config.ngram))
+    shared = len(set_a & set_b)
+    union = len(set_a | set_b)
+    blocks = shared_blocks(first.normalized.text, second.normalized.text, config.ngram)
+    return Explanation(
+        a=first,
+        b=second,
+        jaccard=shared / union if union else 0.0,
+        containment=shared / min(len(set_a), len(set_b)) if set_a and set_b else 0.0,
+        identical_chars=sum(block.length for block in blocks),
+        spans_a=_spans(first.normalized, [(k.a_start, k.length, n) for n, k in enumerate(blocks)]),
+        spans_b=_spans(
+            second.normalized,
+            sorted((k.b_start, k.length, n) for n, k in enumerate(blocks)),
+        ),
+    )

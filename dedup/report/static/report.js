@@ -1,0 +1,165 @@
+"use strict";
+// Draws the dedup report from the JSON block on this page. Text from the data is only ever
+// placed with textContent, never parsed as markup.
+(function () {
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+  const app = document.getElementById("app");
+  const PAGE = 100;
+  const COLOURS = ["#ffe066", "#a5d8ff", "#b2f2bb", "#ffc9c9", "#d0bfff", "#ffd8a8",
+    "#99e9f2", "#eebefa", "#c0eb75", "#fcc2d7", "#e9ecef", "#ffec99"];
+  const state = {query: "", source: "", minSize: 2, minSim: 0, sort: "size", desc: true, page: 0, open: null};
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else if (key === "style") node.style.cssText = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  const fmt = (n) => Number(n).toLocaleString("en-US");
+  const pct = (a, b) => (b ? Math.round((100 * a) / b) + "%" : "-");
+
+  // Columns listed in `text` (by index) hold text and are aligned left; the rest are numbers.
+  function table(headers, rows, text = [0]) {
+    const cls = (i) => (text.includes(i) ? "left" : "");
+    const head = el("tr", {}, ...headers.map((h, i) => el("th", {class: cls(i)}, h)));
+    return el("table", {}, head, ...rows.map((r) => el("tr", {}, ...r.map((c, i) => el("td", {class: cls(i)}, c)))));
+  }
+
+  function overview() {
+    const s = data.summary;
+    const section = el("section", {id: "overview"});
+    section.append(
+      el("h1", {}, "dedup report"),
+      el("p", {}, `${fmt(s.files)} files, ${fmt(s.passages)} passages, ${fmt(s.clusters)} clusters of near-duplicate passages ` +
+        `(${fmt(s.duplicated_passages)} passages, ${fmt(s.verified_pairs)} verified pairs). dedup ${data.version}, ` +
+        `threshold ${data.options.threshold}, ${data.options.ngram}-character shingles, script ${data.options.script}.`));
+    const sources = table(["source", "files", "passages", "in clusters", "share", "duplicated characters"],
+      data.sources.map((x) => [x.name, fmt(x.files), fmt(x.passages), fmt(x.duplicated), pct(x.duplicated, x.passages), fmt(x.duplicated_chars)]));
+    const names = data.sources.map((x) => x.name);
+    const shared = {};
+    for (const [a, b, n] of data.overlap) { shared[a + "\u0000" + b] = n; shared[b + "\u0000" + a] = n; }
+    const matrix = table(["", ...names], names.map((a) => [a, ...names.map((b) => fmt(shared[a + "\u0000" + b] || 0))]));
+    matrix.id = "matrix";
+    const peak = Math.max(1, ...data.histogram);
+    const bins = data.histogram.map((n, i) => [`${(i / data.histogram.length).toFixed(2)}–${((i + 1) / data.histogram.length).toFixed(2)}`,
+      el("span", {}, el("span", {class: "bar", style: `width:${Math.round((160 * n) / peak)}px`}), " " + fmt(n))]);
+    const grid = el("div", {class: "grid"},
+      el("div", {}, el("h2", {}, "Sources"), sources),
+      el("div", {}, el("h2", {}, "Clusters shared between sources"), matrix),
+      el("div", {}, el("h2", {}, "Pair similarity (Jaccard)"), table(["range", "pairs"], bins.filter((b, i) => data.histogram[i] || i === bins.length - 1))));
+    section.append(grid);
+    const timing = Object.entries(data.timings).map(([k, v]) => `${k} ${v}s`).join(" · ");
+    if (timing) section.append(el("p", {class: "muted"}, `time with ${data.jobs} jobs: ${timing}`));
+    if (data.skipped.length) {
+      section.append(el("h2", {}, `Skipped inputs (${data.skipped.length})`),
+        table(["path", "reason"], data.skipped.map((x) => [x.path, x.reason]), [0, 1]));
+    }
+    return section;
+  }
+
+  function matches(cluster) {
+    if (cluster.members.length < state.minSize || cluster.best < state.minSim) return false;
+    if (state.source && !cluster.sources.includes(state.source)) return false;
+    if (!state.query) return true;
+    const q = state.query.toLowerCase();
+    return cluster.id.toLowerCase() === q || cluster.members.some((m) =>
+      (m.title || "").toLowerCase().includes(q) || m.path.toLowerCase().includes(q) ||
+      m.source.toLowerCase().includes(q) || m.text.includes(state.query));
+  }
+
+  function sorted(list) {
+    const key = {size: (c) => c.members.length, similarity: (c) => c.best, id: (c) => Number(c.id.slice(1))}[state.sort];
+    return list.slice().sort((a, b) => (state.desc ? key(b) - key(a) : key(a) - key(b)) || Number(a.id.slice(1)) - Number(b.id.slice(1)));
+  }
+
+  function memberView(member, cluster) {
+    const text = el("div", {class: "text"});
+    let at = 0;
+    for (const [start, end, colour] of member.spans) {
+      if (start < at) continue;
+      if (start > at) text.append(member.text.slice(at, start));
+      text.append(el("mark", {style: `background:${COLOURS[colour % COLOURS.length]}`}, member.text.slice(start, end)));
+      at = end;
+    }
+    if (at < member.text.length) text.append(member.text.slice(at));
+    const where = member.record === null ? member.path : `${member.path} #${member.record}`;
+    const head = el("div", {class: "head"},
+      el("b", {}, member.source), ` · ${where} · `, el("b", {}, member.title || "(no chapter)"),
+      ` · characters ${member.start}–${member.end}`,
+      el("br"), member.representative ? "representative · " : "",
+      `${fmt(member.identical)} identical characters with the representative`);
+    return el("div", {class: "member" + (member.representative ? " rep" : ""), "data-member": member.id}, head, text);
+  }
+
+  function clusterView(cluster) {
+    const names = cluster.members.map((m) => `${m.source}: ${m.title || m.path}`);
+    const pairs = table(["pair", "Jaccard", "containment", "identical characters"],
+      cluster.pairs.map(([a, b, j, c, n]) => [`${names[a]} ↔ ${names[b]}`, j.toFixed(3), c.toFixed(3), fmt(n)]));
+    return el("div", {class: "view", id: "view"},
+      el("h2", {}, `${cluster.id}: ${cluster.members.length} passages from ${cluster.sources.join(", ")}`),
+      pairs, el("p", {class: "muted"}, "Same colour = same shared text, aligned across members (from the representative's point of view)."),
+      el("div", {class: "members"}, ...cluster.members.map((m) => memberView(m, cluster))));
+  }
+
+  function clusterList() {
+    const section = el("section", {id: "cluster-list"}, el("h2", {}, "Clusters"));
+    const search = el("input", {type: "search", id: "filter-text", placeholder: "search text, title, source, file", value: state.query,
+      oninput: (e) => { state.query = e.target.value.trim(); state.page = 0; draw(); }});
+    const source = el("select", {id: "filter-source", onchange: (e) => { state.source = e.target.value; state.page = 0; draw(); }},
+      el("option", {value: ""}, "all sources"), ...data.sources.map((x) => el("option", {value: x.name}, x.name)));
+    source.value = state.source;
+    const size = el("input", {type: "number", id: "filter-size", min: "2", value: String(state.minSize), style: "width:4em",
+      onchange: (e) => { state.minSize = Number(e.target.value) || 2; state.page = 0; draw(); }});
+    const sim = el("input", {type: "number", id: "filter-similarity", min: "0", max: "1", step: "0.05", value: String(state.minSim), style: "width:5em",
+      onchange: (e) => { state.minSim = Number(e.target.value) || 0; state.page = 0; draw(); }});
+    section.append(el("div", {class: "controls"}, search, source, "min. passages", size, "min. Jaccard", sim));
+    const shown = sorted(data.clusters.filter(matches));
+    const header = (label, key) => el("th", {class: "sortable", onclick: () => {
+      state.desc = state.sort === key ? !state.desc : true; state.sort = key; draw(); }}, label + (state.sort === key ? (state.desc ? " ▼" : " ▲") : ""));
+    const rows = el("table", {id: "clusters"},
+      el("tr", {}, header("cluster", "id"), header("passages", "size"), header("best Jaccard", "similarity"),
+        el("th", {class: "left"}, "sources"), el("th", {class: "left"}, "chapter"), el("th", {class: "left"}, "begins")));
+    const page = shown.slice(state.page * PAGE, (state.page + 1) * PAGE);
+    for (const cluster of page) {
+      const rep = cluster.members.find((m) => m.representative);
+      const row = el("tr", {class: "row" + (state.open === cluster.id ? " open" : ""), "data-cluster": cluster.id,
+        onclick: () => { state.open = state.open === cluster.id ? null : cluster.id; draw(); }},
+        el("td", {class: "left"}, cluster.id), el("td", {}, cluster.members.length), el("td", {}, cluster.best.toFixed(2)),
+        el("td", {class: "left"}, cluster.sources.join(", ")), el("td", {class: "left"}, rep.title || ""),
+        el("td", {class: "left"}, rep.text.replace(/\s+/g, "").slice(0, 24) + "…"));
+      rows.append(row);
+      if (state.open === cluster.id) rows.append(el("tr", {}, el("td", {colspan: "6", class: "left"}, clusterView(cluster))));
+    }
+    section.append(el("p", {class: "muted", id: "shown-count"}, `${fmt(shown.length)} of ${fmt(data.clusters.length)} clusters shown`), rows);
+    const pages = Math.ceil(shown.length / PAGE);
+    if (pages > 1) {
+      section.append(el("div", {class: "pager"}, `page ${state.page + 1} of ${pages}`,
+        el("button", {onclick: () => { state.page = Math.max(0, state.page - 1); draw(); }}, "previous"),
+        el("button", {onclick: () => { state.page = Math.min(pages - 1, state.page + 1); draw(); }}, "next")));
+    }
+    return section;
+  }
+
+  function draw() {
+    const focused = document.activeElement && document.activeElement.id;
+    app.replaceChildren(overview(), clusterList());
+    if (focused) { const again = document.getElementById(focused); if (again) again.focus(); }
+  }
+
+  // index.html#q=TEXT&source=NAME&cluster=c3 opens the report filtered, or on one cluster.
+  const params = new URLSearchParams(location.hash.slice(1));
+  state.query = params.get("q") || "";
+  state.source = params.get("source") || "";
+  state.open = params.get("cluster");
+  draw();
+  if (state.open) { const view = document.getElementById("view"); if (view) view.scrollIntoView(); }
+  document.body.setAttribute("data-ready", "1");
+})();

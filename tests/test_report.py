@@ -1,0 +1,229 @@
+"""The outputs a person or a script reads: HTML, CSV, JSONL, explain, and rebuilding a report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dedup
+from dedup.cli import cli
+from dedup.explain import explain
+from dedup.fingerprint import shingles
+from dedup.normalize import normalize
+from dedup.pipeline import rebuild
+from dedup.report.html import render_html
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+PAIR = ["corpus_samples/site-qidian/000.txt", "corpus_samples/site-tw/000.txt"]
+
+
+@pytest.fixture
+def in_repo(samples: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run from the repository root, so report paths are the relative ones users see."""
+    monkeypatch.chdir(samples.parent)
+    return samples.parent
+
+
+@pytest.mark.parametrize("name", ["clusters.csv", "pairs.csv", "clusters.jsonl"])
+def test_tables_match_the_golden_files(in_repo: Path, tmp_path: Path, name: str) -> None:
+    result = CliRunner().invoke(cli, ["scan", *PAIR, "-o", str(tmp_path), "-q", "-j", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / name).read_bytes() == (GOLDEN / name).read_bytes()
+
+
+def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: Path) -> None:
+    CliRunner().invoke(cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-q", "-j", "1"])
+    raw = (tmp_path / "clusters.csv").read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # the BOM Excel needs to read UTF-8
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    members = [m for c in report["clusters"] for m in c["members"]]
+    assert len(rows) == len(members)
+    assert [row["text"] for row in rows] == [m["text"] for m in members]
+    pairs = list(csv.DictReader(io.StringIO((tmp_path / "pairs.csv").read_text("utf-8-sig"))))
+    assert len(pairs) == sum(len(c["pairs"]) for c in report["clusters"])
+    lines = (tmp_path / "clusters.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == report["clusters"]
+
+
+def test_format_json_prints_a_machine_summary(in_repo: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-j", "1", "--format", "json"]
+    )
+    summary = json.loads(result.stdout)
+    assert summary["summary"]["clusters"] == 82
+    assert summary["sources"]["site-tw"]["in_clusters"] == 39
+    assert not (tmp_path / "index.html").exists()
+
+
+def test_identical_characters_of_the_same_chapter(samples: Path) -> None:
+    """site-tw/000.txt is site-qidian/000.txt converted to Traditional, with ads: every
+    normalized character of the original is shared."""
+    result = explain(
+        str(samples / PAIR[0].split("/", 1)[1]), str(samples / PAIR[1].split("/", 1)[1])
+    )
+    assert result.identical_chars == len(normalize(result.a.text).text) == 2970
+    assert result.jaccard == result.containment == 1.0
+
+
+def test_explain_two_editions_of_hongloumeng(samples: Path) -> None:
+    """Chapters 1-3 of 红楼梦 from two independent sources (Simplified UTF-8, Traditional Big5)."""
+    result = explain(
+        str(samples / "site-qidian/hongloumeng.txt"), str(samples / "site-tw/hongloumeng-big5.txt")
+    )
+    a, b = normalize(result.a.text).text, normalize(result.b.text).text
+    set_a, set_b = set(shingles(a, 5)), set(shingles(b, 5))
+    assert result.jaccard == pytest.approx(len(set_a & set_b) / len(set_a | set_b))
+    # Every character counted as identical lies in a 5-gram both texts have, and most do.
+    covered = sum(
+        1 for i in range(len(a)) if any(a[j : j + 5] in set_b for j in range(max(0, i - 4), i + 1))
+    )
+    assert 0.85 * len(a) < result.identical_chars <= covered
+    for span in result.spans_a[:50]:
+        assert normalize(result.a.text[span.start : span.end]).text in b
+
+
+def test_explain_command_with_record_and_member_ids(in_repo: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        cli,
+        ["explain", "corpus_samples/site-gbk/002.txt", "corpus_samples/site-mirror/dump.jsonl#0"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "identical characters" in result.stdout and "⟦" in result.stdout
+    member = runner.invoke(
+        cli,
+        [
+            "explain",
+            "corpus_samples/site-qidian/000.txt:0-395",
+            "corpus_samples/site-tw/000.txt:2-395",
+        ],
+    )
+    assert "Jaccard 1.000" in member.stdout
+    missing = runner.invoke(cli, ["explain", "corpus_samples/site-mirror/dump.jsonl", "nope.txt"])
+    assert missing.exit_code != 0
+
+
+def _structure(report: dedup.Report) -> list[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]:
+    return [
+        (tuple(m.id for m in c.members), tuple((p.a, p.b) for p in c.pairs))
+        for c in report.clusters
+    ]
+
+
+def test_rebuild_at_a_stricter_threshold_equals_a_fresh_scan(samples: Path) -> None:
+    loose = dedup.scan([str(samples)], jobs=1)
+    strict = dedup.scan([str(samples)], jobs=1, threshold=0.8, containment=0.9)
+    rebuilt = rebuild(loose, threshold=0.8, containment=0.9)
+    assert _structure(rebuilt) == _structure(strict)
+    assert len(strict.clusters) < len(loose.clusters)
+    assert rebuilt.options["threshold"] == 0.8
+
+
+def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    runner.invoke(cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-q", "-j", "1"])
+    result = runner.invoke(
+        cli, ["report", str(tmp_path), "--threshold", "0.95", "--containment", "0.99"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    assert report["options"]["threshold"] == 0.95
+    assert all(
+        p["jaccard"] >= 0.95 or p["containment"] >= 0.99
+        for c in report["clusters"]
+        for p in c["pairs"]
+    )
+    lower = runner.invoke(cli, ["report", str(tmp_path), "--threshold", "0.3"])
+    assert lower.exit_code == 1 and "scan again" in lower.stderr
+
+
+HOSTILE = (
+    "　　他推开门，只见桌上放着一张字条，上面写着：<script>document.body.setAttribute('data-pwned','1')"
+    "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','2')\">"
+    "<a href=\"javascript:document.body.setAttribute('data-pwned','3')\">点此</a>。"
+    "他看了许久，终于明白这是师父留给他的最后一句话，便将字条收进怀里，转身走进了风雪之中。\n"
+) * 4
+
+
+def _hostile_dump(tmp_path: Path) -> Path:
+    for site in ("site-a", "site-b"):
+        (tmp_path / "dump" / site).mkdir(parents=True)
+        (tmp_path / "dump" / site / "ch1.txt").write_text(HOSTILE, "utf-8")
+    return tmp_path / "dump"
+
+
+def test_html_escapes_everything_from_the_data(tmp_path: Path) -> None:
+    report = dedup.scan([str(_hostile_dump(tmp_path))], jobs=1)
+    assert report.clusters
+    page = render_html(report)
+    ours = re.findall(r"<script[^>]*>", page)
+    assert ours == ['<script type="application/json" id="report-data">', "<script>"]
+    data_block = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in data_block and "onerror" in data_block
+    assert "script-src 'sha256-" in page and "default-src 'none'" in page
+
+
+CHROMIUM = (
+    shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+)
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--virtual-time-budget=5000",
+]  # fmt: skip
+
+
+def _chromium(tmp_path: Path, url: str, *extra: str) -> str:
+    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
+    completed = subprocess.run(
+        [CHROMIUM or "chromium", *FLAGS, f"--user-data-dir={profile}", *extra, url],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return completed.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_report_renders_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    CliRunner().invoke(cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1"])
+    page = (out / "index.html").resolve().as_uri()
+    dom = _chromium(tmp_path, page + "#cluster=c2", "--dump-dom")
+    assert 'data-ready="1"' in dom
+    assert "82 of 82 clusters shown" in dom
+    assert "site-qidian" in dom and 'id="matrix"' in dom  # overview tables drawn
+    view = dom.split('id="view"', 1)[1]
+    assert view.count('data-member="') == 2
+    assert "<mark" in view and "identical characters" in view
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    query = "甄士隐"  # in the Simplified title of 红楼梦 chapter 1, and in its text
+    expected = sum(
+        any(query in (m["title"] or "") or query in m["text"] for m in c["members"])
+        for c in report["clusters"]
+    )
+    filtered = _chromium(tmp_path, page + "#q=%E7%94%84%E5%A3%AB%E9%9A%90", "--dump-dom")
+    assert 0 < expected < 82 and f"{expected} of 82 clusters shown" in filtered
+    by_source = _chromium(tmp_path, page + "#source=site-gbk", "--dump-dom")
+    assert "7 of 82 clusters shown" in by_source
+    _chromium(tmp_path, page + "#cluster=c40", "--screenshot=" + str(tmp_path / "report.png"),
+              "--window-size=1280,2400")  # fmt: skip
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_no_script_from_the_data_runs_in_a_real_browser(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    report = dedup.scan([str(_hostile_dump(tmp_path))], jobs=1)
+    dedup.report.write_report(report, out)
+    dom = _chromium(tmp_path, (out / "index.html").as_uri() + "#cluster=c1", "--dump-dom")
+    body = dom.split("<body", 1)[1].split(">", 1)[0]
+    assert 'data-ready="1"' in body and "data-pwned" not in body
+    assert "&lt;script&gt;document.body.setAttribute" in dom  # shown as text
