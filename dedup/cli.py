@@ -77,6 +77,20 @@ def matching_options(function: F) -> F:
             help="Share of the shorter passage found in the longer one that also makes a duplicate.",
         ),
         click.option(
+            "--keep",
+            default=_defaults.keep,
+            show_default=True,
+            help="Which member represents a cluster: longest, first (in path order), or "
+            "source:NAME,NAME (the first listed source that has one).",
+        ),
+        click.option(
+            "--max-cluster-size",
+            type=click.IntRange(2),
+            default=_defaults.max_cluster_size,
+            show_default=True,
+            help="Mark clusters larger than this as giant (likely site boilerplate).",
+        ),
+        click.option(
             "--skip-step",
             "skip_steps",
             type=click.Choice(NORMALIZE_STEPS),

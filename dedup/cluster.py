@@ -1,4 +1,17 @@
-"""Cluster stage: verified pairs -> clusters, each with a deterministic representative."""
+"""Cluster stage: verified pairs -> clusters, each with a deterministic representative.
+
+Rules (documented in docs/report-format.md):
+- Clusters are the connected groups of verified pairs (union-find).
+- The representative is chosen by the keep policy: ``longest`` (the fullest copy of the scene),
+  ``first`` (the first in reading order: path, record, offset), or ``source:A,B,...`` (a member
+  from the first listed source that has one, the longest among those); ties always go to the
+  first in reading order.
+- No silent chaining: a member with no verified pair with the representative (A≈B, B≈C, but A
+  and C not verified alike) is listed in ``linked_through_others``, so a reader sees which
+  members only belong through another.
+- A cluster with more than ``max_cluster_size`` members is almost always site boilerplate that
+  survived normalization: it is marked ``giant`` and listed after the others.
+"""
 
 from __future__ import annotations
 
@@ -28,13 +41,29 @@ class UnionFind:
             self.parent[max(a, b)] = min(a, b)
 
 
-def representative(members: Sequence[Passage]) -> Passage:
-    """The longest passage (the fullest copy of the scene); ties go to the first in reading
-    order."""
+KEEP_POLICIES = ("longest", "first", "source:NAME,...")
+
+
+def representative(members: Sequence[Passage], keep: str = "longest") -> Passage:
+    """The member to keep, by the keep policy (see the module docstring)."""
+    if keep == "first":
+        return min(members, key=lambda member: member.sort_key)
+    if keep.startswith("source:"):
+        preference = [name.strip() for name in keep.removeprefix("source:").split(",")]
+        rank = {name: position for position, name in enumerate(preference)}
+        return min(
+            members,
+            key=lambda m: (rank.get(m.source, len(rank)), -len(m.text), m.sort_key),
+        )
     return min(members, key=lambda member: (-len(member.text), member.sort_key))
 
 
-def cluster_pairs(passages: Sequence[Passage], verified: Sequence[Similarity]) -> list[Cluster]:
+def cluster_pairs(
+    passages: Sequence[Passage],
+    verified: Sequence[Similarity],
+    keep: str = "longest",
+    max_cluster_size: int = 200,
+) -> list[Cluster]:
     groups = UnionFind(len(passages))
     for pair in verified:
         groups.union(pair.first, pair.second)
@@ -55,20 +84,29 @@ def cluster_pairs(passages: Sequence[Passage], verified: Sequence[Similarity]) -
             )
         )
 
-    unnamed = []
+    built = []
     for root, indexes in members.items():
         cluster_members = tuple(sorted((passages[i] for i in indexes), key=lambda p: p.sort_key))
         order = {member.id: position for position, member in enumerate(cluster_members)}
         cluster_pairs_ = tuple(sorted(pairs[root], key=lambda pair: (order[pair.a], order[pair.b])))
-        unnamed.append((cluster_members, cluster_pairs_))
-    # Biggest clusters first; among equals, by the first member in reading order.
-    unnamed.sort(key=lambda cluster: (-len(cluster[0]), cluster[0][0].sort_key))
+        chosen = representative(cluster_members, keep).id
+        direct = {pair.a for pair in cluster_pairs_ if pair.b == chosen}
+        direct |= {pair.b for pair in cluster_pairs_ if pair.a == chosen}
+        through = tuple(m.id for m in cluster_members if m.id != chosen and m.id not in direct)
+        giant = len(cluster_members) > max_cluster_size
+        built.append((cluster_members, cluster_pairs_, chosen, through, giant))
+    # Biggest clusters first (giant ones last); among equals, by the first member in reading order.
+    built.sort(key=lambda c: (c[4], -len(c[0]), c[0][0].sort_key))
     return [
         Cluster(
             id=f"c{number}",
-            representative=representative(cluster_members).id,
+            representative=chosen,
             members=cluster_members,
             pairs=cluster_pairs_,
+            linked_through_others=through,
+            giant=giant,
         )
-        for number, (cluster_members, cluster_pairs_) in enumerate(unnamed, start=1)
+        for number, (cluster_members, cluster_pairs_, chosen, through, giant) in enumerate(
+            built, start=1
+        )
     ]

@@ -51,6 +51,8 @@ class ScanConfig:
     errors: DecodeErrors = "strict"
     max_file_mb: int = 2048
     skip_steps: tuple[str, ...] = ()
+    keep: str = "longest"
+    max_cluster_size: int = 200
     jobs: int = field(default=0, compare=False)
     show_progress: bool = field(default=False, compare=False)
 
@@ -83,6 +85,14 @@ class ScanConfig:
                 f"unknown normalization step {', '.join(unknown)}; the steps are "
                 + ", ".join(NORMALIZE_STEPS)
             )
+        if self.keep not in ("longest", "first") and not (
+            self.keep.startswith("source:") and self.keep.removeprefix("source:").strip(", ")
+        ):
+            raise ConfigError(
+                f"keep must be longest, first or source:NAME[,NAME...], not {self.keep!r}"
+            )
+        if self.max_cluster_size < 2:
+            raise ConfigError(f"max_cluster_size must be at least 2, not {self.max_cluster_size}")
         if self.max_file_mb < 1:
             raise ConfigError(f"max_file_mb must be at least 1, not {self.max_file_mb}")
         if self.jobs < 0:

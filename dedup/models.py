@@ -153,6 +153,9 @@ class Cluster:
     representative: str
     members: tuple[Passage, ...]
     pairs: tuple[Pair, ...]
+    # Members with no verified pair with the representative: they belong only through others.
+    linked_through_others: tuple[str, ...] = ()
+    giant: bool = False  # more members than max_cluster_size: most likely site boilerplate
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -163,6 +166,8 @@ class Cluster:
             "id": self.id,
             "representative": self.representative,
             "sources": list(self.sources),
+            "giant": self.giant,
+            "linked_through_others": list(self.linked_through_others),
             "members": [member.to_dict() for member in self.members],
             "pairs": [pair.to_dict() for pair in self.pairs],
         }

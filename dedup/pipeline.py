@@ -374,7 +374,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
         )
     with timer("cluster"):
-        clusters = cluster_pairs(passages, verified)
+        clusters = cluster_pairs(passages, verified, config.keep, config.max_cluster_size)
 
     inputs = tuple(item.entry for item in prepared if item.entry is not None)
     all_skipped = sorted(
@@ -453,10 +453,12 @@ def rebuild(
         for pair in cluster.pairs
         if pair.jaccard >= threshold or pair.containment >= containment
     ]
-    clusters = [c for c in cluster_pairs(passages, kept) if len(c.members) >= min_size]
+    keep, largest = options.get("keep", "longest"), options.get("max_cluster_size", 200)
     clusters = [
-        Cluster(f"c{number}", c.representative, c.members, c.pairs)
-        for number, c in enumerate(clusters, start=1)
+        c for c in cluster_pairs(passages, kept, keep, largest) if len(c.members) >= min_size
+    ]
+    clusters = [
+        dataclasses.replace(c, id=f"c{number}") for number, c in enumerate(clusters, start=1)
     ]
     summary = dataclasses.replace(
         report.summary,

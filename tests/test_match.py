@@ -104,3 +104,22 @@ def test_boilerplate_repeated_thousands_of_times_stays_linear(seed_with_ads: str
     passages = [_passage(f"s{i}/x.txt", 0, text) for i, text in enumerate(texts)]
     clusters = cluster_pairs(passages, verified)
     assert len(clusters) == 1 and len(clusters[0].members) == 3000
+
+
+def test_keep_policies_and_chained_members() -> None:
+    passages = [
+        _passage("site-a/x.txt", 0, "甲乙丙丁戊己庚辛"),
+        _passage("site-b/x.txt", 0, "甲乙丙丁戊己庚辛壬癸"),
+        _passage("site-c/x.txt", 0, "甲乙丙丁戊"),
+    ]
+    # a~b and b~c verified, a~c not: c belongs only through b when a represents the cluster.
+    links = [Similarity(0, 1, 0.8, 1.0, 0.8, 8), Similarity(1, 2, 0.5, 1.0, 0.5, 5)]
+    (longest,) = cluster_pairs(passages, links, keep="longest")
+    assert longest.representative == "site-b/x.txt:0-10" and longest.linked_through_others == ()
+    (first,) = cluster_pairs(passages, links, keep="first")
+    assert first.representative == "site-a/x.txt:0-8"
+    assert first.linked_through_others == ("site-c/x.txt:0-5",)
+    (preferred,) = cluster_pairs(passages, links, keep="source:site-c,site-a")
+    assert preferred.representative == "site-c/x.txt:0-5"
+    (giant,) = cluster_pairs(passages, links, max_cluster_size=2)
+    assert giant.giant

@@ -129,7 +129,15 @@ def test_report_json_contract(report: dedup.Report) -> None:
     }
     assert data["options"]["ngram"] == 5 and "jobs" not in data["options"]
     cluster = data["clusters"][0]
-    assert set(cluster) == {"id", "representative", "sources", "members", "pairs"}
+    assert set(cluster) == {
+        "id",
+        "representative",
+        "sources",
+        "members",
+        "pairs",
+        "giant",
+        "linked_through_others",
+    }
     assert set(cluster["members"][0]) == {
         "id",
         "source",

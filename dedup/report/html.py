@@ -39,6 +39,7 @@ def _cluster_data(cluster: Cluster, ngram: int, config: NormalizeConfig) -> dict
     return {
         "id": cluster.id,
         "sources": list(cluster.sources),
+        "giant": cluster.giant,
         "best": round(max(pair.jaccard for pair in cluster.pairs), 4),
         "worst": round(min(pair.jaccard for pair in cluster.pairs), 4),
         "members": [
@@ -53,6 +54,7 @@ def _cluster_data(cluster: Cluster, ngram: int, config: NormalizeConfig) -> dict
                 "end": member.end,
                 "text": member.text,
                 "representative": member.id == representative.id,
+                "through_others": member.id in cluster.linked_through_others,
                 "identical": palette.identical.get(member.id, 0),
                 "spans": [[span.start, span.end, span.colour] for span in palette.spans[member.id]],
             }

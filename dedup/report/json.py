@@ -75,6 +75,8 @@ def load_report(path: Path) -> Report:
                 representative=cluster["representative"],
                 members=tuple(_passage(member) for member in cluster["members"]),
                 pairs=tuple(Pair(**pair) for pair in cluster["pairs"]),
+                linked_through_others=tuple(cluster.get("linked_through_others", ())),
+                giant=cluster.get("giant", False),
             )
             for cluster in data["clusters"]
         )

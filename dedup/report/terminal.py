@@ -68,6 +68,15 @@ def format_summary(report: Report) -> str:
 
     lines += _normalization_lines(report, passages_per_source)
 
+    giants = [cluster for cluster in report.clusters if cluster.giant]
+    if giants:
+        limit = report.options.get("max_cluster_size")
+        lines += [
+            "",
+            f"{len(giants)} giant clusters (over {limit} passages each, listed last): most likely "
+            "site boilerplate that no pattern removes; check them in index.html",
+        ]
+
     if report.clusters:
         lines += ["", "largest clusters"]
         for cluster in report.clusters[:TOP_CLUSTERS]:
@@ -75,8 +84,9 @@ def format_summary(report: Report) -> str:
             highest = max(pair.jaccard for pair in cluster.pairs)
             member = next(m for m in cluster.members if m.id == cluster.representative)
             title = f" {member.title}" if member.title else ""
+            flag = " [giant]" if cluster.giant else ""
             lines.append(
-                f"  {cluster.id:<5} {len(cluster.members)} passages  "
+                f"  {cluster.id:<5}{flag} {len(cluster.members)} passages  "
                 f"{', '.join(cluster.sources)}  J {lowest:.2f}-{highest:.2f}{title}  "
                 f"「{_excerpt(member.text)}」"
             )

@@ -95,6 +95,7 @@
       el("b", {}, member.source), ` · ${where} · `, el("b", {}, member.title || "(no chapter)"),
       ` · characters ${member.start}–${member.end}`,
       el("br"), member.representative ? "representative · " : "",
+      member.through_others ? "linked only through other members · " : "",
       `${fmt(member.identical)} identical characters with the representative`);
     return el("div", {class: "member" + (member.representative ? " rep" : ""), "data-member": member.id}, head, text);
   }
@@ -132,7 +133,7 @@
       const rep = cluster.members.find((m) => m.representative);
       const row = el("tr", {class: "row" + (state.open === cluster.id ? " open" : ""), "data-cluster": cluster.id,
         onclick: () => { state.open = state.open === cluster.id ? null : cluster.id; draw(); }},
-        el("td", {class: "left"}, cluster.id), el("td", {}, cluster.members.length), el("td", {}, cluster.best.toFixed(2)),
+        el("td", {class: "left"}, cluster.id + (cluster.giant ? " (giant: likely boilerplate)" : "")), el("td", {}, cluster.members.length), el("td", {}, cluster.best.toFixed(2)),
         el("td", {class: "left"}, cluster.sources.join(", ")), el("td", {class: "left"}, rep.title || ""),
         el("td", {class: "left"}, rep.text.replace(/\s+/g, "").slice(0, 24) + "…"));
       rows.append(row);
