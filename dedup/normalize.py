@@ -208,28 +208,26 @@ def _convert_char(char: str, configs: tuple[str, ...]) -> str:
 
 
 def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
-    """NFKC per character. Most mappings are one character to one, done by ``str.translate``."""
+    """NFKC per character (full-width letters and digits, compatibility ideographs, ①→1).
+    Done with ``str.translate``; a character that expands (㈠→(一)) repeats its offset."""
     if unicodedata.is_normalized("NFKC", text):
         return text, offsets
-    one_to_one: dict[int, str] = {}
-    expanding = False
+    mapping: dict[int, str] = {}
+    expanding: dict[int, int] = {}
     for char in set(text):
         mapped = unicodedata.normalize("NFKC", char)
-        if mapped == char:
-            continue
-        if len(mapped) == 1:
-            one_to_one[ord(char)] = mapped
-        else:
-            expanding = True
+        if mapped != char:
+            mapping[ord(char)] = mapped
+            if len(mapped) != 1:
+                expanding[ord(char)] = len(mapped)
+    folded = text.translate(mapping)
     if not expanding:
-        return text.translate(one_to_one), offsets
-    pieces: list[str] = []
-    repeat = np.ones(len(text), dtype=np.int64)
-    for index, char in enumerate(text):
-        mapped = unicodedata.normalize("NFKC", char)
-        pieces.append(mapped)
-        repeat[index] = len(mapped)
-    return "".join(pieces), np.repeat(offsets, repeat)
+        return folded, offsets
+    codes = _code_points(text)
+    repeat = np.ones(len(codes), dtype=np.int64)
+    for code, length in expanding.items():
+        repeat[codes == code] = length
+    return folded, np.repeat(offsets, repeat)
 
 
 def _table_mask(
