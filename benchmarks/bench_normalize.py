@@ -17,18 +17,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import re
+import sys
 from pathlib import Path
 from statistics import mean
 
 import opencc
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.quality.chapters import numbered_chapters
 from dedup.config import NORMALIZE_STEPS
 from dedup.fingerprint import shingles
-from dedup.models import Document
 from dedup.normalize import NormalizeConfig, normalize
-from dedup.read.decode import decode_bytes
-from dedup.segment import split_chapters
 
 WORKS = {
     "红楼梦": [
@@ -49,37 +48,10 @@ ADS = [
     "最新章节请到ｗｗｗ．ｔｔｋａｎ．ｃｏ阅读，无弹窗广告！",
     "PS：今天两更，求月票！",
 ]
-_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")}
-
-
-def chapter_number(title: str) -> int | None:
-    match = re.search(r"第\s*([0-9]+|[零一二三四五六七八九十百○〇 ]+)\s*[回章]", title)
-    if not match:
-        return None
-    numeral = match.group(1).replace(" ", "").replace("○", "零").replace("〇", "零")
-    if numeral.isdigit():
-        return int(numeral)
-    if "十" in numeral or "百" in numeral:
-        value = current = 0
-        for char in numeral:
-            if char in "十百":
-                value += (current or 1) * (10 if char == "十" else 100)
-                current = 0
-            else:
-                current = _DIGITS[char]
-        return value + current
-    return int("".join(str(_DIGITS[char]) for char in numeral))
 
 
 def chapters(path: Path) -> dict[int, str]:
-    text = decode_bytes(path.read_bytes(), None, "replace").text
-    found: dict[int, str] = {}
-    for chapter in split_chapters(Document(str(path), "", None, text)):
-        number = chapter_number(chapter.title or "") if chapter.index is not None else None
-        body = text[chapter.body_start : chapter.end]
-        if number is not None and len(body) > len(found.get(number, "")):
-            found[number] = body
-    return found
+    return {number: body for number, (_, body) in numbered_chapters(path).items()}
 
 
 def with_ads(text: str, rng: random.Random) -> str:
