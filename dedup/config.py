@@ -36,11 +36,11 @@ class ScanConfig:
     """
 
     script: Script = "simplified"
-    ngram: int = 5
+    ngram: int = 3
     num_perm: int = 128
     seed: int = 1
-    threshold: float = 0.5
-    containment: float = 0.8
+    threshold: float = 0.4
+    containment: float = 0.7
     passage_chars: int = 400
     min_passage_chars: int = 40
     text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS

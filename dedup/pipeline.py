@@ -182,12 +182,13 @@ def _segment_and_normalize(
                     windows += split_passages(document, block, normalized, config.passage_chars)
 
 
-# LSH is tuned for a Jaccard threshold of at most this, whatever --threshold is: stricter
+# LSH is tuned for a Jaccard threshold of at most this (the default threshold), whatever
+# --threshold is: stricter
 # thresholds are applied by exact verification. Pairs found only by containment (a scene inside
 # a longer passage) have a lower Jaccard similarity than the threshold, and a scan at a stricter
 # threshold finds exactly the pairs a looser scan found that pass it (so `dedup report
 # --threshold` equals a fresh scan).
-CANDIDATE_CEILING = 0.5
+CANDIDATE_CEILING = 0.4
 # A passage counts as converted from the other script when script conversion changed at least
 # this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
 CONVERTED_PASSAGE = 0.02

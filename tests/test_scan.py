@@ -127,7 +127,7 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "skipped",
         "clusters",
     }
-    assert data["options"]["ngram"] == 5 and "jobs" not in data["options"]
+    assert data["options"]["ngram"] == dedup.ScanConfig().ngram and "jobs" not in data["options"]
     cluster = data["clusters"][0]
     assert set(cluster) == {
         "id",

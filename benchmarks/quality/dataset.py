@@ -148,6 +148,8 @@ def build(shared: Path, out: Path, chapters: int, synthetic: int, seed: int = 20
         "typo10": lambda t: variants.typos(t, rng, 0.10),
     }
     original_files = {}
+    page_files: dict[int, list[tuple[str, str]]] = {}
+    merged_files: dict[int, str] = {}
     for number in numbers:
         heading, body = originals[number]
         original = builder.write("synth-original", f"shz-{number:03d}.txt", f"{heading}\n{body}\n",
@@ -161,23 +163,34 @@ def build(shared: Path, out: Path, chapters: int, synthetic: int, seed: int = 20
             split = builder.write("synth-pages", f"shz-{number:03d}-p{page}.txt", text, "shz",
                                   number, "pages")  # fmt: skip
             builder.positives.append((original, split, "pages"))
+            page_files.setdefault(number, []).append((split, text))
     for first, second in zip(numbers[::2], numbers[1::2], strict=False):
         (h1, b1), (h2, b2) = originals[first], originals[second]
         merged = builder.write("synth-merged", f"shz-{first:03d}-{second:03d}.txt",
                                f"{h1}\n{b1}\n{h2}\n{b2}\n", "shz", first, "merged")  # fmt: skip
         builder.positives += [(original_files[first], merged, "merged"),
                               (original_files[second], merged, "merged")]  # fmt: skip
+        merged_files[first] = merged_files[second] = merged
 
     # Scene plagiarism: a 水浒传 scene, names changed, inside a 西游记 chapter.
     hosts = numbered_chapters(corpora / "tennessine-corpus/西游记.txt")
     for position, number in enumerate(numbers):
         host_number = 40 + position
-        copied = variants.renamed(variants.scene(originals[number][1], rng), SHUIHU_NAMES)
+        original_scene = variants.scene(originals[number][1], rng)
+        copied = variants.renamed(original_scene, SHUIHU_NAMES)
         heading, host_body = hosts[host_number]
         plagiarist = builder.write("plagiarist", f"xyj-{host_number:03d}.txt",
                                    f"{heading}\n{variants.plagiarised(host_body, copied, rng)}",
                                    "xyj", host_number, "plagiarism")  # fmt: skip
         builder.positives.append((original_files[number], plagiarist, "plagiarism"))
+        # The merged file holds the whole source chapter; a page holds the scene if it holds at
+        # least 100 of its characters.
+        if number in merged_files:
+            builder.positives.append((merged_files[number], plagiarist, "plagiarism"))
+        for page, text in page_files.get(number, []):
+            pieces = [original_scene[i : i + 100] for i in range(0, len(original_scene) - 99, 20)]
+            if any(piece in text for piece in pieces):
+                builder.positives.append((page, plagiarist, "plagiarism"))
 
     # Hard negatives: the three seeds (similar battle scenes from three different novels).
     for seed_file in sorted((shared / "seeds").glob("*.txt")):

@@ -34,9 +34,15 @@ class Labels:
                 positives.setdefault(frozenset((a, b)), "copies")
         group_of = {f: members for members in groups for f in members}
         for a, b, kind in data["positives"]:
-            if kind in ("merged", "plagiarism"):
+            if kind in ("merged", "plagiarism") and data["files"][a]["kind"] not in (
+                "merged",
+                "pages",
+            ):
                 holder, source = (b, a) if data["files"][b]["kind"] == kind else (a, b)
                 for copy in group_of.get(source, {source}):
+                    # A page holds only part of the chapter: it may not hold the copied scene.
+                    if kind == "plagiarism" and data["files"][copy]["kind"] == "pages":
+                        continue
                     positives.setdefault(frozenset((holder, copy)), kind)
         return cls(
             files=data["files"],

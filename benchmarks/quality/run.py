@@ -43,8 +43,11 @@ def configurations(quick: bool) -> list[tuple[str, dict[str, object]]]:
     configs: list[tuple[str, dict[str, object]]] = [("dedup defaults", {})]
     if quick:
         return configs
-    configs += [(f"ngram {n}", {"ngram": n}) for n in (2, 3, 4, 6, 8)]
-    configs += [(f"threshold {t}", {"threshold": t}) for t in (0.3, 0.4, 0.6, 0.7)]
+    configs += [(f"ngram {n}", {"ngram": n}) for n in (2, 4, 5, 6, 8)]
+    configs += [(f"threshold {t}", {"threshold": t}) for t in (0.3, 0.5, 0.6, 0.7)]
+    configs += [(f"containment {c}", {"containment": c}) for c in (0.6, 0.8, 0.9)]
+    configs += [("before this benchmark: ngram 5, threshold 0.5, containment 0.8",
+                 {"ngram": 5, "threshold": 0.5, "containment": 0.8})]  # fmt: skip
     configs += [(f"num_perm {p}", {"num_perm": p}) for p in (64, 256)]
     configs += [(f"passage_chars {c}", {"passage_chars": c}) for c in (200, 800)]
     configs += [(f"without {step}", {"skip_steps": (step,)}) for step in NORMALIZE_STEPS]
