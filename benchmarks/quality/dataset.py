@@ -44,6 +44,9 @@ REAL_SOURCES = {
         "gutenberg": "gutenberg/24264-0.txt",
         "pixnet": "hrfz-ebook/big5-pixnet/《紅樓夢》作者：曹雪芹.txt",
         "hankinghu": "hankinghu-literature-books/红楼梦.txt",
+        "pg-stripped": "pg-html-stripped-tzuyujih/紅樓夢.txt",
+        "eacon-cgb": "",
+        "eacon-zhiping": "",
     },
     "sgyy": {
         "tennessine": "tennessine-corpus/三国演义.txt",
@@ -57,8 +60,17 @@ REAL_SOURCES = {
         "hexhero": "hexhero-book-txt/西游记.txt",
     },
 }
-EDITIONS = {("hlm", "hankinghu")}  # heavily edited: its own kind, not in the headline figures
+# Sources whose chapters are files of their own, or a book without line breaks.
+PER_CHAPTER = {
+    ("hlm", "eacon-cgb"): "gitbook-hongloumeng-eacon/ch_cgb/{:03d}.md",
+    ("hlm", "eacon-zhiping"): "gitbook-hongloumeng-eacon/ch/{:03d}.md",
+}
+STRIPPED = {("hlm", "pg-stripped"): "pg-html-stripped-tzuyujih/紅樓夢.txt"}
+# Heavily edited editions, and an edition with inline commentary: kinds of their own, not in the
+# headline figures.
+EDITIONS = {("hlm", "hankinghu"): "edition", ("hlm", "eacon-zhiping"): "annotated"}
 ENCODINGS = {"pixnet": "big5hkscs", "hrfz-gbk": "gb18030"}
+SUFFIXES = {"eacon-cgb": ".html"}  # HTML paragraphs: read as a saved page
 SHUIHU_NAMES = {
     "宋江": "宋清风", "武松": "武青松", "林冲": "林中原", "鲁智深": "鲁大深", "李逵": "李魁元",
     "吴用": "吴庸之", "晁盖": "晁开山", "杨志": "杨知远", "史进": "史金龙", "卢俊义": "卢俊才",
@@ -74,6 +86,49 @@ def han_jaccard(a: str, b: str) -> float:
 
     first, second = grams(a), grams(b)
     return len(first & second) / len(first | second) if first | second else 0.0
+
+
+_NUMERALS = "一二三四五六七八九十"
+
+
+def _chinese_number(number: int) -> str:
+    tens, ones = divmod(number, 10)
+    if number < 10:
+        return _NUMERALS[number - 1]
+    head = "" if tens == 1 else _NUMERALS[tens - 1]
+    return head + "十" + (_NUMERALS[ones - 1] if ones else "")
+
+
+def stripped_chapters(path: Path, chapters: int) -> dict[int, tuple[str, str]]:
+    """A scrape with every line break dropped: chapters begin where 第N回 comes next in order."""
+    text = path.read_text("utf-8")
+    starts = []
+    position = 0
+    for number in range(1, chapters + 2):
+        found = text.find(f"第{_chinese_number(number)}回", position)
+        if found < 0:
+            break
+        starts.append(found)
+        position = found + 3
+    return {
+        number: ("", text[start:end])
+        for number, (start, end) in enumerate(itertools.pairwise(starts), start=1)
+    }
+
+
+def source_chapters(
+    corpora: Path, work: str, source: str, name: str, chapters: int
+) -> dict[int, tuple[str, str]]:
+    if (work, source) in PER_CHAPTER:
+        found = {}
+        for number in range(1, chapters + 1):
+            path = corpora / PER_CHAPTER[(work, source)].format(number)
+            if path.exists():
+                found[number] = ("", path.read_text("utf-8"))
+        return found
+    if (work, source) in STRIPPED:
+        return stripped_chapters(corpora / name, chapters)
+    return numbered_chapters(corpora / name)
 
 
 class Builder:
@@ -108,14 +163,15 @@ def build(shared: Path, out: Path, chapters: int, synthetic: int, seed: int = 20
     for work, sources in REAL_SOURCES.items():
         written: list[tuple[str, str, str, int]] = []
         for source, name in sources.items():
-            found = numbered_chapters(corpora / name)
+            found = source_chapters(corpora, work, source, name, chapters)
             for number in range(1, chapters + 1):
                 if number not in found:
                     continue
                 heading, body = found[number]
-                kind = "edition" if (work, source) in EDITIONS else "real"
-                text = f"{heading}\n{body}\n"
-                relative = builder.write(source, f"{work}-{number:03d}.txt", text, work, number,
+                kind = EDITIONS.get((work, source), "real")
+                text = f"{heading}\n{body}\n" if heading else body
+                suffix = SUFFIXES.get(source, ".txt")
+                relative = builder.write(source, f"{work}-{number:03d}{suffix}", text, work, number,
                                          kind, ENCODINGS.get(source, "utf-8"))  # fmt: skip
                 written.append((relative, kind, body, number))
         # Every cross-source pair of the work is checked by content, so an edition that numbers
@@ -125,9 +181,9 @@ def build(shared: Path, out: Path, chapters: int, synthetic: int, seed: int = 20
         ):
             if a.split("/")[0] == b.split("/")[0]:
                 continue
-            kind = "edition" if "edition" in (kind_a, kind_b) else "real"
+            kind = next((k for k in (kind_a, kind_b) if k != "real"), "real")
             similar = han_jaccard(body_a, body_b) >= 0.25
-            if similar or (kind == "edition" and n_a == n_b):
+            if similar or (kind != "real" and n_a == n_b):
                 builder.positives.append((a, b, kind))
             elif n_a == n_b:
                 builder.excluded.append((a, b))

@@ -28,7 +28,7 @@ class Labels:
         of the chapter it holds."""
         positives = {frozenset((a, b)): kind for a, b, kind in data["positives"]}
         groups = _groups(data["files"], [(a, b) for a, b, k in data["positives"]
-                                         if k not in ("merged", "plagiarism", "edition")])  # fmt: skip
+                                         if k not in ("merged", "plagiarism", "edition", "annotated")])  # fmt: skip
         for members in groups:
             for a, b in itertools.combinations(sorted(members), 2):
                 positives.setdefault(frozenset((a, b)), "copies")

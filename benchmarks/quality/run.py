@@ -34,7 +34,7 @@ from dedup.config import NORMALIZE_STEPS
 from dedup.read import discover_inputs, read_file
 
 VARIANT_KINDS = ["s2t", "s2tw", "s2twp", "s2hk", "ads", "rewrap", "pages", "merged", "censor",
-                 "typo1", "typo5", "typo10", "plagiarism", "edition"]  # fmt: skip
+                 "typo1", "typo5", "typo10", "plagiarism", "edition", "annotated"]  # fmt: skip
 BASELINES = ["text-dedup", "text-dedup-chars", "datasketch-5gram", "jieba-words"]
 BASELINE_PACKAGES = ["text-dedup==0.4.0", "jieba==0.42.1", "datasketch>=2,<3"]
 
@@ -43,7 +43,7 @@ def configurations(quick: bool) -> list[tuple[str, dict[str, object]]]:
     configs: list[tuple[str, dict[str, object]]] = [("dedup defaults", {})]
     if quick:
         return configs
-    configs += [(f"ngram {n}", {"ngram": n}) for n in (2, 4, 5, 6, 8)]
+    configs += [(f"ngram {n}", {"ngram": n}) for n in (2, 4, 5, 6, 7, 8)]
     configs += [(f"threshold {t}", {"threshold": t}) for t in (0.3, 0.5, 0.6, 0.7)]
     configs += [(f"containment {c}", {"containment": c}) for c in (0.6, 0.8, 0.9)]
     configs += [("before this benchmark: ngram 5, threshold 0.5, containment 0.8",
