@@ -25,7 +25,7 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _MASK64 = (1 << 64) - 1
 # Shingles per block when applying the permutations: bounds memory at block * num_perm * 4 bytes.
-_BLOCK_SHINGLES = 1 << 15
+_BLOCK_SHINGLES = 1 << 13
 
 Keys = npt.NDArray[np.uint64]
 Signatures = npt.NDArray[np.uint32]
@@ -90,38 +90,62 @@ def _fmix32(values: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
     return values ^ (values >> np.uint32(16))
 
 
+def _batch_keys(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """The shingle keys of many texts at once, and how many each text has: one pass over their
+    concatenated code points, shingles that would span two texts dropped (no per-text loop)."""
+    joined = "".join(texts)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    if any(0 < length < ngram for length in lengths.tolist()):
+        # A text shorter than a shingle is one shingle of its own: the rare slow path.
+        keys = [shingle_keys(text, ngram) for text in texts]
+        return (np.concatenate(keys) if keys else np.empty(0, np.uint64)), np.array(
+            [k.size for k in keys], dtype=np.int64
+        )
+    codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = max(0, codes.size - ngram + 1)
+    keys = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for offset in range(ngram):
+            keys = keys * SHINGLE_MULTIPLIER + codes[offset : offset + count]
+        keys = _splitmix(keys)
+    per_text = np.maximum(lengths - ngram + 1, 0)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    # Shingle i is inside its text when i < start + per_text of that text.
+    valid = np.zeros(count, dtype=np.bool_)
+    for start, size in zip(
+        starts[per_text > 0].tolist(), per_text[per_text > 0].tolist(), strict=True
+    ):
+        valid[start : start + size] = True
+    return keys[valid], per_text
+
+
 def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Signatures:
     """MinHash signatures of many normalized texts at once: shape ``(len(texts), num_perm)``."""
     a, b = permutations(num_perm, seed)
     result = np.full((len(texts), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     start = 0
     while start < len(texts):
         # A block of whole passages, about _BLOCK_SHINGLES shingles in all.
-        stop, hashes, lengths = start, [], []
-        total = 0
-        while stop < len(texts) and (total < _BLOCK_SHINGLES or stop == start):
-            keys = shingle_keys(texts[stop], ngram)
-            hashes.append((keys >> np.uint64(32)).astype(np.uint32))
-            lengths.append(keys.size)
-            total += keys.size
-            stop += 1
-        _sign_block(hashes, lengths, a, b, result[start:stop])
+        total = np.cumsum(lengths[start:])
+        stop = start + max(1, int(np.searchsorted(total, _BLOCK_SHINGLES)))
+        keys, sizes = _batch_keys(texts[start:stop], ngram)
+        _sign_block((keys >> np.uint64(32)).astype(np.uint32), sizes, a, b, result[start:stop])
         start = stop
     return result
 
 
 def _sign_block(
-    hashes: list[npt.NDArray[np.uint32]],
-    lengths: list[int],
+    hashes: npt.NDArray[np.uint32],
+    sizes: npt.NDArray[np.int64],
     a: npt.NDArray[np.uint32],
     b: npt.NDArray[np.uint32],
     out: Signatures,
 ) -> None:
-    sizes = np.asarray(lengths, dtype=np.int64)
     filled = sizes > 0
     if not filled.any():
         return
-    mixed = _fmix32(np.concatenate(hashes))
+    mixed = _fmix32(hashes)
     # One row per permutation, shingles along the row: the min over each passage's shingles is
     # then a reduction over contiguous memory, an order of magnitude faster than the transpose.
     with np.errstate(over="ignore"):
