@@ -97,17 +97,16 @@ def _batch_keys(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     if any(0 < length < ngram for length in lengths.tolist()):
         # A text shorter than a shingle is one shingle of its own: the rare slow path.
-        keys = [shingle_keys(text, ngram) for text in texts]
-        return (np.concatenate(keys) if keys else np.empty(0, np.uint64)), np.array(
-            [k.size for k in keys], dtype=np.int64
-        )
+        each = [shingle_keys(text, ngram) for text in texts]
+        sizes = np.array([k.size for k in each], dtype=np.int64)
+        return (np.concatenate(each) if each else np.empty(0, np.uint64)), sizes
     codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     count = max(0, codes.size - ngram + 1)
-    keys = np.zeros(count, dtype=np.uint64)
+    polynomial = np.zeros(count, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for offset in range(ngram):
-            keys = keys * SHINGLE_MULTIPLIER + codes[offset : offset + count]
-        keys = _splitmix(keys)
+            polynomial = polynomial * SHINGLE_MULTIPLIER + codes[offset : offset + count]
+        keys = _splitmix(polynomial)
     per_text = np.maximum(lengths - ngram + 1, 0)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     # Shingle i is inside its text when i < start + per_text of that text.
