@@ -77,6 +77,13 @@ def matching_options(function: F) -> F:
             help="Share of the shorter passage found in the longer one that also makes a duplicate.",
         ),
         click.option(
+            "--passage-overlap",
+            type=click.IntRange(0),
+            default=_defaults.passage_overlap,
+            show_default=True,
+            help="Characters each passage also takes from the one before it.",
+        ),
+        click.option(
             "--keep",
             default=_defaults.keep,
             show_default=True,

@@ -42,6 +42,7 @@ class ScanConfig:
     threshold: float = 0.4
     containment: float = 0.7
     passage_chars: int = 400
+    passage_overlap: int = 0
     min_passage_chars: int = 40
     text_fields: tuple[str, ...] = DEFAULT_TEXT_FIELDS
     title_fields: tuple[str, ...] = DEFAULT_TITLE_FIELDS
@@ -70,6 +71,11 @@ class ScanConfig:
         if self.passage_chars < 50:
             raise ConfigError(
                 f"passage_chars must be at least 50 characters, not {self.passage_chars}"
+            )
+        if not 0 <= self.passage_overlap <= self.passage_chars // 2:
+            raise ConfigError(
+                f"passage_overlap must be between 0 and half of passage_chars "
+                f"({self.passage_chars // 2}), not {self.passage_overlap}"
             )
         if self.min_passage_chars < self.ngram:
             raise ConfigError(

@@ -179,7 +179,9 @@ def _segment_and_normalize(
                     normalized = normalize(document.text[block_start:block_end], normalize_config)
                 stats.merge(normalized.stats)
                 with timer("segment"):
-                    windows += split_passages(document, block, normalized, config.passage_chars)
+                    windows += split_passages(
+                        document, block, normalized, config.passage_chars, config.passage_overlap
+                    )
 
 
 # LSH is tuned for a Jaccard threshold of at most this (the default threshold), whatever
@@ -370,6 +372,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
     with timer("candidates"):
         candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
         pairs = candidate_pairs(fingerprints, *lsh_params(candidate_threshold, config.num_perm))
+        pairs = _without_overlapping(pairs, passages)
     with timer("verify"):
         verified = verify_pairs(
             pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
@@ -394,6 +397,26 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         timings=dict(timer.seconds),
         jobs=min(config.worker_count, max(1, len(files))),
     )
+
+
+def _without_overlapping(
+    pairs: npt.NDArray[np.int64], passages: Sequence[Passage]
+) -> npt.NDArray[np.int64]:
+    """Drop pairs of passages that overlap in the same text (--passage-overlap): they share
+    characters because they were cut that way, not because a site copied them."""
+    if not len(pairs):
+        return pairs
+    texts: dict[tuple[str, int | None], int] = {}
+    document = np.array([texts.setdefault((p.path, p.record), len(texts)) for p in passages])
+    starts = np.array([p.start for p in passages])
+    ends = np.array([p.end for p in passages])
+    first, second = pairs[:, 0], pairs[:, 1]
+    overlapping = (
+        (document[first] == document[second])
+        & (starts[first] < ends[second])
+        & (starts[second] < ends[first])
+    )
+    return np.asarray(pairs[~overlapping], dtype=np.int64)
 
 
 def _summarize(

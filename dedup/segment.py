@@ -206,15 +206,21 @@ def _is_anchor(text: str, position: int, modulus: int) -> bool:
 
 
 def split_passages(
-    document: Document, chapter: Chapter, normalized: NormalizedText, passage_chars: int
+    document: Document,
+    chapter: Chapter,
+    normalized: NormalizedText,
+    passage_chars: int,
+    overlap: int = 0,
 ) -> list[PassageWindow]:
     """Passages of one chapter. ``normalized`` is the chapter body normalized, with offsets
     relative to ``chapter.body_start``. Passage offsets are in the whole file's text (a piece of
-    a streamed file starts at ``document.base``)."""
+    a streamed file starts at ``document.base``). With ``overlap``, each passage also takes in
+    that many characters of the one before it."""
     body = document.text[chapter.body_start : chapter.end]
     windows: list[PassageWindow] = []
     bounds = window_bounds(normalized, body, passage_chars)
-    for number, (start, end) in enumerate(bounds):
+    for number, (cut, end) in enumerate(bounds):
+        start = max(0, cut - overlap)
         original_start = chapter.body_start + int(normalized.offsets[start])
         if number + 1 < len(bounds):
             limit = chapter.body_start + int(normalized.offsets[end])

@@ -123,3 +123,16 @@ def test_keep_policies_and_chained_members() -> None:
     assert preferred.representative == "site-c/x.txt:0-5"
     (giant,) = cluster_pairs(passages, links, max_cluster_size=2)
     assert giant.giant
+
+
+def test_overlapping_passages_of_one_text_never_pair() -> None:
+    from dedup.pipeline import _without_overlapping
+
+    passages = [
+        _passage("a/x.txt", 0, "甲" * 400),
+        _passage("a/x.txt", 300, "乙" * 400),  # overlaps the first: cut with --passage-overlap
+        _passage("a/x.txt", 700, "丙" * 400),  # same text, no overlap (touching): may pair
+        _passage("b/x.txt", 0, "甲" * 400),
+    ]
+    pairs = np.array([[0, 1], [0, 2], [0, 3], [1, 2]])
+    assert _without_overlapping(pairs, passages).tolist() == [[0, 2], [0, 3], [1, 2]]

@@ -112,3 +112,13 @@ def test_broken_json_file_is_skipped_with_position(tmp_path: Path) -> None:
     assert result.skipped is not None
     assert "not valid JSON" in result.skipped.reason
     assert "line 1" in result.skipped.reason
+
+
+def test_symlink_loops_are_skipped(tmp_path: Path, seed_simplified: str) -> None:
+    root = _dump(tmp_path, seed_simplified)
+    os.symlink(root / "site-a" / "loop-b.txt", root / "site-a" / "loop-a.txt")
+    os.symlink(root / "site-a" / "loop-a.txt", root / "site-a" / "loop-b.txt")
+    found, skipped = discover_inputs([str(root)])
+    reasons = {Path(entry.path).name: entry.reason for entry in skipped}
+    assert "link loop" in reasons["loop-a.txt"] and "link loop" in reasons["loop-b.txt"]
+    assert len(found) == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 from dedup.models import Document
 from dedup.normalize import normalize
@@ -98,3 +99,25 @@ def test_passage_spans_point_at_the_original(seed_traditional: str) -> None:
     # Consecutive passages leave out only whitespace between them.
     for before, after in itertools.pairwise(windows):
         assert seed_traditional[before.passage.end : after.passage.start].strip() == ""
+
+
+def test_passages_can_overlap(seed_traditional: str) -> None:
+    document = Document("c.txt", "site", None, seed_traditional)
+    (chapter,) = split_chapters(document)
+    normalized = normalize(seed_traditional[chapter.body_start : chapter.end])
+    plain = split_passages(document, chapter, normalized, 300)
+    overlapping = split_passages(document, chapter, normalized, 300, overlap=100)
+    assert len(plain) == len(overlapping)
+    for before, after in itertools.pairwise(overlapping):
+        assert after.passage.start < before.passage.end  # they share text
+        assert seed_traditional[after.passage.start : after.passage.end] == after.passage.text
+    assert [w.passage.end for w in plain] == [w.passage.end for w in overlapping]
+
+
+def test_overlapping_passages_of_one_text_are_not_duplicates(samples: Path) -> None:
+    from dedup import scan
+
+    plain = scan([str(samples / "site-qidian")], jobs=1)
+    overlapping = scan([str(samples / "site-qidian")], jobs=1, passage_overlap=150)
+    assert overlapping.summary.passages == plain.summary.passages
+    assert overlapping.clusters == () and plain.clusters == ()
