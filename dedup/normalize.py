@@ -34,7 +34,15 @@ import opencc
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
 
-__all__ = ["STEPS", "NormalizeConfig", "NormalizeStats", "NormalizedText", "line_key", "normalize"]
+__all__ = [
+    "STEPS",
+    "NormalizeConfig",
+    "NormalizeStats",
+    "NormalizedText",
+    "line_key",
+    "normalize",
+    "prepare_tables",
+]
 # Traditional text arrives in OpenCC's own standard (爲/羣), Taiwan's (為/群/著) or Hong Kong's
 # (衞). tw2s undoes Taiwan variants and converts; hk2s then folds the Hong Kong variants tw2s
 # leaves. On Simplified input both are (nearly) the identity. Measured in benchmarks/bench_normalize.py.
@@ -130,11 +138,14 @@ def _variant_table() -> dict[int, str]:
 
 
 @functools.cache
-def boilerplate_patterns() -> tuple[re.Pattern[str], ...]:
-    return tuple(
-        re.compile(pattern, re.IGNORECASE | re.MULTILINE)
-        for pattern, *_why in _data_lines("boilerplate.tsv")
-    )
+def boilerplate_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """(pattern, triggers): a pattern is tried only on text holding one of its triggers (in
+    lower case); a pattern without triggers is always tried."""
+    patterns = []
+    for pattern, triggers, *_why in _data_lines("boilerplate.tsv"):
+        compiled = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+        patterns.append((compiled, tuple(t for t in triggers.split("|") if t)))
+    return tuple(patterns)
 
 
 @functools.cache
@@ -144,11 +155,6 @@ def _halfwidth() -> dict[int, int]:
     table = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
     table[0x3000] = 0x20
     return table
-
-
-@functools.cache
-def _ascii_lower() -> dict[int, int]:
-    return {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 
 
 def _code_points(text: str) -> npt.NDArray[np.uint32]:
@@ -239,27 +245,15 @@ def _table_mask(
     return mask
 
 
-def _changed(before: str, after: str) -> npt.NDArray[np.bool_]:
-    return np.not_equal(_code_points(before), _code_points(after))
-
-
 def normalize(original: str, config: NormalizeConfig | None = None) -> NormalizedText:
     """Reduce ``original`` to its story characters in one script, with offsets back into it."""
     config = config or NormalizeConfig()
     stats = NormalizeStats()
+    codes = _code_points(original)
     keep = np.ones(len(original), dtype=np.bool_)
 
     if config.on("boilerplate") and original:
-        folded = original.translate(_halfwidth())
-        for pattern in boilerplate_patterns():
-            for match in pattern.finditer(folded):
-                if match.end() > match.start() and keep[match.start() : match.end()].any():
-                    keep[match.start() : match.end()] = False
-                    stats.add(
-                        "boilerplate",
-                        1,
-                        original[match.start() : match.end()].strip() if config.explain else None,
-                    )
+        _drop_boilerplate(original, codes, keep, stats, config.explain)
     if config.on("repeated-lines") and config.repeated_lines:
         for start, end in _lines(original):
             key = line_key(original[start:end])
@@ -269,7 +263,6 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
                     "repeated-lines", 1, original[start:end].strip() if config.explain else None
                 )
 
-    codes = _code_points(original)
     offsets = np.arange(len(original), dtype=np.int64)
     if config.on("placeholders"):
         placeholder = _table_mask(codes, _placeholder_table()) & keep
@@ -277,42 +270,136 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         keep &= ~placeholder
     if config.on("punctuation"):
         content = _table_mask(codes, _content_table())
-        dropped = keep & ~content
-        stats.add("punctuation", int(dropped.sum()))
+        stats.add("punctuation", int((keep & ~content).sum()))
         keep &= content
     else:
         keep &= ~np.isin(codes, _code_points(" \t\r\n\u3000\ufeff"))
-    text, offsets = _from_code_points(codes[keep]), offsets[keep]
+    codes, offsets = codes[keep], offsets[keep]
 
     if config.on("width"):
-        before = text
-        text, offsets = _nfkc(text, offsets)
-        if config.on("punctuation") and text != before:
-            # NFKC can turn a symbol into punctuation (＂ -> ")
+        if _table_mask(codes, _expanding_table()).any():
+            # A character NFKC turns into several (㈠ -> (一)): the slow path, offsets repeated.
+            text, offsets = _nfkc(_from_code_points(codes), offsets)
             codes = _code_points(text)
-            content = _table_mask(codes, _content_table())
-            text, offsets = _from_code_points(codes[content]), offsets[content]
-        text = text.translate(_ascii_lower())
-        if len(text) == len(before):
-            stats.add("width", int(_changed(before, text).sum()))
+            if config.on("punctuation"):
+                content = _table_mask(codes, _content_table())
+                codes, offsets = codes[content], offsets[content]
+        folded = _fold(codes, _width_table())
+        stats.add("width", int(np.count_nonzero(folded != codes)))
+        codes = folded
+    text = _from_code_points(codes)
 
     converted = np.zeros(len(text), dtype=np.bool_)
     if config.on("script"):
-        before = text
         # Always through Simplified: every Traditional standard converges on it and the variant
         # table folds there; the Traditional target is one canonical s2t of that.
-        text = _convert_script(text, TO_SIMPLIFIED_CONFIGS)
-        converted = _changed(before, text)
+        simplified = _code_points(_convert_script(text, TO_SIMPLIFIED_CONFIGS))
+        converted = simplified != codes
         stats.add("script", int(converted.sum()))
+        codes = simplified
     if config.on("variants"):
-        before = text
-        text = text.translate(_variant_table())
-        stats.add("variants", int(_changed(before, text).sum()))
+        folded = _fold(codes, _variant_code_table())
+        stats.add("variants", int(np.count_nonzero(folded != codes)))
+        codes = folded
+    text = _from_code_points(codes)
     if config.on("script") and config.script == "traditional":
         text = _convert_script(text, (TO_TRADITIONAL_CONFIG,))
     if config.explain:
         _explain_examples(original, text, offsets, converted, stats)
     return NormalizedText(text, offsets, converted, stats)
+
+
+def prepare_tables() -> None:
+    """Build the lookup tables (about half a second) once, before worker processes are forked,
+    so that every worker inherits them instead of building its own."""
+    normalize("預熱ＡＢ１２㈠")
+
+
+def _drop_boilerplate(
+    original: str,
+    codes: npt.NDArray[np.uint32],
+    keep: npt.NDArray[np.bool_],
+    stats: NormalizeStats,
+    explain: bool,
+) -> None:
+    """Mark the spans the boilerplate patterns match. They run on a copy with full-width ASCII
+    folded to half-width (same length, so spans carry over), and only when one of a pattern's
+    trigger strings occurs at all: most chapters have no ads, and a substring search is far
+    cheaper than a regular expression."""
+    folded = _from_code_points(_fold(codes, _halfwidth_table()))
+    lowered = folded.lower()
+    for pattern, triggers in boilerplate_patterns():
+        if triggers and not any(trigger in lowered for trigger in triggers):
+            continue
+        for match in pattern.finditer(folded):
+            if match.end() > match.start() and keep[match.start() : match.end()].any():
+                keep[match.start() : match.end()] = False
+                span = original[match.start() : match.end()].strip() if explain else None
+                stats.add("boilerplate", 1, span)
+
+
+def _fold(codes: npt.NDArray[np.uint32], table: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """Map every code point through ``table`` (identity past its end)."""
+    folded = codes.copy()
+    inside = codes < len(table)
+    folded[inside] = table[codes[inside]]
+    return folded
+
+
+@functools.cache
+def _identity_table() -> npt.NDArray[np.uint32]:
+    return np.arange(_TABLE_LIMIT, dtype=np.uint32)
+
+
+@functools.cache
+def _halfwidth_table() -> npt.NDArray[np.uint32]:
+    table = _identity_table().copy()
+    for code, target in _halfwidth().items():
+        table[code] = target
+    return table
+
+
+@functools.cache
+def _nfkc_single() -> dict[int, int]:
+    """Code points NFKC maps to one other character, and the ones it expands (value -1)."""
+    mapping: dict[int, int] = {}
+    for code in range(_TABLE_LIMIT):
+        char = chr(code)
+        if unicodedata.is_normalized("NFKC", char):
+            continue
+        mapped = unicodedata.normalize("NFKC", char)
+        mapping[code] = ord(mapped) if len(mapped) == 1 else -1
+    return mapping
+
+
+@functools.cache
+def _width_table() -> npt.NDArray[np.uint32]:
+    """NFKC one-to-one (full-width letters and digits, compatibility ideographs, Kangxi
+    radicals), then ASCII lower case."""
+    table = _identity_table().copy()
+    for code, target in _nfkc_single().items():
+        if target >= 0:
+            table[code] = target
+    upper = table[(table >= ord("A")) & (table <= ord("Z"))]
+    table[(table >= ord("A")) & (table <= ord("Z"))] = upper + 32
+    return table
+
+
+@functools.cache
+def _expanding_table() -> npt.NDArray[np.bool_]:
+    table = np.zeros(_TABLE_LIMIT, dtype=np.bool_)
+    for code, target in _nfkc_single().items():
+        if target < 0:
+            table[code] = True
+    return table
+
+
+@functools.cache
+def _variant_code_table() -> npt.NDArray[np.uint32]:
+    table = _identity_table().copy()
+    for code, folded in _variant_table().items():
+        table[code] = ord(folded)
+    return table
 
 
 def _explain_examples(

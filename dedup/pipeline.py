@@ -35,6 +35,7 @@ from dedup.normalize import (
     NormalizeStats,
     chapter_line_keys,
     normalize,
+    prepare_tables,
     repeated_line_keys,
 )
 from dedup.read import (
@@ -259,39 +260,94 @@ def _blocks(text: str, chapter: Chapter) -> list[tuple[int, int]]:
     return blocks
 
 
+@contextlib.contextmanager
+def _workers(config: ScanConfig, files: int) -> Iterator[ProcessPoolExecutor | None]:
+    """The worker pool for a scan (None when one worker will do): read to fingerprint runs
+    per file in it, and verification in chunks of pairs."""
+    workers = min(config.worker_count, max(1, files))
+    if workers == 1:
+        yield None
+        return
+    prepare_tables()
+    # fork where the platform has it: a library caller's script needs no __main__ guard, and
+    # workers start with the lookup tables built instead of re-importing numpy and OpenCC.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as executor:
+        yield executor
+
+
 def _prepare_all(
-    files: Sequence[FoundFile], config: ScanConfig, timer: StageTimer
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    timer: StageTimer,
+    executor: ProcessPoolExecutor | None,
 ) -> list[PreparedInput]:
-    workers = min(config.worker_count, max(1, len(files)))
     progress: dict[str, Any] = {
         "total": len(files),
         "unit": "file",
         "disable": not config.show_progress,
         "leave": False,
     }
-    with contextlib.ExitStack() as stack:
-        executor: ProcessPoolExecutor | None = None
-        if workers > 1:
-            # fork where the platform has it: a library caller's script needs no __main__
-            # guard, and workers start without re-importing numpy and OpenCC.
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            executor = stack.enter_context(ProcessPoolExecutor(workers, mp_context=context))
-        with timer("learn-lines"):
-            repeated = _learn_repeated_lines(files, config, executor)
-        if executor is None:
-            results: Iterable[PreparedFile] = map(
-                prepare_file, files, repeat(config), repeat(repeated)
-            )
-        else:
-            results = executor.map(
-                prepare_file, files, repeat(config), repeat(repeated), chunksize=1
-            )
-        prepared = list(tqdm(results, desc="read+fingerprint", **progress))
+    with timer("learn-lines"):
+        repeated = _learn_repeated_lines(files, config, executor)
+    if executor is None:
+        results: Iterable[PreparedFile] = map(prepare_file, files, repeat(config), repeat(repeated))
+    else:
+        results = executor.map(prepare_file, files, repeat(config), repeat(repeated), chunksize=1)
+    prepared = list(tqdm(results, desc="read+fingerprint", **progress))
     for item in prepared:
         for stage, seconds in item.seconds.items():
             timer.add(stage, seconds)
     return [one for item in prepared for one in item.inputs]
+
+
+# Pairs per verification task sent to a worker.
+VERIFY_CHUNK = 4096
+
+
+def _verify_chunk(
+    pairs: npt.NDArray[np.int64],
+    texts: dict[int, str],
+    signatures_by_index: dict[int, npt.NDArray[np.uint32]],
+    config: ScanConfig,
+) -> list[Similarity]:
+    indexes = sorted(texts)
+    position = {index: number for number, index in enumerate(indexes)}
+    local = np.array([[position[a], position[b]] for a, b in pairs.tolist()], dtype=np.int64)
+    rows = np.stack([signatures_by_index[index] for index in indexes])
+    found = verify_pairs(
+        local.reshape(-1, 2), [texts[i] for i in indexes], rows, config.ngram, config.threshold,
+        config.containment,
+    )  # fmt: skip
+    return [dataclasses.replace(s, first=indexes[s.first], second=indexes[s.second]) for s in found]
+
+
+def _verify_all(
+    pairs: npt.NDArray[np.int64],
+    texts: Sequence[str],
+    fingerprints: npt.NDArray[np.uint32],
+    config: ScanConfig,
+    executor: ProcessPoolExecutor | None,
+) -> list[Similarity]:
+    if executor is None or len(pairs) <= VERIFY_CHUNK:
+        return verify_pairs(
+            pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+        )
+    chunks = [pairs[start : start + VERIFY_CHUNK] for start in range(0, len(pairs), VERIFY_CHUNK)]
+    tasks = []
+    for chunk in chunks:
+        needed = np.unique(chunk).tolist()
+        tasks.append(
+            executor.submit(
+                _verify_chunk,
+                chunk,
+                {i: texts[i] for i in needed},
+                {i: fingerprints[i] for i in needed},
+                config,
+            )
+        )
+    return [similarity for task in tasks for similarity in task.result()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,21 +418,19 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
 
     with timer("discover"):
         files, skipped = discover_inputs(paths)
-    prepared = _prepare_all(files, config, timer)  # read, segment, normalize, fingerprint
-    passages = [passage for item in prepared for passage in item.passages]
-    texts = [text for item in prepared for text in item.normalized]
-    fingerprints = np.concatenate(
-        [item.signatures for item in prepared] or [np.empty((0, config.num_perm), np.uint32)]
-    )
-
-    with timer("candidates"):
-        candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
-        pairs = candidate_pairs(fingerprints, *lsh_params(candidate_threshold, config.num_perm))
-        pairs = _without_overlapping(pairs, passages)
-    with timer("verify"):
-        verified = verify_pairs(
-            pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+    with _workers(config, len(files)) as executor:
+        prepared = _prepare_all(files, config, timer, executor)  # read .. fingerprint
+        passages = [passage for item in prepared for passage in item.passages]
+        texts = [text for item in prepared for text in item.normalized]
+        fingerprints = np.concatenate(
+            [item.signatures for item in prepared] or [np.empty((0, config.num_perm), np.uint32)]
         )
+        with timer("candidates"):
+            candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
+            pairs = candidate_pairs(fingerprints, *lsh_params(candidate_threshold, config.num_perm))
+            pairs = _without_overlapping(pairs, passages)
+        with timer("verify"):
+            verified = _verify_all(pairs, texts, fingerprints, config, executor)
     with timer("cluster"):
         clusters = cluster_pairs(passages, verified, config.keep, config.max_cluster_size)
 
