@@ -16,7 +16,7 @@ from dedup.fingerprint import shingles
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
 from dedup.read import discover_inputs, read_file
 from dedup.report.palette import Span
-from dedup.verify import shared_blocks
+from dedup.verify import identical_chars, shared_blocks
 
 REFERENCE = re.compile(r"^(?P<path>.+?)(?:#(?P<record>\d+))?(?::(?P<start>\d+)-(?P<end>\d+))?$")
 
@@ -106,7 +106,9 @@ def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
         b=second,
         jaccard=shared / union if union else 0.0,
         containment=shared / min(len(set_a), len(set_b)) if set_a and set_b else 0.0,
-        identical_chars=sum(block.length for block in blocks),
+        identical_chars=identical_chars(
+            first.normalized.text, second.normalized.text, config.ngram
+        ),
         spans_a=_spans(first.normalized, [(k.a_start, k.length, n) for n, k in enumerate(blocks)]),
         spans_b=_spans(
             second.normalized,

@@ -302,54 +302,6 @@ def _prepare_all(
     return [one for item in prepared for one in item.inputs]
 
 
-# Pairs per verification task sent to a worker.
-VERIFY_CHUNK = 4096
-
-
-def _verify_chunk(
-    pairs: npt.NDArray[np.int64],
-    texts: dict[int, str],
-    signatures_by_index: dict[int, npt.NDArray[np.uint32]],
-    config: ScanConfig,
-) -> list[Similarity]:
-    indexes = sorted(texts)
-    position = {index: number for number, index in enumerate(indexes)}
-    local = np.array([[position[a], position[b]] for a, b in pairs.tolist()], dtype=np.int64)
-    rows = np.stack([signatures_by_index[index] for index in indexes])
-    found = verify_pairs(
-        local.reshape(-1, 2), [texts[i] for i in indexes], rows, config.ngram, config.threshold,
-        config.containment,
-    )  # fmt: skip
-    return [dataclasses.replace(s, first=indexes[s.first], second=indexes[s.second]) for s in found]
-
-
-def _verify_all(
-    pairs: npt.NDArray[np.int64],
-    texts: Sequence[str],
-    fingerprints: npt.NDArray[np.uint32],
-    config: ScanConfig,
-    executor: ProcessPoolExecutor | None,
-) -> list[Similarity]:
-    if executor is None or len(pairs) <= VERIFY_CHUNK:
-        return verify_pairs(
-            pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
-        )
-    chunks = [pairs[start : start + VERIFY_CHUNK] for start in range(0, len(pairs), VERIFY_CHUNK)]
-    tasks = []
-    for chunk in chunks:
-        needed = np.unique(chunk).tolist()
-        tasks.append(
-            executor.submit(
-                _verify_chunk,
-                chunk,
-                {i: texts[i] for i in needed},
-                {i: fingerprints[i] for i in needed},
-                config,
-            )
-        )
-    return [similarity for task in tasks for similarity in task.result()]
-
-
 @dataclass(frozen=True, slots=True)
 class NormalizedFile:
     """``dedup normalize``: a file's chapters as dedup compares them, and what each step did."""
@@ -429,8 +381,10 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
             pairs = candidate_pairs(fingerprints, *lsh_params(candidate_threshold, config.num_perm))
             pairs = _without_overlapping(pairs, passages)
-        with timer("verify"):
-            verified = _verify_all(pairs, texts, fingerprints, config, executor)
+    with timer("verify"):
+        verified = verify_pairs(
+            pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+        )
     with timer("cluster"):
         clusters = cluster_pairs(passages, verified, config.keep, config.max_cluster_size)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
-from dedup.verify import shared_blocks
+from dedup.verify import identical_chars, shared_blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ def cluster_palette(
     for member_id, text in others:
         member = normalize(text, config)
         blocks = shared_blocks(member.text, rep.text, ngram)
-        identical[member_id] = sum(block.length for block in blocks)
+        identical[member_id] = identical_chars(member.text, rep.text, ngram)
         member_ranges = []
         for block in blocks:
             colour = colour_at.get(block.b_start)
