@@ -39,6 +39,7 @@ def _band_keys(block: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
 
 def candidate_pairs(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -> Pairs:
     """All pairs of passages that share at least one band, sorted and unique."""
+    count = signatures.shape[0]
     found: list[Pairs] = []
     for band in range(bands):
         keys = _band_keys(signatures[:, band * rows : (band + 1) * rows])
@@ -47,7 +48,9 @@ def candidate_pairs(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)
     pairs.sort(axis=1)
-    return np.unique(pairs, axis=0)
+    # One integer per pair: a 1-D unique is many times faster than unique over rows.
+    codes = np.unique(pairs[:, 0] * count + pairs[:, 1])
+    return np.stack((codes // count, codes % count), axis=1)
 
 
 def _bucket_pairs(keys: npt.NDArray[np.uint64]) -> list[Pairs]:

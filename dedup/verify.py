@@ -127,20 +127,37 @@ def verify_pairs(
             found = shingle_sets[index] = (in_order, _sorted_unique(in_order))
         return found
 
+    estimates = _estimates(pairs, signatures)
+    # The commonest case in a dump of copies is the same normalized text: nothing to count.
+    text_ids: dict[str, int] = {}
+    ids = np.array([text_ids.setdefault(text, len(text_ids)) for text in texts], dtype=np.int64)
+    identical_text = (ids[pairs[:, 0]] == ids[pairs[:, 1]]) if len(pairs) else np.zeros(0, bool)
+
     verified: list[Similarity] = []
-    for first, second in pairs.tolist():
-        if texts[first] == texts[second]:
-            # The commonest case in a dump of copies: the same normalized text, nothing to count.
-            estimate = float(np.mean(signatures[first] == signatures[second]))
-            same = len(texts[first]) if len(texts[first]) >= ngram else 0
-            verified.append(Similarity(first, second, 1.0, 1.0, estimate, same))
+    for (first, second), same, estimate in zip(
+        pairs.tolist(), identical_text.tolist(), estimates.tolist(), strict=True
+    ):
+        if same:
+            whole = len(texts[first]) if len(texts[first]) >= ngram else 0
+            verified.append(Similarity(first, second, 1.0, 1.0, estimate, whole))
             continue
         a, b = shingle_set(first), shingle_set(second)
         shared = int(np.count_nonzero(_member(a, b)))
         jaccard = shared / (a.size + b.size - shared)
         contained = shared / min(a.size, b.size)
         if jaccard >= threshold or contained >= containment:
-            estimate = float(np.mean(signatures[first] == signatures[second]))
             identical = covered_chars(keys_of(first)[0], b, ngram, len(texts[first]))
             verified.append(Similarity(first, second, jaccard, contained, estimate, identical))
     return verified
+
+
+def _estimates(
+    pairs: npt.NDArray[np.int64], signatures: npt.NDArray[np.uint32]
+) -> npt.NDArray[np.float64]:
+    """The MinHash estimate of every pair, in blocks of rows."""
+    estimates = np.empty(len(pairs), dtype=np.float64)
+    for start in range(0, len(pairs), 65536):
+        block = pairs[start : start + 65536]
+        equal = signatures[block[:, 0]] == signatures[block[:, 1]]
+        estimates[start : start + len(block)] = equal.mean(axis=1)
+    return estimates
