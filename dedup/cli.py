@@ -169,6 +169,16 @@ def input_options(function: F) -> F:
     return function
 
 
+def _config(options: dict[str, Any], **extra: Any) -> ScanConfig:
+    """A ScanConfig from parsed options: repeatable field options left empty mean the defaults."""
+    options = dict(options)
+    options["text_fields"] = tuple(options.get("text_fields") or DEFAULT_TEXT_FIELDS)
+    options["title_fields"] = tuple(options.get("title_fields") or DEFAULT_TITLE_FIELDS)
+    options["id_fields"] = tuple(options.get("id_fields") or DEFAULT_ID_FIELDS)
+    options["skip_steps"] = tuple(options.get("skip_steps") or ())
+    return ScanConfig(**options, **extra)
+
+
 def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
     chosen = tuple(part.strip() for part in value.split(",") if part.strip())
     unknown = [part for part in chosen if part not in FORMATS]
@@ -262,10 +272,6 @@ def cli() -> None:
 def scan_command(
     paths: tuple[str, ...],
     out_dir: Path,
-    text_fields: tuple[str, ...],
-    title_fields: tuple[str, ...],
-    id_fields: tuple[str, ...],
-    skip_steps: tuple[str, ...],
     jobs: int,
     quiet: bool,
     strict: bool,
@@ -282,15 +288,7 @@ def scan_command(
         paths = tuple(path for path in paths if path != "-") + tuple(stdin_paths)
         if not paths:
             raise click.UsageError("no paths on standard input")
-    config = ScanConfig(
-        text_fields=text_fields or DEFAULT_TEXT_FIELDS,
-        title_fields=title_fields or DEFAULT_TITLE_FIELDS,
-        id_fields=id_fields or DEFAULT_ID_FIELDS,
-        skip_steps=tuple(skip_steps),
-        jobs=jobs,
-        show_progress=not quiet and sys.stderr.isatty(),
-        **options,
-    )
+    config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     report = scan(paths, config)
     for entry in report.skipped:
         click.echo(f"dedup: skipped {entry.path}: {entry.reason}", err=True)
@@ -371,11 +369,7 @@ def explain_command(first: str, second: str, colour: bool | None, **options: Any
     FIRST and SECOND are files, records (dump.jsonl#12) or passages (member ids from a report,
     such as site-a/ch1.txt:1200-1650).
     """
-    options["text_fields"] = options["text_fields"] or DEFAULT_TEXT_FIELDS
-    options["title_fields"] = options["title_fields"] or DEFAULT_TITLE_FIELDS
-    options["id_fields"] = options["id_fields"] or DEFAULT_ID_FIELDS
-    options["skip_steps"] = tuple(options["skip_steps"])
-    result = explain(first, second, ScanConfig(**options))
+    result = explain(first, second, _config(options))
     use_colour = sys.stdout.isatty() if colour is None else colour
     click.echo(format_comparison(result, use_colour), color=use_colour)
 
@@ -404,11 +398,7 @@ def normalize_command(path: str, explain: bool, **options: Any) -> None:
     Each chapter is printed on a line of its own, after its heading. With --explain, every
     step's counts and examples go to stderr, so you can see why two passages match or not.
     """
-    options["text_fields"] = options["text_fields"] or DEFAULT_TEXT_FIELDS
-    options["title_fields"] = options["title_fields"] or DEFAULT_TITLE_FIELDS
-    options["id_fields"] = options["id_fields"] or DEFAULT_ID_FIELDS
-    options["skip_steps"] = tuple(options["skip_steps"])
-    config = ScanConfig(**options)
+    config = _config(options)
     data = sys.stdin.buffer.read() if path == "-" else None
     result = normalize_file(path, config, data=data, explain=explain)
     for warning in result.warnings:
