@@ -377,12 +377,20 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         fingerprints = np.concatenate(
             [item.signatures for item in prepared] or [np.empty((0, config.num_perm), np.uint32)]
         )
-        with timer("candidates"):
-            candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
-            pairs = candidate_pairs(fingerprints, *lsh_params(candidate_threshold, config.num_perm))
-            pairs = _without_overlapping(pairs, passages)
+    with timer("candidates"):
+        # Exact copies (the same normalized text) are linked directly; LSH and verification
+        # run once per distinct text, so a scene copied by a hundred sites costs a hundred
+        # links, not ten thousand pairs.
+        distinct, copies = _exact_copies(texts)
+        candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
+        pairs = distinct[
+            candidate_pairs(
+                fingerprints[distinct], *lsh_params(candidate_threshold, config.num_perm)
+            )
+        ]
+        pairs = _without_overlapping(pairs, passages)
     with timer("verify"):
-        verified = verify_pairs(
+        verified = copies + verify_pairs(
             pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
         )
     with timer("cluster"):
@@ -405,6 +413,18 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         timings=dict(timer.seconds),
         jobs=min(config.worker_count, max(1, len(files))),
     )
+
+
+def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Similarity]]:
+    """The first passage of every distinct normalized text, and a verified link from each later
+    copy to that first one (Jaccard, containment and MinHash estimate 1)."""
+    first_of: dict[str, int] = {}
+    links: list[Similarity] = []
+    for index, text in enumerate(texts):
+        first = first_of.setdefault(text, index)
+        if first != index:
+            links.append(Similarity(first, index, 1.0, 1.0, 1.0, len(text)))
+    return np.array(sorted(first_of.values()), dtype=np.int64), links
 
 
 def _without_overlapping(
