@@ -53,27 +53,36 @@ def cluster_palette(
     rep = normalize(rep_text, config)
     spans: dict[str, list[Span]] = {rep_id: []}
     identical: dict[str, int] = {}
-    # Colour the representative's normalized positions by the first member stretch covering them.
+    # Each normalized position of the representative takes the colour of the first member
+    # stretch that covers it; a stretch is coloured by where it starts in the representative.
     colour_at: dict[int, int] = {}
-    rep_ranges: list[tuple[int, int, int]] = []
     next_colour = 0
     for member_id, text in others:
         member = normalize(text, config)
-        blocks = shared_blocks(member.text, rep.text, ngram)
         identical[member_id] = identical_chars(member.text, rep.text, ngram)
         member_ranges = []
-        for block in blocks:
+        for block in shared_blocks(member.text, rep.text, ngram):
             colour = colour_at.get(block.b_start)
             if colour is None:
                 colour = next_colour
                 next_colour += 1
-                for position in range(block.b_start, block.b_start + block.length):
-                    colour_at.setdefault(position, colour)
-                rep_ranges.append((block.b_start, block.length, colour))
+            for position in range(block.b_start, block.b_start + block.length):
+                colour_at.setdefault(position, colour)
             member_ranges.append((block.a_start, block.length, colour))
         spans[member_id] = _spans(member, member_ranges)
-    spans[rep_id] = _spans(rep, sorted(rep_ranges))
-    identical[rep_id] = len(
-        {p for start, length, _ in rep_ranges for p in range(start, start + length)}
-    )
+    spans[rep_id] = _spans(rep, _runs(colour_at))
+    identical[rep_id] = len(colour_at)
     return Palette(spans, identical)
+
+
+def _runs(colour_at: dict[int, int]) -> list[tuple[int, int, int]]:
+    """(start, length, colour) runs of consecutive positions with the same colour."""
+    runs: list[tuple[int, int, int]] = []
+    for position in sorted(colour_at):
+        colour = colour_at[position]
+        if runs and runs[-1][0] + runs[-1][1] == position and runs[-1][2] == colour:
+            start, length, _ = runs[-1]
+            runs[-1] = (start, length + 1, colour)
+        else:
+            runs.append((position, 1, colour))
+    return runs

@@ -96,7 +96,8 @@
       ` · characters ${member.start}–${member.end}`,
       el("br"), member.representative ? "representative · " : "",
       member.through_others ? "linked only through other members · " : "",
-      `${fmt(member.identical)} identical characters with the representative`);
+      member.representative ? `${fmt(member.identical)} characters shared with other members`
+        : `${fmt(member.identical)} identical characters with the representative`);
     return el("div", {class: "member" + (member.representative ? " rep" : ""), "data-member": member.id}, head, text);
   }
 
