@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+import numpy as np
+import numpy.typing as npt
+
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
     (codecs.BOM_UTF32_BE, "utf-32-be"),
@@ -69,11 +72,19 @@ def _plausible(char: str) -> bool:
     return 0xA4 <= lead <= 0xC6
 
 
+@functools.cache
+def _plausible_table() -> npt.NDArray[np.bool_]:
+    """_plausible for every code point of the Basic Multilingual Plane, looked up in bulk."""
+    return np.fromiter((_plausible(chr(code)) for code in range(0x10000)), np.bool_, 0x10000)
+
+
 def plausibility(text: str) -> float:
     """The share of characters in ``text`` that look like ordinary Chinese or ASCII text."""
     if not text:
         return 0.0
-    return sum(map(_plausible, text)) / len(text)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    inside = codes[codes < 0x10000]
+    return float(np.count_nonzero(_plausible_table()[inside])) / len(codes)
 
 
 def _sample(data: bytes, encoding: str, final: bool | None = None) -> str:
@@ -166,6 +177,14 @@ def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict
                     f"sequence at offset {error.start}; pass --errors replace to read it anyway"
                 ) from error
             return Decoded(text.removeprefix("\ufeff"), bom_encoding)
+
+    # Valid UTF-8 throughout is all the evidence needed: GB18030, Big5 and UTF-16 text (beyond
+    # pure ASCII) practically never is, and scoring costs time on every file.
+    if b"\x00" not in data[:SAMPLE_BYTES]:
+        try:
+            return Decoded(data.decode("utf-8"), "utf-8")
+        except UnicodeDecodeError:
+            pass
 
     scored: list[tuple[float, int, str]] = []
     for rank, candidate in enumerate(CANDIDATES):
