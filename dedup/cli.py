@@ -23,7 +23,7 @@ from dedup.config import (
 from dedup.errors import DedupError, ExitStatus
 from dedup.explain import explain
 from dedup.models import Report
-from dedup.pipeline import normalize_file, rebuild, scan
+from dedup.pipeline import normalize_file, scan
 from dedup.report import (
     DEFAULT_FORMATS,
     FORMATS,
@@ -32,6 +32,7 @@ from dedup.report import (
     load_report,
     write_report,
 )
+from dedup.report.rebuild import rebuild
 from dedup.report.terminal import format_comparison
 
 F = TypeVar("F", bound=Callable[..., Any])

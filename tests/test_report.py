@@ -19,8 +19,8 @@ from dedup.cli import cli
 from dedup.explain import explain
 from dedup.fingerprint import shingles
 from dedup.normalize import normalize
-from dedup.pipeline import rebuild
 from dedup.report.html import render_html
+from dedup.report.rebuild import rebuild
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 PAIR = ["corpus_samples/site-qidian/000.txt", "corpus_samples/site-tw/000.txt"]
