@@ -15,7 +15,7 @@ from dedup.errors import DedupError, InputPathError
 from dedup.fingerprint import shingles
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
 from dedup.read import discover_inputs, read_file
-from dedup.report.palette import Span
+from dedup.report.palette import Span, spans_in_original
 from dedup.verify import identical_chars, shared_blocks
 
 REFERENCE = re.compile(r"^(?P<path>.+?)(?:#(?P<record>\d+))?(?::(?P<start>\d+)-(?P<end>\d+))?$")
@@ -79,15 +79,6 @@ def resolve(reference: str, config: ScanConfig) -> tuple[str, str]:
     return reference, text
 
 
-def _spans(normalized: NormalizedText, ranges: list[tuple[int, int, int]]) -> list[Span]:
-    return [
-        Span(
-            int(normalized.offsets[start]), int(normalized.offsets[start + length - 1]) + 1, colour
-        )
-        for start, length, colour in ranges
-    ]
-
-
 def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
     config = config or ScanConfig()
     normalize_config = NormalizeConfig(script=config.script, skip=frozenset(config.skip_steps))
@@ -109,8 +100,10 @@ def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
         identical_chars=identical_chars(
             first.normalized.text, second.normalized.text, config.ngram
         ),
-        spans_a=_spans(first.normalized, [(k.a_start, k.length, n) for n, k in enumerate(blocks)]),
-        spans_b=_spans(
+        spans_a=spans_in_original(
+            first.normalized, [(k.a_start, k.length, n) for n, k in enumerate(blocks)]
+        ),
+        spans_b=spans_in_original(
             second.normalized,
             sorted((k.b_start, k.length, n) for n, k in enumerate(blocks)),
         ),

@@ -116,9 +116,6 @@ def verify_pairs(
 ) -> list[Similarity]:
     shingle_sets: dict[int, tuple[Keys, Keys]] = {}
 
-    def shingle_set(index: int) -> Keys:
-        return keys_of(index)[1]
-
     def keys_of(index: int) -> tuple[Keys, Keys]:
         """(keys in order of position, sorted unique keys) of one passage, computed once."""
         found = shingle_sets.get(index)
@@ -127,21 +124,11 @@ def verify_pairs(
             found = shingle_sets[index] = (in_order, _sorted_unique(in_order))
         return found
 
+    # Exact copies never get here in a scan: the pipeline links them before LSH.
     estimates = _estimates(pairs, signatures)
-    # The commonest case in a dump of copies is the same normalized text: nothing to count.
-    text_ids: dict[str, int] = {}
-    ids = np.array([text_ids.setdefault(text, len(text_ids)) for text in texts], dtype=np.int64)
-    identical_text = (ids[pairs[:, 0]] == ids[pairs[:, 1]]) if len(pairs) else np.zeros(0, bool)
-
     verified: list[Similarity] = []
-    for (first, second), same, estimate in zip(
-        pairs.tolist(), identical_text.tolist(), estimates.tolist(), strict=True
-    ):
-        if same:
-            whole = len(texts[first]) if len(texts[first]) >= ngram else 0
-            verified.append(Similarity(first, second, 1.0, 1.0, estimate, whole))
-            continue
-        a, b = shingle_set(first), shingle_set(second)
+    for (first, second), estimate in zip(pairs.tolist(), estimates.tolist(), strict=True):
+        a, b = keys_of(first)[1], keys_of(second)[1]
         shared = int(np.count_nonzero(_member(a, b)))
         jaccard = shared / (a.size + b.size - shared)
         contained = shared / min(a.size, b.size)

@@ -23,7 +23,8 @@ class Span:
     colour: int
 
 
-def _spans(normalized: NormalizedText, ranges: list[tuple[int, int, int]]) -> list[Span]:
+def spans_in_original(normalized: NormalizedText, ranges: list[tuple[int, int, int]]) -> list[Span]:
+    """(normalized start, length, colour) ranges as spans of the original text."""
     spans = []
     for start, length, colour in ranges:
         first = int(normalized.offsets[start])
@@ -69,8 +70,8 @@ def cluster_palette(
             for position in range(block.b_start, block.b_start + block.length):
                 colour_at.setdefault(position, colour)
             member_ranges.append((block.a_start, block.length, colour))
-        spans[member_id] = _spans(member, member_ranges)
-    spans[rep_id] = _spans(rep, _runs(colour_at))
+        spans[member_id] = spans_in_original(member, member_ranges)
+    spans[rep_id] = spans_in_original(rep, _runs(colour_at))
     identical[rep_id] = len(colour_at)
     return Palette(spans, identical)
 
