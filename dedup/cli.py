@@ -39,23 +39,48 @@ F = TypeVar("F", bound=Callable[..., Any])
 _defaults = ScanConfig()
 
 
+def _apply(function: F, options: list[Callable[[F], F]]) -> F:
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+NGRAM_OPTION = click.option(
+    "--ngram",
+    type=click.IntRange(1, 16),
+    default=_defaults.ngram,
+    show_default=True,
+    help="Characters per shingle.",
+)
+
+
+def comparison_options(function: F) -> F:
+    """Options that change how text is normalized: scan, explain and normalize take them."""
+    return _apply(
+        function,
+        [
+            click.option(
+                "--script",
+                type=click.Choice(SCRIPTS),
+                default=_defaults.script,
+                show_default=True,
+                help="Script every passage is converted to before comparison.",
+            ),
+            click.option(
+                "--skip-step",
+                "skip_steps",
+                type=click.Choice(NORMALIZE_STEPS),
+                multiple=True,
+                help="Normalization step to switch off (repeatable); see dedup normalize --explain.",
+            ),
+        ],
+    )
+
+
 def matching_options(function: F) -> F:
-    """Options that change what counts as a duplicate."""
+    """Options that change what a scan counts as a duplicate, on top of comparison_options."""
     options = [
-        click.option(
-            "--script",
-            type=click.Choice(SCRIPTS),
-            default=_defaults.script,
-            show_default=True,
-            help="Script every passage is converted to before comparison.",
-        ),
-        click.option(
-            "--ngram",
-            type=click.IntRange(1, 16),
-            default=_defaults.ngram,
-            show_default=True,
-            help="Characters per shingle.",
-        ),
+        NGRAM_OPTION,
         click.option(
             "--num-perm",
             type=click.IntRange(16, 1024),
@@ -97,13 +122,6 @@ def matching_options(function: F) -> F:
             default=_defaults.max_cluster_size,
             show_default=True,
             help="Mark clusters larger than this as giant (likely site boilerplate).",
-        ),
-        click.option(
-            "--skip-step",
-            "skip_steps",
-            type=click.Choice(NORMALIZE_STEPS),
-            multiple=True,
-            help="Normalization step to switch off (repeatable); see dedup normalize --explain.",
         ),
         click.option(
             "--passage-chars",
@@ -362,7 +380,8 @@ def report_command(
     default=None,
     help="Colour shared text (default: when a terminal).",
 )
-@matching_options
+@comparison_options
+@NGRAM_OPTION
 @input_options
 def explain_command(first: str, second: str, colour: bool | None, **options: Any) -> None:
     """Compare two texts as a scan does and show what they share (the palette, 调色盘).
@@ -377,20 +396,7 @@ def explain_command(first: str, second: str, colour: bool | None, **options: Any
 
 @cli.command("normalize")
 @click.argument("path")
-@click.option(
-    "--script",
-    type=click.Choice(SCRIPTS),
-    default=_defaults.script,
-    show_default=True,
-    help="Script to convert to.",
-)
-@click.option(
-    "--skip-step",
-    "skip_steps",
-    type=click.Choice(NORMALIZE_STEPS),
-    multiple=True,
-    help="Normalization step to switch off (repeatable).",
-)
+@comparison_options
 @click.option("--explain", is_flag=True, help="Show on stderr what each step removed or changed.")
 @input_options
 def normalize_command(path: str, explain: bool, **options: Any) -> None:
