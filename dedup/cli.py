@@ -274,6 +274,7 @@ def cli() -> None:
     show_default=True,
     help="Folder the report is written to.",
 )
+@comparison_options
 @matching_options
 @input_options
 @click.option(

@@ -102,3 +102,15 @@ def test_scan_summary_reports_normalization_per_source(samples: Path, tmp_path: 
     result = CliRunner().invoke(cli, ["scan", str(samples), "-o", str(tmp_path), "-j", "1"])
     assert "site-tw: 7 ad/URL spans removed" in result.stdout
     assert "100% of passages converted from Traditional" in result.stdout
+
+
+def test_each_command_offers_the_options_that_apply_to_it() -> None:
+    runner = CliRunner()
+    scan_help = runner.invoke(cli, ["scan", "--help"]).stdout
+    for option in ("--script", "--skip-step", "--ngram", "--threshold", "--keep", "--format"):
+        assert option in scan_help, option
+    explain_help = runner.invoke(cli, ["explain", "--help"]).stdout
+    assert "--script" in explain_help and "--ngram" in explain_help
+    assert "--keep" not in explain_help and "--threshold" not in explain_help
+    normalize_help = runner.invoke(cli, ["normalize", "--help"]).stdout
+    assert "--skip-step" in normalize_help and "--ngram" not in normalize_help
