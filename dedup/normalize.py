@@ -14,7 +14,7 @@ to one script and one form. Each step can be switched off, and each counts what 
 - ``variants``: variants OpenCC leaves apart, from ``data/variants.tsv``.
 
 The original text is never changed: every normalized character keeps the offset of the original
-character it came from. This is the only module that imports opencc.
+character it came from. OpenCC is called through ``dedup.script``.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
-import opencc
 
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
+from dedup.script import convert, convert_codes
 
 __all__ = [
     "STEPS",
@@ -49,7 +49,6 @@ __all__ = [
 TO_SIMPLIFIED_CONFIGS = ("tw2s", "hk2s")
 TO_TRADITIONAL_CONFIG = "s2t"
 PLACEHOLDERS = "*＊□■×✕○〇●◯"
-_CONVERT_CHUNK = 64
 _TABLE_LIMIT = 0x40000  # past the CJK extension planes nothing is story text
 _MIN_LINE_KEY_CHARS = 6  # shorter lines ("第一回", "完") are not learned as boilerplate
 _EXAMPLES = 5
@@ -120,11 +119,6 @@ def _placeholder_table() -> npt.NDArray[np.bool_]:
     return table
 
 
-@functools.cache
-def _converters(configs: tuple[str, ...]) -> tuple[opencc.OpenCC, ...]:
-    return tuple(opencc.OpenCC(config) for config in configs)
-
-
 def _data_lines(name: str) -> Iterator[list[str]]:
     data = resources.files("dedup").joinpath(f"data/{name}").read_text("utf-8")
     for line in data.splitlines():
@@ -183,34 +177,6 @@ def _lines(text: str) -> Iterator[tuple[int, int]]:
         yield start, match.start()
         start = match.end()
     yield start, len(text)
-
-
-def _convert_script(text: str, configs: tuple[str, ...]) -> str:
-    """OpenCC conversion that never changes the length, so offsets stay valid. A phrase rule
-    that would change the length is given up for character-by-character conversion."""
-    converted = text
-    for converter in _converters(configs):
-        converted = converter.convert(converted)
-    if len(converted) == len(text):
-        return converted
-    pieces = []
-    for start in range(0, len(text), _CONVERT_CHUNK):
-        chunk = text[start : start + _CONVERT_CHUNK]
-        piece = chunk
-        for converter in _converters(configs):
-            piece = converter.convert(piece)
-        if len(piece) != len(chunk):
-            piece = "".join(_convert_char(char, configs) for char in chunk)
-        pieces.append(piece)
-    return "".join(pieces)
-
-
-@functools.lru_cache(maxsize=16384)
-def _convert_char(char: str, configs: tuple[str, ...]) -> str:
-    converted = char
-    for converter in _converters(configs):
-        converted = converter.convert(converted)
-    return converted if len(converted) == 1 else char
 
 
 def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
@@ -287,13 +253,12 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         folded = _fold(codes, _width_table())
         stats.add("width", int(np.count_nonzero(folded != codes)))
         codes = folded
-    text = _from_code_points(codes)
 
-    converted = np.zeros(len(text), dtype=np.bool_)
+    converted = np.zeros(len(codes), dtype=np.bool_)
     if config.on("script"):
         # Always through Simplified: every Traditional standard converges on it and the variant
         # table folds there; the Traditional target is one canonical s2t of that.
-        simplified = _code_points(_convert_script(text, TO_SIMPLIFIED_CONFIGS))
+        simplified = convert_codes(codes, TO_SIMPLIFIED_CONFIGS)
         converted = simplified != codes
         stats.add("script", int(converted.sum()))
         codes = simplified
@@ -303,7 +268,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         codes = folded
     text = _from_code_points(codes)
     if config.on("script") and config.script == "traditional":
-        text = _convert_script(text, (TO_TRADITIONAL_CONFIG,))
+        text = convert(text, (TO_TRADITIONAL_CONFIG,))
     if config.explain:
         _explain_examples(original, text, offsets, converted, stats)
     return NormalizedText(text, offsets, converted, stats)

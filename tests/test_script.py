@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from pathlib import Path
+
+import opencc
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from dedup import script
+from dedup.script import FAST_CONFIGS, convert, fast_path_ready
+
+CONFIGS = ("tw2s", "hk2s")
+
+
+@functools.cache
+def converter(config: str) -> opencc.OpenCC:
+    return opencc.OpenCC(config)
+
+
+def whole(text: str, configs: tuple[str, ...] = CONFIGS) -> str:
+    """What OpenCC itself makes of the whole text."""
+    for config in configs:
+        text = converter(config).convert(text)
+    return text
+
+
+def test_the_shipped_tables_match_the_installed_dictionaries() -> None:
+    # If this fails after an opencc upgrade, run: python benchmarks/make_opencc_tables.py
+    for config in FAST_CONFIGS:
+        assert fast_path_ready(config), config
+
+
+@pytest.mark.parametrize(
+    "fixture", ["seed_simplified", "seed_with_ads", "seed_traditional", "hongloumeng_simplified"]
+)
+def test_equals_opencc_on_real_chapters(fixture: str, request: pytest.FixtureRequest) -> None:
+    text: str = request.getfixturevalue(fixture)
+    variants = [text, whole(text, ("s2tw",)), whole(text, ("s2hk",)), whole(text, ("s2twp",))]
+    for variant in variants:
+        expected = whole(variant)
+        assert len(expected) == len(variant)
+        assert convert(variant, CONFIGS) == expected
+
+
+def test_phrases_that_keep_a_character_opencc_would_change_alone() -> None:
+    # 么 alone becomes 幺 and 著 becomes 着; inside these phrases OpenCC keeps them.
+    assert whole("么") == "幺" and convert("么", CONFIGS) == "幺"
+    for phrase in ["什么", "这么好", "为什么？", "著書立說", "乾隆年間", "名著"]:
+        assert convert(phrase, CONFIGS) == whole(phrase)
+    assert convert("说什么", CONFIGS) == "说什么"
+
+
+def _alphabet() -> list[str]:
+    tables = json.loads(
+        resources.files("dedup").joinpath(f"data/{script.TABLES_FILE}").read_text("utf-8")
+    )["configs"]["tw2s"]
+    phrase, changing = tables["phrase_chars"], tables["changing_chars"]
+    common = "的一是了我不人在他有这个上们来到时大地为子中你说生国年着就那和要她出也得里后自以会"
+    return sorted(set(phrase[::7] + changing[::11] + common + "么什著書乾隆坤，。\n"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_alphabet(), max_size=40))
+def test_equals_opencc_on_any_mix_of_phrase_and_changing_characters(text: str) -> None:
+    expected = whole(text)
+    assume(len(expected) == len(text))  # dedup gives up rules that change the length
+    assert convert(text, CONFIGS) == expected
+
+
+def test_without_the_matching_dictionaries_whole_texts_go_through_opencc(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed_traditional: str
+) -> None:
+    monkeypatch.setattr(script, "opencc_data_dir", lambda: tmp_path)
+    script._tables.cache_clear()
+    try:
+        assert not fast_path_ready("tw2s")
+        assert convert(seed_traditional, CONFIGS) == whole(seed_traditional)
+    finally:
+        script._tables.cache_clear()
