@@ -50,6 +50,7 @@ TO_SIMPLIFIED_CONFIGS = ("tw2s", "hk2s")
 TO_TRADITIONAL_CONFIG = "s2t"
 PLACEHOLDERS = "*＊□■×✕○〇●◯"
 _TABLE_LIMIT = 0x40000  # past the CJK extension planes nothing is story text
+_UNICODE_SIZE = 0x110000  # tables span every code point, so a lookup needs no bounds check
 _MIN_LINE_KEY_CHARS = 6  # shorter lines ("第一回", "完") are not learned as boilerplate
 _EXAMPLES = 5
 
@@ -104,7 +105,7 @@ class NormalizedText:
 def _content_table() -> npt.NDArray[np.bool_]:
     """Which code points carry content: letters and numbers (not private-use glyphs, which
     anti-scraping fonts use, and not the placeholders over censored words)."""
-    table = np.zeros(_TABLE_LIMIT, dtype=np.bool_)
+    table = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
     for code in range(_TABLE_LIMIT):
         if unicodedata.category(chr(code))[0] in "LN":
             table[code] = True
@@ -113,7 +114,7 @@ def _content_table() -> npt.NDArray[np.bool_]:
 
 @functools.cache
 def _placeholder_table() -> npt.NDArray[np.bool_]:
-    table = np.zeros(_TABLE_LIMIT, dtype=np.bool_)
+    table = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
     for char in PLACEHOLDERS:
         table[ord(char)] = True
     return table
@@ -205,10 +206,7 @@ def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[n
 def _table_mask(
     codes: npt.NDArray[np.uint32], table: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.bool_]:
-    mask = np.zeros(len(codes), dtype=np.bool_)
-    inside = codes < _TABLE_LIMIT
-    mask[inside] = table[codes[inside]]
-    return mask
+    return table[codes]
 
 
 def normalize(original: str, config: NormalizeConfig | None = None) -> NormalizedText:
@@ -289,13 +287,23 @@ def _drop_boilerplate(
 ) -> None:
     """Mark the spans the boilerplate patterns match. They run on a copy with full-width ASCII
     folded to half-width (same length, so spans carry over), and only when one of a pattern's
-    trigger strings occurs at all: most chapters have no ads, and a substring search is far
-    cheaper than a regular expression."""
-    folded = _from_code_points(_fold(codes, _halfwidth_table()))
-    lowered = folded.lower()
+    trigger strings occurs: most chapters have no ads, and finding which triggers occur at all
+    (by their first two characters, in one vectorized pass) is far cheaper than a regular
+    expression or a substring search per trigger."""
+    folded_codes = _fold(codes, _halfwidth_table())
+    lowered_codes = _fold(folded_codes, _ascii_lower_table())
+    present = _present_bigrams(lowered_codes)
+    lowered: str | None = None
+    folded: str | None = None
     for pattern, triggers in boilerplate_patterns():
-        if triggers and not any(trigger in lowered for trigger in triggers):
-            continue
+        if triggers:
+            candidates = [t for t in triggers if len(t) < 2 or _bigram(t) in present]
+            if not candidates:
+                continue
+            lowered = lowered or _from_code_points(lowered_codes)
+            if not any(trigger in lowered for trigger in candidates):
+                continue
+        folded = folded or _from_code_points(folded_codes)
         for match in pattern.finditer(folded):
             if match.end() > match.start() and keep[match.start() : match.end()].any():
                 keep[match.start() : match.end()] = False
@@ -303,17 +311,35 @@ def _drop_boilerplate(
                 stats.add("boilerplate", 1, span)
 
 
+def _bigram(text: str) -> int:
+    return (ord(text[0]) << 21) | ord(text[1])
+
+
+@functools.cache
+def _trigger_bigrams() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """Which characters start a trigger, and the sorted first two characters of every trigger."""
+    triggers = [t for _pattern, found in boilerplate_patterns() for t in found if len(t) >= 2]
+    starts = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
+    starts[[ord(t[0]) for t in triggers]] = True
+    return starts, np.unique(np.array([_bigram(t) for t in triggers], dtype=np.int64))
+
+
+def _present_bigrams(codes: npt.NDArray[np.uint32]) -> set[int]:
+    starts, bigrams = _trigger_bigrams()
+    where = np.flatnonzero(_table_mask(codes[:-1], starts))
+    keys = (codes[where].astype(np.int64) << 21) | codes[where + 1]
+    found = bigrams[np.minimum(np.searchsorted(bigrams, keys), len(bigrams) - 1)] == keys
+    return set(keys[found].tolist())
+
+
 def _fold(codes: npt.NDArray[np.uint32], table: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-    """Map every code point through ``table`` (identity past its end)."""
-    folded = codes.copy()
-    inside = codes < len(table)
-    folded[inside] = table[codes[inside]]
-    return folded
+    """Map every code point through ``table``."""
+    return table[codes]
 
 
 @functools.cache
 def _identity_table() -> npt.NDArray[np.uint32]:
-    return np.arange(_TABLE_LIMIT, dtype=np.uint32)
+    return np.arange(_UNICODE_SIZE, dtype=np.uint32)
 
 
 @functools.cache
@@ -321,6 +347,13 @@ def _halfwidth_table() -> npt.NDArray[np.uint32]:
     table = _identity_table().copy()
     for code, target in _halfwidth().items():
         table[code] = target
+    return table
+
+
+@functools.cache
+def _ascii_lower_table() -> npt.NDArray[np.uint32]:
+    table = _identity_table().copy()
+    table[ord("A") : ord("Z") + 1] += 32
     return table
 
 
@@ -352,7 +385,7 @@ def _width_table() -> npt.NDArray[np.uint32]:
 
 @functools.cache
 def _expanding_table() -> npt.NDArray[np.bool_]:
-    table = np.zeros(_TABLE_LIMIT, dtype=np.bool_)
+    table = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
     for code, target in _nfkc_single().items():
         if target < 0:
             table[code] = True

@@ -160,17 +160,27 @@ def _convert_runs(
     ends = np.flatnonzero(bounds == -1)
     dirty = np.unique(np.searchsorted(starts, changing_in_runs, side="right") - 1)
     starts, ends = starts[dirty], ends[dirty]
-    text = _from_code_points(codes)
-    runs = [text[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)]
-    converted = _converter(config).convert("\n".join(runs)).split("\n")
-    for index, (run, new) in enumerate(zip(runs, converted, strict=True)):
-        if len(new) != len(run):
-            converted[index] = "".join(_convert_alone(char, config) for char in run)
-    # Every run now keeps its length: put all of them back in one assignment.
     lengths = ends - starts
-    run_offsets = np.cumsum(lengths) - lengths
-    positions = np.arange(int(lengths.sum())) + np.repeat(starts - run_offsets, lengths)
-    out[positions] = _code_points("".join(converted))
+    # The runs, newline-separated, in one string: run i's characters move right by i places.
+    in_text = np.arange(int(lengths.sum())) + np.repeat(
+        starts - (np.cumsum(lengths) - lengths), lengths
+    )
+    in_joined = np.arange(len(in_text)) + np.repeat(np.arange(len(starts)), lengths)
+    joined = np.full(len(in_text) + len(starts) - 1, ord("\n"), dtype=np.uint32)
+    joined[in_joined] = codes[in_text]
+    converted = _code_points(_converter(config).convert(_from_code_points(joined)))
+    if len(converted) == len(joined) and (converted[in_joined] != ord("\n")).all():
+        # Every run kept its length (no run holds a newline, so had one grown or shrunk, a
+        # newline would now sit where one of its characters was).
+        out[in_text] = converted[in_joined]
+        return out
+    runs = _from_code_points(joined).split("\n")
+    for start, run, new in zip(
+        starts.tolist(), runs, _from_code_points(converted).split("\n"), strict=True
+    ):
+        if len(new) != len(run):
+            new = "".join(_convert_alone(char, config) for char in run)
+        out[start : start + len(run)] = _code_points(new)
     return out
 
 

@@ -81,3 +81,25 @@ def test_without_the_matching_dictionaries_whole_texts_go_through_opencc(
         assert convert(seed_traditional, CONFIGS) == whole(seed_traditional)
     finally:
         script._tables.cache_clear()
+
+
+class _Lengthening:
+    """An OpenCC stand-in with a rule that changes the length (none of OpenCC's own
+    Traditional-to-Simplified entries does, but a future dictionary might)."""
+
+    def convert(self, text: str) -> str:
+        return text.replace("么", "麼麼").replace("著", "着")
+
+
+def test_a_rule_that_changes_the_length_is_given_up_character_by_character(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert fast_path_ready("tw2s")
+    monkeypatch.setattr(script, "_converter", lambda config: _Lengthening())
+    script._convert_alone.cache_clear()
+    try:
+        # The run holding 么 would grow, so its characters are converted one by one (and 么
+        # alone would grow too, so it stays); the run holding 著 keeps its length.
+        assert convert("什么人著書", ("tw2s",)) == "什么人着書"
+    finally:
+        script._convert_alone.cache_clear()
