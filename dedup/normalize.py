@@ -295,9 +295,13 @@ def _drop_boilerplate(
     present = _present_bigrams(lowered_codes)
     lowered: str | None = None
     folded: str | None = None
-    for pattern, triggers in boilerplate_patterns():
+    for (pattern, triggers), bigrams in zip(
+        boilerplate_patterns(), _pattern_bigrams(), strict=True
+    ):
         if triggers:
-            candidates = [t for t in triggers if len(t) < 2 or _bigram(t) in present]
+            candidates = [
+                t for t, b in zip(triggers, bigrams, strict=True) if b < 0 or b in present
+            ]
             if not candidates:
                 continue
             lowered = lowered or _from_code_points(lowered_codes)
@@ -312,7 +316,13 @@ def _drop_boilerplate(
 
 
 def _bigram(text: str) -> int:
-    return (ord(text[0]) << 21) | ord(text[1])
+    """The first two characters of a trigger as one number (-1 for a shorter trigger)."""
+    return (ord(text[0]) << 21) | ord(text[1]) if len(text) >= 2 else -1
+
+
+@functools.cache
+def _pattern_bigrams() -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(map(_bigram, triggers)) for _pattern, triggers in boilerplate_patterns())
 
 
 @functools.cache

@@ -42,13 +42,17 @@ VOLUME_PATTERN = re.compile(
     r"(?=[ \t\r\u3000:：．.、,，】\]\-—(（]|$)[^\n]{0,60}$",
     re.MULTILINE,
 )
+# The first characters of the keywords the heading patterns require (第, 楔子, 序章, 引子, 尾声,
+# 后记, 番外, chapter).
+_HEADING_FIRST = re.compile(r"[第楔序引尾后後番cC]")
 # "第12章 标题（2）", "(2/3)", "【3】" at the end of a heading: a later page of the same chapter.
 PAGE_MARKER = re.compile(
     r"\s*[（(【\[]\s*(?:[0-9０-９]+|[一二三四五六七八九十]+)\s*(?:/\s*[0-9]+\s*)?[）)】\]]$"
 )
 # A heading followed by almost nothing is a table-of-contents line, not a chapter.
 MIN_CHAPTER_BODY = 100
-SENTENCE_END = re.compile(r"[。！？!?…]+")
+SENTENCE_END_CHARS = "。！？!?…"
+_SENTENCE_END_CODES = np.array([ord(char) for char in SENTENCE_END_CHARS], dtype=np.uint32)
 _ANCHOR_CONTEXT = 3  # normalized characters hashed to decide whether a sentence end is a cut
 _MEAN_SENTENCE = 30  # normalized characters between sentence ends in typical prose
 
@@ -69,15 +73,23 @@ class _Heading:
 
 
 def _headings(text: str) -> list[_Heading]:
-    found = [
-        _Heading(match.start(), match.end(), _clean_title(match.group(0)), volume=False)
-        for match in HEADING_PATTERN.finditer(text)
-    ]
-    found += [
-        _Heading(match.start(), match.end(), _clean_title(match.group(0)), volume=True)
-        for match in VOLUME_PATTERN.finditer(text)
-    ]
+    found = []
+    for line_start in _heading_line_candidates(text):
+        for pattern, volume in ((HEADING_PATTERN, False), (VOLUME_PATTERN, True)):
+            match = pattern.match(text, line_start)
+            if match:
+                found.append(
+                    _Heading(match.start(), match.end(), _clean_title(match.group(0)), volume)
+                )
     return sorted(found, key=lambda heading: heading.start)
+
+
+def _heading_line_candidates(text: str) -> list[int]:
+    """The starts of the lines that could be headings. Both patterns match a whole line from
+    its start, and only lines holding a keyword's first character can match: trying just those
+    lines is several times faster than letting the patterns scan every position."""
+    starts = {text.rfind("\n", 0, match.start()) + 1 for match in _HEADING_FIRST.finditer(text)}
+    return sorted(starts)
 
 
 def _clean_title(line: str) -> str:
@@ -192,12 +204,14 @@ def window_bounds(
 
 
 def _sentence_ends(normalized: NormalizedText, original: str) -> list[int]:
-    ends = [match.end() for match in SENTENCE_END.finditer(original)]
-    if not ends:
-        return []
-    positions = np.searchsorted(normalized.offsets, np.asarray(ends, dtype=np.int64))
-    size = len(normalized.text)
-    return sorted({int(p) for p in positions if 0 < p < size})
+    """Where runs of sentence-ending punctuation in ``original`` end, as positions strictly
+    inside the normalized text."""
+    codes = np.frombuffer(original.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    is_end = np.isin(codes, _SENTENCE_END_CODES)
+    run_ends = np.flatnonzero(is_end & ~np.append(is_end[1:], False)) + 1
+    positions = np.unique(np.searchsorted(normalized.offsets, run_ends))
+    inside: list[int] = positions[(positions > 0) & (positions < len(normalized.text))].tolist()
+    return inside
 
 
 def _is_anchor(text: str, position: int, modulus: int) -> bool:
@@ -219,6 +233,7 @@ def split_passages(
     body = document.text[chapter.body_start : chapter.end]
     windows: list[PassageWindow] = []
     bounds = window_bounds(normalized, body, passage_chars)
+    converted_before = np.concatenate(([0], np.cumsum(normalized.converted))).tolist()
     for number, (cut, end) in enumerate(bounds):
         start = max(0, cut - overlap)
         original_start = chapter.body_start + int(normalized.offsets[start])
@@ -244,6 +259,6 @@ def split_passages(
             text=document.text[original_start:original_end],
             record_id=document.record_id,
         )
-        converted = float(normalized.converted[start:end].mean()) if end > start else 0.0
+        converted = (converted_before[end] - converted_before[start]) / max(1, end - start)
         windows.append(PassageWindow(passage, normalized.text[start:end], converted))
     return windows
