@@ -27,7 +27,7 @@ from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
 from dedup.errors import InputPathError
-from dedup.fingerprint import signatures
+from dedup.fingerprint import prepare_kernel, signatures
 from dedup.models import Chapter, Cluster, InputFile, Passage, Report, Skipped, Summary
 from dedup.normalize import (
     NormalizeConfig,
@@ -268,8 +268,9 @@ def _workers(config: ScanConfig, files: int) -> Iterator[ProcessPoolExecutor | N
         yield None
         return
     prepare_tables()
+    prepare_kernel()
     # fork where the platform has it: a library caller's script needs no __main__ guard, and
-    # workers start with the lookup tables built instead of re-importing numpy and OpenCC.
+    # workers start with the lookup tables built and the signature loop compiled.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as executor:
