@@ -40,6 +40,7 @@ __all__ = [
     "NormalizeStats",
     "NormalizedText",
     "line_key",
+    "line_keys",
     "normalize",
     "prepare_tables",
 ]
@@ -172,12 +173,24 @@ def line_key(line: str) -> int | None:
     return zlib.crc32(content.encode("utf-8"))
 
 
-def _lines(text: str) -> Iterator[tuple[int, int]]:
+def line_keys(text: str) -> list[int | None]:
+    """``line_key`` of every line of ``text``, computed for the whole text at once. What
+    line_key's pattern removes is exactly what the content table (letters and numbers) does not
+    hold, so one table lookup replaces a regular expression per line."""
+    codes = _code_points(text)
+    kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
+    return [
+        zlib.crc32(content.encode("utf-8")) if len(content) >= _MIN_LINE_KEY_CHARS else None
+        for content in _from_code_points(codes[kept]).lower().split("\n")
+    ]
+
+
+def _keyed_lines(text: str) -> Iterator[tuple[int, int, int | None]]:
+    """(start, end, line_key) of every line of ``text``."""
     start = 0
-    for match in re.finditer(r"\n", text):
-        yield start, match.start()
-        start = match.end()
-    yield start, len(text)
+    for line, key in zip(text.split("\n"), line_keys(text), strict=True):
+        yield start, start + len(line), key
+        start += len(line) + 1
 
 
 def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
@@ -219,8 +232,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
     if config.on("boilerplate") and original:
         _drop_boilerplate(original, codes, keep, stats, config.explain)
     if config.on("repeated-lines") and config.repeated_lines:
-        for start, end in _lines(original):
-            key = line_key(original[start:end])
+        for start, end, key in _keyed_lines(original):
             if key is not None and key in config.repeated_lines:
                 keep[start:end] = False
                 stats.add(
@@ -429,12 +441,7 @@ REPEATED_MIN_SHARE = 0.1
 
 def chapter_line_keys(section: str) -> set[int]:
     """The keys of the lines of one chapter, each counted once per chapter."""
-    keys = set()
-    for start, end in _lines(section):
-        key = line_key(section[start:end])
-        if key is not None:
-            keys.add(key)
-    return keys
+    return {key for key in line_keys(section) if key is not None}
 
 
 def repeated_line_keys(chapters: int, counts: dict[int, int]) -> frozenset[int]:

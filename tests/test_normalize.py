@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup.models import Document
-from dedup.normalize import NormalizeConfig, normalize
+from dedup.normalize import NormalizeConfig, line_key, line_keys, normalize
 from dedup.segment import split_chapters
 
 
@@ -137,3 +137,20 @@ def test_lines_a_source_repeats_in_every_chapter_are_learned(
     assert removed == 4
     skipped = scan([str(tmp_path)], jobs=1, skip_steps=("repeated-lines",))
     assert sum(e.normalization.get("repeated-lines", 0) for e in skipped.inputs) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from("第一章 本站网址ＷＷＷ.Com_ΣΑσ\n\r\t。，abcXYZ12"), max_size=80
+    )
+)
+def test_line_keys_of_a_whole_text_are_the_keys_of_its_lines(text: str) -> None:
+    assert line_keys(text) == [line_key(line) for line in text.split("\n")]
+
+
+def test_line_keys_keep_the_characters_line_key_keeps_across_all_of_unicode() -> None:
+    every = "".join(
+        chr(code) for code in range(0x110000) if code != 10 and not 0xD800 <= code < 0xE000
+    )
+    assert line_keys(every) == [line_key(every)]
