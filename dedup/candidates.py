@@ -37,16 +37,26 @@ def _band_keys(block: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
     return keys
 
 
-def candidate_pairs(signatures: npt.NDArray[np.uint32], bands: int, rows: int) -> Pairs:
-    """All pairs of passages that share at least one band, sorted and unique."""
+def candidate_pairs(
+    signatures: npt.NDArray[np.uint32],
+    bands: int,
+    rows: int,
+    among: npt.NDArray[np.int64] | None = None,
+) -> Pairs:
+    """All pairs of passages that share at least one band, sorted and unique. With ``among``
+    (sorted row numbers), only those rows take part; pairs are still of row numbers. Each band
+    is taken from the signatures on its own, so no copy of all of them is made."""
     count = signatures.shape[0]
     found: list[Pairs] = []
     for band in range(bands):
-        keys = _band_keys(signatures[:, band * rows : (band + 1) * rows])
+        columns = signatures[:, band * rows : (band + 1) * rows]
+        keys = _band_keys(columns if among is None else columns[among])
         found += _bucket_pairs(keys)
     if not found:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)
+    if among is not None:
+        pairs = among[pairs]
     pairs.sort(axis=1)
     # One integer per pair: a 1-D unique is many times faster than unique over rows.
     codes = np.unique(pairs[:, 0] * count + pairs[:, 1])

@@ -16,7 +16,7 @@ Rules (documented in docs/report-format.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dedup.models import Cluster, Pair, Passage
 from dedup.verify import Similarity
@@ -53,18 +53,20 @@ def representative(members: Sequence[Passage], keep: str = "longest") -> Passage
         rank = {name: position for position, name in enumerate(preference)}
         return min(
             members,
-            key=lambda m: (rank.get(m.source, len(rank)), -len(m.text), m.sort_key),
+            key=lambda m: (rank.get(m.source, len(rank)), -(m.end - m.start), m.sort_key),
         )
-    return min(members, key=lambda member: (-len(member.text), member.sort_key))
+    return min(members, key=lambda member: (-(member.end - member.start), member.sort_key))
 
 
 def cluster_pairs(
-    passages: Sequence[Passage],
+    passages: Mapping[int, Passage],
     verified: Sequence[Similarity],
     keep: str = "longest",
     max_cluster_size: int = 200,
 ) -> list[Cluster]:
-    groups = UnionFind(len(passages))
+    """Clusters of the verified pairs; ``passages`` holds (at least) every passage a pair names,
+    by its index."""
+    groups = UnionFind(max(passages, default=-1) + 1)
     for pair in verified:
         groups.union(pair.first, pair.second)
     members: dict[int, list[int]] = defaultdict(list)

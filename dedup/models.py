@@ -42,6 +42,44 @@ class Chapter:
 
 
 @dataclass(frozen=True, slots=True)
+class PassageSpan:
+    """Where a passage is, without its text: what a scan keeps for every passage (a dump has
+    millions; only the passages that end up in a cluster need their text, read back at the end).
+    ``id`` and ``sort_key`` are those of the :class:`Passage` it becomes."""
+
+    source: str
+    path: str
+    record: int | None
+    chapter: int | None
+    title: str | None
+    start: int
+    end: int
+    record_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        return passage_id(self.path, self.record, self.start, self.end)
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, int]:
+        return (self.path, -1 if self.record is None else self.record, self.start, self.end)
+
+    def with_text(self, text: str) -> Passage:
+        return Passage(
+            id=self.id,
+            source=self.source,
+            path=self.path,
+            record=self.record,
+            chapter=self.chapter,
+            title=self.title,
+            start=self.start,
+            end=self.end,
+            text=text,
+            record_id=self.record_id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Passage:
     """A scene window: ``document.text[start:end] == text``."""
 

@@ -26,9 +26,18 @@ from tqdm import tqdm
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
-from dedup.errors import InputPathError
+from dedup.errors import DedupError, InputPathError
 from dedup.fingerprint import prepare_kernel, signatures
-from dedup.models import Chapter, Cluster, InputFile, Passage, Report, Skipped, Summary
+from dedup.models import (
+    Chapter,
+    Cluster,
+    InputFile,
+    Passage,
+    PassageSpan,
+    Report,
+    Skipped,
+    Summary,
+)
 from dedup.normalize import (
     NormalizeConfig,
     NormalizeStats,
@@ -73,7 +82,7 @@ class PreparedInput:
 
     entry: InputFile | None
     skipped: Skipped | None
-    passages: tuple[Passage, ...]
+    passages: tuple[PassageSpan, ...]
     normalized: tuple[str, ...]
     signatures: npt.NDArray[np.uint32]
     too_short: int
@@ -282,7 +291,8 @@ def _prepare_all(
     config: ScanConfig,
     timer: StageTimer,
     executor: ProcessPoolExecutor | None,
-) -> list[PreparedInput]:
+) -> list[tuple[FoundFile, PreparedInput]]:
+    """Every input of every file, prepared, with the file it came from."""
     progress: dict[str, Any] = {
         "total": len(files),
         "unit": "file",
@@ -299,7 +309,7 @@ def _prepare_all(
     for item in prepared:
         for stage, seconds in item.seconds.items():
             timer.add(stage, seconds)
-    return [one for item in prepared for one in item.inputs]
+    return [(file, one) for file, item in zip(files, prepared, strict=True) for one in item.inputs]
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,36 +382,42 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         files, skipped = discover_inputs(paths)
     with _workers(config, len(files)) as executor:
         prepared = _prepare_all(files, config, timer, executor)  # read .. fingerprint
-        passages = [passage for item in prepared for passage in item.passages]
-        texts = [text for item in prepared for text in item.normalized]
+        spans = [span for _file, item in prepared for span in item.passages]
+        texts = [text for _file, item in prepared for text in item.normalized]
         fingerprints = np.concatenate(
-            [item.signatures for item in prepared] or [np.empty((0, config.num_perm), np.uint32)]
+            [item.signatures for _file, item in prepared]
+            or [np.empty((0, config.num_perm), np.uint32)]
         )
-    with timer("candidates"):
-        # Exact copies (the same normalized text) are linked directly; LSH and verification
-        # run once per distinct text, so a scene copied by a hundred sites costs a hundred
-        # links, not ten thousand pairs.
-        distinct, copies = _exact_copies(texts)
-        candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
-        pairs = distinct[
-            candidate_pairs(
-                fingerprints[distinct], *lsh_params(candidate_threshold, config.num_perm)
+        with timer("candidates"):
+            # Exact copies (the same normalized text) are linked directly; LSH and verification
+            # run once per distinct text, so a scene copied by a hundred sites costs a hundred
+            # links, not ten thousand pairs.
+            distinct, copies = _exact_copies(texts)
+            candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
+            pairs = candidate_pairs(
+                fingerprints, *lsh_params(candidate_threshold, config.num_perm), among=distinct
             )
-        ]
-        pairs = _without_overlapping(pairs, passages)
-    with timer("verify"):
-        verified = copies + verify_pairs(
-            pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
-        )
-    with timer("cluster"):
-        clusters = cluster_pairs(passages, verified, config.keep, config.max_cluster_size)
+            pairs = _without_overlapping(pairs, spans)
+        with timer("verify"):
+            verified = copies + verify_pairs(
+                pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+            )
+        del texts, fingerprints
+        with timer("member texts"):
+            # Only the passages that cluster are shown with their text: read it back now rather
+            # than carry the text of every passage of the dump through the scan.
+            files_of_spans = [file for file, item in prepared for _span in item.passages]
+            members = _member_passages(verified, spans, files_of_spans, config, executor)
+        with timer("cluster"):
+            clusters = cluster_pairs(members, verified, config.keep, config.max_cluster_size)
 
-    inputs = tuple(item.entry for item in prepared if item.entry is not None)
+    prepared_inputs = [item for _file, item in prepared]
+    inputs = tuple(item.entry for item in prepared_inputs if item.entry is not None)
     all_skipped = sorted(
-        [*skipped, *(item.skipped for item in prepared if item.skipped is not None)],
+        [*skipped, *(item.skipped for item in prepared_inputs if item.skipped is not None)],
         key=lambda entry: entry.path,
     )
-    summary = _summarize(inputs, all_skipped, prepared, len(pairs), len(verified), clusters)
+    summary = _summarize(inputs, all_skipped, prepared_inputs, len(pairs), len(verified), clusters)
     timer.seconds["total"] = time.perf_counter() - started
     return Report(
         dedup_version=__version__,
@@ -413,6 +429,53 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         timings=dict(timer.seconds),
         jobs=min(config.worker_count, max(1, len(files))),
     )
+
+
+def _member_passages(
+    verified: Sequence[Similarity],
+    spans: Sequence[PassageSpan],
+    files_of_spans: Sequence[FoundFile],
+    config: ScanConfig,
+    executor: Executor | None,
+) -> dict[int, Passage]:
+    """The passages of the verified pairs, by index, with their text read back from their
+    files (each file read once, in the worker pool)."""
+    indexes = sorted({i for pair in verified for i in (pair.first, pair.second)})
+    by_file: dict[str, tuple[FoundFile, list[int]]] = {}
+    for index in indexes:
+        file = files_of_spans[index]
+        by_file.setdefault(file.path, (file, []))[1].append(index)
+    groups = list(by_file.values())
+    wanted = [[spans[i] for i in group] for _file, group in groups]
+    found_files = [file for file, _group in groups]
+    texts = (
+        executor.map(passage_texts, found_files, repeat(config), wanted, chunksize=1)
+        if executor
+        else map(passage_texts, found_files, repeat(config), wanted)
+    )
+    members: dict[int, Passage] = {}
+    for (_file, group), group_texts in zip(groups, texts, strict=True):
+        for index, text in zip(group, group_texts, strict=True):
+            members[index] = spans[index].with_text(text)
+    return members
+
+
+def passage_texts(file: FoundFile, config: ScanConfig, spans: Sequence[PassageSpan]) -> list[str]:
+    """The texts of ``spans``, all in ``file``, read from it once more."""
+    wanted: dict[tuple[str, int | None], list[int]] = {}
+    for position, span in enumerate(spans):
+        wanted.setdefault((span.path, span.record), []).append(position)
+    texts: list[str | None] = [None] * len(spans)
+    for result in read_file(file, config):
+        for document in result.documents:
+            for position in wanted.get((document.path, document.record), ()):
+                start = spans[position].start - document.base
+                end = spans[position].end - document.base
+                if start >= 0 and end <= len(document.text):
+                    texts[position] = document.text[start:end]
+    if any(text is None for text in texts):
+        raise DedupError(f"{file.path} changed while dedup was scanning it: scan it again")
+    return [text or "" for text in texts]
 
 
 def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Similarity]]:
@@ -428,7 +491,7 @@ def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Sim
 
 
 def _without_overlapping(
-    pairs: npt.NDArray[np.int64], passages: Sequence[Passage]
+    pairs: npt.NDArray[np.int64], passages: Sequence[PassageSpan]
 ) -> npt.NDArray[np.int64]:
     """Drop pairs of passages that overlap in the same text (--passage-overlap): they share
     characters because they were cut that way, not because a site copied them."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup.models import Chapter, Document, Passage, passage_id
+from dedup.models import Chapter, Document, PassageSpan
 from dedup.normalize import NormalizedText
 
 _NUMERAL = "0-9０-９零〇○一二三四五六七八九十百千万萬两兩壹贰貳叁參肆伍陆陸柒捌玖拾佰仟"
@@ -59,7 +59,7 @@ _MEAN_SENTENCE = 30  # normalized characters between sentence ends in typical pr
 
 @dataclass(frozen=True, slots=True)
 class PassageWindow:
-    passage: Passage
+    passage: PassageSpan
     normalized: str
     converted_share: float  # share of its characters that script conversion changed
 
@@ -245,10 +245,7 @@ def split_passages(
         # punctuation; trailing blank lines are left out.
         original_end = original_start + len(document.text[original_start:limit].rstrip())
         base = document.base
-        passage = Passage(
-            id=passage_id(
-                document.path, document.record, base + original_start, base + original_end
-            ),
+        passage = PassageSpan(
             source=document.source,
             path=document.path,
             record=document.record,
@@ -256,7 +253,6 @@ def split_passages(
             title=chapter.title,
             start=base + original_start,
             end=base + original_end,
-            text=document.text[original_start:original_end],
             record_id=document.record_id,
         )
         converted = (converted_before[end] - converted_before[start]) / max(1, end - start)

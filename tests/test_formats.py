@@ -227,10 +227,11 @@ def test_a_long_file_without_line_breaks(
     report = dedup.scan([str(tmp_path)], jobs=1)
     (entry,) = report.inputs
     assert entry.passages > len(one_line) / 900
-    prepared = pipeline.prepare_file(discover_inputs([str(tmp_path)])[0][0], ScanConfig())
-    passages = prepared.inputs[0].passages
-    for passage in passages:
-        assert one_line[passage.start : passage.end] == passage.text
+    found = discover_inputs([str(tmp_path)])[0][0]
+    passages = pipeline.prepare_file(found, ScanConfig()).inputs[0].passages
+    texts = pipeline.passage_texts(found, ScanConfig(), passages)
+    assert texts == [one_line[passage.start : passage.end] for passage in passages]
+    assert all(text and text == text.strip() for text in texts)
     covered = sum(p.end - p.start for p in passages)
     assert covered > 0.95 * len(one_line)
     for before, after in itertools.pairwise(passages):

@@ -75,8 +75,8 @@ def test_clusters_are_deterministic_and_pick_the_longest_member() -> None:
         _passage("d/z.txt", 0, "无关"),
     ]
     links = [Similarity(0, 1, 0.9, 1.0, 0.9, 6), Similarity(2, 3, 0.8, 1.0, 0.8, 4)]
-    clusters = cluster_pairs(passages, links)
-    assert cluster_pairs(passages, list(reversed(links))) == clusters
+    clusters = cluster_pairs(dict(enumerate(passages)), links)
+    assert cluster_pairs(dict(enumerate(passages)), list(reversed(links))) == clusters
     assert [[m.path for m in c.members] for c in clusters] == [
         ["a/x.txt", "b/x.txt"],
         ["a/y.txt", "c/x.txt"],
@@ -102,7 +102,7 @@ def test_boilerplate_repeated_thousands_of_times_stays_linear(seed_with_ads: str
     assert len(pairs) < 3000 * 2
     verified = verify_pairs(pairs, texts, sigs, 5, 0.5, 0.8)
     passages = [_passage(f"s{i}/x.txt", 0, text) for i, text in enumerate(texts)]
-    clusters = cluster_pairs(passages, verified)
+    clusters = cluster_pairs(dict(enumerate(passages)), verified)
     assert len(clusters) == 1 and len(clusters[0].members) == 3000
 
 
@@ -114,14 +114,14 @@ def test_keep_policies_and_chained_members() -> None:
     ]
     # a~b and b~c verified, a~c not: c belongs only through b when a represents the cluster.
     links = [Similarity(0, 1, 0.8, 1.0, 0.8, 8), Similarity(1, 2, 0.5, 1.0, 0.5, 5)]
-    (longest,) = cluster_pairs(passages, links, keep="longest")
+    (longest,) = cluster_pairs(dict(enumerate(passages)), links, keep="longest")
     assert longest.representative == "site-b/x.txt:0-10" and longest.linked_through_others == ()
-    (first,) = cluster_pairs(passages, links, keep="first")
+    (first,) = cluster_pairs(dict(enumerate(passages)), links, keep="first")
     assert first.representative == "site-a/x.txt:0-8"
     assert first.linked_through_others == ("site-c/x.txt:0-5",)
-    (preferred,) = cluster_pairs(passages, links, keep="source:site-c,site-a")
+    (preferred,) = cluster_pairs(dict(enumerate(passages)), links, keep="source:site-c,site-a")
     assert preferred.representative == "site-c/x.txt:0-5"
-    (giant,) = cluster_pairs(passages, links, max_cluster_size=2)
+    (giant,) = cluster_pairs(dict(enumerate(passages)), links, max_cluster_size=2)
     assert giant.giant
 
 

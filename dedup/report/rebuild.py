@@ -48,7 +48,9 @@ def rebuild(
     ]
     keep, largest = options.get("keep", "longest"), options.get("max_cluster_size", 200)
     clusters = [
-        c for c in cluster_pairs(passages, kept, keep, largest) if len(c.members) >= min_size
+        c
+        for c in cluster_pairs(dict(enumerate(passages)), kept, keep, largest)
+        if len(c.members) >= min_size
     ]
     clusters = [
         dataclasses.replace(c, id=f"c{number}") for number, c in enumerate(clusters, start=1)
