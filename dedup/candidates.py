@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 from datasketch.lsh import _optimal_param
 
+from dedup.fingerprint import SignatureTable
+
 Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
 # A bucket this large is boilerplate repeated across a dump (a site's disclaimer after every
 # chapter): all its pairs would be quadratic in number. Its members are linked to its first
@@ -38,7 +40,7 @@ def _band_keys(block: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
 
 
 def candidate_pairs(
-    signatures: npt.NDArray[np.uint32],
+    signatures: npt.NDArray[np.uint32] | SignatureTable,
     bands: int,
     rows: int,
     among: npt.NDArray[np.int64] | None = None,
@@ -46,12 +48,14 @@ def candidate_pairs(
     """All pairs of passages that share at least one band, sorted and unique. With ``among``
     (sorted row numbers), only those rows take part; pairs are still of row numbers. Each band
     is taken from the signatures on its own, so no copy of all of them is made."""
-    count = signatures.shape[0]
+    if isinstance(signatures, np.ndarray):
+        signatures = SignatureTable(signatures.shape[1], [signatures])
+    count = len(signatures)
     found: list[Pairs] = []
     for band in range(bands):
-        columns = signatures[:, band * rows : (band + 1) * rows]
-        keys = _band_keys(columns if among is None else columns[among])
-        found += _bucket_pairs(keys)
+        found += _bucket_pairs(
+            _band_keys(signatures.columns(band * rows, (band + 1) * rows, among))
+        )
     if not found:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)

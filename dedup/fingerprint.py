@@ -97,6 +97,60 @@ def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Si
     return result
 
 
+class SignatureTable:
+    """The signatures of all passages of a scan, kept in the arrays they arrived in from the
+    workers: joining them into one array would hold every signature twice at that moment (and
+    the freed parts rarely go back to the system). Small parts are joined as they come, so the
+    parts stay few."""
+
+    JOIN_BYTES = 8 << 20
+
+    def __init__(self, num_perm: int, parts: Sequence[Signatures] = ()) -> None:
+        self.num_perm = num_perm
+        self._parts: list[Signatures] = []
+        self._pending: list[Signatures] = []
+        self._starts = [0]
+        for part in parts:
+            self.append(part)
+
+    def __len__(self) -> int:
+        return self._starts[-1] + sum(len(part) for part in self._pending)
+
+    def append(self, part: Signatures) -> None:
+        self._pending.append(part)
+        if sum(p.nbytes for p in self._pending) >= self.JOIN_BYTES:
+            self._join_pending()
+
+    def _join_pending(self) -> None:
+        if self._pending:
+            joined = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+            self._parts.append(joined)
+            self._starts.append(self._starts[-1] + len(joined))
+            self._pending = []
+
+    def columns(
+        self, start: int, stop: int, rows: npt.NDArray[np.int64] | None = None
+    ) -> Signatures:
+        """Columns ``start:stop`` of the given rows (sorted), or of every row."""
+        self._join_pending()
+        if rows is None:
+            rows = np.arange(len(self), dtype=np.int64)
+        out = np.empty((len(rows), stop - start), dtype=np.uint32)
+        bounds = np.searchsorted(rows, self._starts)
+        for number, part in enumerate(self._parts):
+            low, high = int(bounds[number]), int(bounds[number + 1])
+            if low < high:
+                out[low:high] = part[rows[low:high] - self._starts[number], start:stop]
+        return out
+
+    def rows(self, indexes: npt.NDArray[np.int64]) -> Signatures:
+        """Whole signatures of the given rows, in the order given."""
+        order = np.argsort(indexes, kind="stable")
+        out = np.empty((len(indexes), self.num_perm), dtype=np.uint32)
+        out[order] = self.columns(0, self.num_perm, indexes[order])
+        return out
+
+
 def prepare_kernel() -> None:
     """Compile the signature loop (or load it from numba's cache) once, before worker processes
     are forked, so that they inherit it."""

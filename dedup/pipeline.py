@@ -27,7 +27,7 @@ from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
 from dedup.errors import DedupError, InputPathError
-from dedup.fingerprint import prepare_kernel, signatures
+from dedup.fingerprint import SignatureTable, prepare_kernel, signatures
 from dedup.models import (
     Chapter,
     Cluster,
@@ -286,13 +286,39 @@ def _workers(config: ScanConfig, files: int) -> Iterator[ProcessPoolExecutor | N
         yield executor
 
 
+@dataclass
+class Prepared:
+    """All the workers handed back, merged: one entry per passage of the dump, in file order.
+    Each file's result is merged as it arrives and then let go, so that the passages' texts and
+    signatures are held once, not twice."""
+
+    signatures: SignatureTable
+    spans: list[PassageSpan] = field(default_factory=list)
+    files_of_spans: list[FoundFile] = field(default_factory=list)
+    normalized: list[str] = field(default_factory=list)
+    inputs: list[InputFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    too_short: int = 0
+
+    def add(self, file: FoundFile, result: PreparedFile) -> None:
+        for item in result.inputs:
+            self.spans += item.passages
+            self.files_of_spans += [file] * len(item.passages)
+            self.normalized += item.normalized
+            self.signatures.append(item.signatures)
+            if item.entry is not None:
+                self.inputs.append(item.entry)
+            if item.skipped is not None:
+                self.skipped.append(item.skipped)
+            self.too_short += item.too_short
+
+
 def _prepare_all(
     files: Sequence[FoundFile],
     config: ScanConfig,
     timer: StageTimer,
     executor: ProcessPoolExecutor | None,
-) -> list[tuple[FoundFile, PreparedInput]]:
-    """Every input of every file, prepared, with the file it came from."""
+) -> Prepared:
     progress: dict[str, Any] = {
         "total": len(files),
         "unit": "file",
@@ -305,11 +331,12 @@ def _prepare_all(
         results: Iterable[PreparedFile] = map(prepare_file, files, repeat(config), repeat(repeated))
     else:
         results = executor.map(prepare_file, files, repeat(config), repeat(repeated), chunksize=1)
-    prepared = list(tqdm(results, desc="read+fingerprint", **progress))
-    for item in prepared:
-        for stage, seconds in item.seconds.items():
+    prepared = Prepared(SignatureTable(config.num_perm))
+    for file, result in zip(files, tqdm(results, desc="read+fingerprint", **progress), strict=True):
+        prepared.add(file, result)
+        for stage, seconds in result.seconds.items():
             timer.add(stage, seconds)
-    return [(file, one) for file, item in zip(files, prepared, strict=True) for one in item.inputs]
+    return prepared
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,12 +409,8 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         files, skipped = discover_inputs(paths)
     with _workers(config, len(files)) as executor:
         prepared = _prepare_all(files, config, timer, executor)  # read .. fingerprint
-        spans = [span for _file, item in prepared for span in item.passages]
-        texts = [text for _file, item in prepared for text in item.normalized]
-        fingerprints = np.concatenate(
-            [item.signatures for _file, item in prepared]
-            or [np.empty((0, config.num_perm), np.uint32)]
-        )
+        spans, texts = prepared.spans, prepared.normalized
+        fingerprints = prepared.signatures
         with timer("candidates"):
             # Exact copies (the same normalized text) are linked directly; LSH and verification
             # run once per distinct text, so a scene copied by a hundred sites costs a hundred
@@ -402,22 +425,22 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             verified = copies + verify_pairs(
                 pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
             )
-        del texts, fingerprints
+        # Normalized texts and signatures are done with: free them before texts are read back.
+        prepared.normalized.clear()
+        del texts, fingerprints, copies
+        prepared.signatures = SignatureTable(config.num_perm)
         with timer("member texts"):
             # Only the passages that cluster are shown with their text: read it back now rather
             # than carry the text of every passage of the dump through the scan.
-            files_of_spans = [file for file, item in prepared for _span in item.passages]
-            members = _member_passages(verified, spans, files_of_spans, config, executor)
+            members = _member_passages(verified, spans, prepared.files_of_spans, config, executor)
         with timer("cluster"):
             clusters = cluster_pairs(members, verified, config.keep, config.max_cluster_size)
 
-    prepared_inputs = [item for _file, item in prepared]
-    inputs = tuple(item.entry for item in prepared_inputs if item.entry is not None)
-    all_skipped = sorted(
-        [*skipped, *(item.skipped for item in prepared_inputs if item.skipped is not None)],
-        key=lambda entry: entry.path,
+    inputs = tuple(prepared.inputs)
+    all_skipped = sorted([*skipped, *prepared.skipped], key=lambda entry: entry.path)
+    summary = _summarize(
+        inputs, all_skipped, prepared.too_short, len(pairs), len(verified), clusters
     )
-    summary = _summarize(inputs, all_skipped, prepared_inputs, len(pairs), len(verified), clusters)
     timer.seconds["total"] = time.perf_counter() - started
     return Report(
         dedup_version=__version__,
@@ -513,7 +536,7 @@ def _without_overlapping(
 def _summarize(
     inputs: Sequence[InputFile],
     skipped: Sequence[Skipped],
-    prepared: Sequence[PreparedInput],
+    too_short: int,
     candidates: int,
     verified: int,
     clusters: Sequence[Cluster],
@@ -524,7 +547,7 @@ def _summarize(
         records=sum(entry.records for entry in inputs),
         chapters=sum(entry.chapters for entry in inputs),
         passages=sum(entry.passages for entry in inputs),
-        passages_too_short=sum(item.too_short for item in prepared),
+        passages_too_short=too_short,
         candidate_pairs=candidates,
         verified_pairs=verified,
         clusters=len(clusters),

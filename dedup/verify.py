@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dedup.fingerprint import Keys, shingle_keys
+from dedup.fingerprint import Keys, SignatureTable, shingle_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ def covered_chars(keys_a: Keys, unique_b: Keys, ngram: int, length: int) -> int:
 def verify_pairs(
     pairs: npt.NDArray[np.int64],
     texts: Sequence[str],
-    signatures: npt.NDArray[np.uint32],
+    signatures: npt.NDArray[np.uint32] | SignatureTable,
     ngram: int,
     threshold: float,
     containment: float,
@@ -139,12 +139,14 @@ def verify_pairs(
 
 
 def _estimates(
-    pairs: npt.NDArray[np.int64], signatures: npt.NDArray[np.uint32]
+    pairs: npt.NDArray[np.int64], signatures: npt.NDArray[np.uint32] | SignatureTable
 ) -> npt.NDArray[np.float64]:
     """The MinHash estimate of every pair, in blocks of rows."""
+    if isinstance(signatures, np.ndarray):
+        signatures = SignatureTable(signatures.shape[1], [signatures])
     estimates = np.empty(len(pairs), dtype=np.float64)
     for start in range(0, len(pairs), 65536):
         block = pairs[start : start + 65536]
-        equal = signatures[block[:, 0]] == signatures[block[:, 1]]
+        equal = signatures.rows(block[:, 0]) == signatures.rows(block[:, 1])
         estimates[start : start + len(block)] = equal.mean(axis=1)
     return estimates

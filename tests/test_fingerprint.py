@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from datasketch import LeanMinHash, MinHash, MinHashLSH
 
-from dedup.fingerprint import shingle_hash, shingle_keys, shingles, signatures
+from dedup.fingerprint import SignatureTable, shingle_hash, shingle_keys, shingles, signatures
 from dedup.normalize import normalize
 
 
@@ -47,3 +48,22 @@ def test_batch_boundaries_do_not_change_signatures(seed_simplified: str) -> None
     together = signatures(texts, 5, 64, 1)
     alone = np.concatenate([signatures([text], 5, 64, 1) for text in texts])
     assert np.array_equal(together, alone)
+
+
+def test_a_signature_table_reads_like_the_joined_array(
+    monkeypatch: pytest.MonkeyPatch, seed_simplified: str
+) -> None:
+    monkeypatch.setattr(SignatureTable, "JOIN_BYTES", 2000)  # join some parts, not all
+    texts = [seed_simplified[i : i + 300] for i in range(0, len(seed_simplified) - 300, 37)]
+    parts = [
+        signatures(texts[i : i + size], 3, 16, 1)
+        for i, size in ((0, 5), (5, 0), (5, 40), (45, 1), (46, 30))
+    ]
+    joined = np.concatenate(parts)
+    table = SignatureTable(16, parts)
+    assert len(table) == len(joined) == 76
+    assert np.array_equal(table.columns(4, 9), joined[:, 4:9])
+    rows = np.array([0, 3, 4, 5, 44, 45, 46, 75])
+    assert np.array_equal(table.columns(0, 16, rows), joined[rows])
+    shuffled = np.array([75, 0, 46, 5, 5, 44])
+    assert np.array_equal(table.rows(shuffled), joined[shuffled])
