@@ -1,20 +1,24 @@
 """End-to-end speed of `dedup scan` against a straightforward datasketch script, same passages.
 
-    python benchmarks/bench_scan.py [--mb 10] [--jobs 0] [--shared ../shared]
+    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--jobs 0] [--shared ../shared]
 
 Builds a dump of about --mb MB from real text in ../shared/corpora (one folder per "site": the
 classics as found, and a machine-converted Traditional or Simplified copy of part of them), scans
 it with dedup, then runs the baseline on the very passages dedup fingerprinted: one
 datasketch.MinHash per passage, update_batch on the UTF-8 encoded shingles (default hash),
 MinHashLSH insert then query. Prints MB/s, passages/s, seconds per stage, peak RSS and the ratios.
-Timings are printed, never asserted.
+With several sizes, each is scanned in a process of its own (so each peak RSS is its own) and a
+closing table shows how MB/s holds up as the dump grows. Timings are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -116,7 +120,7 @@ def _seconds(run: Callable[[], object]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = Path(__file__).resolve().parents[1]
-    parser.add_argument("--mb", type=float, default=10.0)
+    parser.add_argument("--mb", type=float, nargs="+", default=[10.0], help="dump sizes")
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--shared", type=Path, default=here.parent / "shared")
     parser.add_argument("--no-baseline", action="store_true", help="skip the slow datasketch run")
@@ -126,11 +130,44 @@ def main() -> None:
         default=30.0,
         help="run the baselines on the passages of this much of the dump",
     )
+    parser.add_argument("--figures", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if len(args.mb) == 1:
+        figures = run(args, args.mb[0], baselines=not args.no_baseline)
+        if args.figures:
+            print("figures:", json.dumps(figures))
+        return
+    # Several sizes: each in a process of its own, so that each peak RSS is its own; the
+    # baselines run once, in the last (largest) run, on the same first --sample-mb of the dump.
+    rows = []
+    for number, size in enumerate(args.mb):
+        last = number == len(args.mb) - 1
+        command = [sys.executable, __file__, "--mb", str(size), "--jobs", str(args.jobs)]
+        command += ["--shared", str(args.shared), "--sample-mb", str(args.sample_mb), "--figures"]
+        if args.no_baseline or not last:
+            command.append("--no-baseline")
+        output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        lines = output.splitlines()
+        print("\n".join(line for line in lines if not line.startswith("figures:")) + "\n")
+        rows.append(json.loads(lines[-1].removeprefix("figures:")))
+    base = rows[-1].get("baseline_mb_s")
+    print(
+        "size     seconds   MB/s   passages/s  peak main RSS  MB/s vs first"
+        + ("  vs datasketch" if base else "")
+    )
+    for row in rows:
+        line = (
+            f"{row['mb']:6.0f} MB {row['seconds']:7.1f} {row['mb_s']:6.2f} {row['passages_s']:11.0f}"
+            f" {row['peak_main_mb']:10.0f} MB {row['mb_s'] / rows[0]['mb_s']:13.2f}"
+        )
+        print(line + (f" {row['mb_s'] / base:13.1f}x" if base else ""))
 
+
+def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, float]:
+    """Build a dump of ``size_mb``, scan it, run the baselines on a sample, print the figures."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp)
-        size = build_dump(args.shared, int(args.mb * 1e6), dump)
+        size = build_dump(args.shared, int(size_mb * 1e6), dump)
         config = ScanConfig(jobs=args.jobs)
         started = time.perf_counter()
         report = dedup.scan([str(dump)], config)
@@ -152,7 +189,7 @@ def main() -> None:
         # LSH) for reasons of this script, not of theirs.
         gc.collect()
         gc.freeze()
-        base = None if args.no_baseline else baseline(texts, config)
+        base = baseline(texts, config) if baselines else None
         ours, rensa = signature_stage(texts, config)
 
     passages = report.summary.passages
@@ -164,6 +201,13 @@ def main() -> None:
     for stage, seconds in report.timings.items():
         print(f"  {stage:<12} {seconds:8.2f} s  {seconds / report.timings['total']:6.1%}")
     print(f"  peak RSS: main {peak_mb:.0f} MB, largest worker {children_mb:.0f} MB")
+    figures = {
+        "mb": size / 1e6,
+        "seconds": elapsed,
+        "mb_s": size / 1e6 / elapsed,
+        "passages_s": passages / elapsed,
+        "peak_main_mb": peak_mb,
+    }
     if base is not None:
         print(
             f"datasketch baseline (signatures + LSH only, on dedup's normalized passages of "
@@ -171,11 +215,13 @@ def main() -> None:
         )
         ratio = (size / elapsed) / (sampled / base)
         print(f"ratio dedup end-to-end vs baseline (MB/s): {ratio:.1f}x")
+        figures["baseline_mb_s"] = sampled / 1e6 / base
     print(f"signature stage, one process, {len(texts)} passages: dedup {ours:.2f} s", end="")
     if rensa is None:
         print(" (pip install rensa to compare with rensa's RMinHash)")
     else:
         print(f", rensa RMinHash {rensa:.2f} s: dedup is {rensa / ours:.2f}x rensa")
+    return figures
 
 
 if __name__ == "__main__":
