@@ -287,7 +287,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
 def prepare_tables() -> None:
     """Build the lookup tables (about half a second) once, before worker processes are forked,
     so that every worker inherits them instead of building its own."""
-    normalize("預熱ＡＢ１２㈠")
+    normalize("預熱ＡＢ１２㈠，什么著書")
 
 
 def _drop_boilerplate(
@@ -305,6 +305,8 @@ def _drop_boilerplate(
     folded_codes = _fold(codes, _halfwidth_table())
     lowered_codes = _fold(folded_codes, _ascii_lower_table())
     present = _present_bigrams(lowered_codes)
+    if not present and not _patterns_always_tried():
+        return  # the common case: no trigger occurs at all
     lowered: str | None = None
     folded: str | None = None
     for (pattern, triggers), bigrams in zip(
@@ -335,6 +337,12 @@ def _bigram(text: str) -> int:
 @functools.cache
 def _pattern_bigrams() -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(map(_bigram, triggers)) for _pattern, triggers in boilerplate_patterns())
+
+
+@functools.cache
+def _patterns_always_tried() -> bool:
+    """Whether some pattern has no trigger, or one too short to have a first two characters."""
+    return any(not bigrams or min(bigrams) < 0 for bigrams in _pattern_bigrams())
 
 
 @functools.cache

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import numba
 import numpy as np
 import numpy.typing as npt
 import opencc
@@ -148,32 +149,13 @@ def convert_codes(
 def _convert_runs(
     codes: npt.NDArray[np.uint32], config: str, tables: _Tables
 ) -> npt.NDArray[np.uint32]:
-    out = codes.copy()
-    kind = tables.kind[codes]
-    alone = np.flatnonzero(kind == _CHANGING)
-    out[alone] = tables.alone[codes[alone]]
-    changing_in_runs = np.flatnonzero(kind == _PHRASE | _CHANGING)
-    if not len(changing_in_runs):
+    out, joined, starts, ends = _plan_runs(codes, tables.kind, tables.alone)
+    if not len(starts):
         return out
-    bounds = np.diff((kind & _PHRASE).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(bounds == 1)
-    ends = np.flatnonzero(bounds == -1)
-    dirty = np.unique(np.searchsorted(starts, changing_in_runs, side="right") - 1)
-    starts, ends = starts[dirty], ends[dirty]
-    lengths = ends - starts
-    # The runs, newline-separated, in one string: run i's characters move right by i places.
-    in_text = np.arange(int(lengths.sum())) + np.repeat(
-        starts - (np.cumsum(lengths) - lengths), lengths
-    )
-    in_joined = np.arange(len(in_text)) + np.repeat(np.arange(len(starts)), lengths)
-    joined = np.full(len(in_text) + len(starts) - 1, ord("\n"), dtype=np.uint32)
-    joined[in_joined] = codes[in_text]
     converted = _code_points(_converter(config).convert(_from_code_points(joined)))
-    if len(converted) == len(joined) and (converted[in_joined] != ord("\n")).all():
-        # Every run kept its length (no run holds a newline, so had one grown or shrunk, a
-        # newline would now sit where one of its characters was).
-        out[in_text] = converted[in_joined]
+    if _place_runs(out, converted, starts, ends):
         return out
+    # Some rule changed a run's length: that run is converted one character at a time.
     runs = _from_code_points(joined).split("\n")
     for start, run, new in zip(
         starts.tolist(), runs, _from_code_points(converted).split("\n"), strict=True
@@ -182,6 +164,79 @@ def _convert_runs(
             new = "".join(_convert_alone(char, config) for char in run)
         out[start : start + len(run)] = _code_points(new)
     return out
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _plan_runs(
+    codes: npt.NDArray[np.uint32], kind: npt.NDArray[np.uint8], alone: npt.NDArray[np.uint32]
+) -> tuple[
+    npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """One pass over the text: characters outside phrases converted alone (into ``out``, the
+    rest copied), and the runs of phrase characters that hold a changing one (``starts``,
+    ``ends``), joined by newlines into ``joined`` for OpenCC."""
+    size = codes.shape[0]
+    out = np.empty(size, dtype=np.uint32)
+    starts = np.empty(size, dtype=np.int64)
+    ends = np.empty(size, dtype=np.int64)
+    runs = 0
+    joined_size = 0
+    position = 0
+    while position < size:
+        code = codes[position]
+        found = kind[code]
+        if not found & _PHRASE:
+            out[position] = alone[code] if found & _CHANGING else code
+            position += 1
+            continue
+        start = position
+        dirty = False
+        while position < size and kind[codes[position]] & _PHRASE:
+            dirty |= (kind[codes[position]] & _CHANGING) != 0
+            out[position] = codes[position]
+            position += 1
+        if dirty:
+            starts[runs] = start
+            ends[runs] = position
+            joined_size += position - start + (1 if runs else 0)
+            runs += 1
+    joined = np.empty(joined_size, dtype=np.uint32)
+    cursor = 0
+    for run in range(runs):
+        if run:
+            joined[cursor] = 10  # newline
+            cursor += 1
+        for position in range(starts[run], ends[run]):
+            joined[cursor] = codes[position]
+            cursor += 1
+    return out, joined, starts[:runs], ends[:runs]
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _place_runs(
+    out: npt.NDArray[np.uint32],
+    converted: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+) -> bool:
+    """Copy each converted run back to its place; False (``out`` partly written) when some run
+    came back with another length (no run holds a newline, so the newlines show where each
+    converted run ends)."""
+    cursor = 0
+    for run in range(starts.shape[0]):
+        length = ends[run] - starts[run]
+        if cursor + length > converted.shape[0]:
+            return False
+        for offset in range(length):
+            if converted[cursor + offset] == 10:
+                return False
+            out[starts[run] + offset] = converted[cursor + offset]
+        cursor += length
+        if cursor < converted.shape[0]:
+            if converted[cursor] != 10:
+                return False
+            cursor += 1
+    return bool(cursor == converted.shape[0])
 
 
 def _convert_whole(text: str, config: str) -> str:
