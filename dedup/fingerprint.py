@@ -151,12 +151,6 @@ class SignatureTable:
         return out
 
 
-def prepare_kernel() -> None:
-    """Compile the signature loop (or load it from numba's cache) once, before worker processes
-    are forked, so that they inherit it."""
-    signatures(["预热"], 3, 1, 1)
-
-
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _sign_kernel(
     codes: npt.NDArray[np.uint32],

@@ -27,10 +27,11 @@ from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
 from dedup.errors import DedupError, InputPathError
-from dedup.fingerprint import SignatureTable, prepare_kernel, signatures
+from dedup.fingerprint import SignatureTable, signatures
 from dedup.models import (
     Chapter,
     Cluster,
+    Document,
     InputFile,
     Passage,
     PassageSpan,
@@ -276,10 +277,9 @@ def _workers(config: ScanConfig, files: int) -> Iterator[ProcessPoolExecutor | N
     if workers == 1:
         yield None
         return
-    prepare_tables()
-    prepare_kernel()
+    _warm_up(config)
     # fork where the platform has it: a library caller's script needs no __main__ guard, and
-    # workers start with the lookup tables built and the signature loop compiled.
+    # workers start with the lookup tables built and the loops compiled.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as executor:
@@ -311,6 +311,18 @@ class Prepared:
             if item.skipped is not None:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
+
+
+def _warm_up(config: ScanConfig) -> None:
+    """Build the lookup tables and compile the loops (or load them from numba's cache) on a
+    tiny chapter, once, before the workers fork, so that they inherit them all."""
+    prepare_tables()
+    text = "第一章 预热\n" + "他说什么著書，一路预热。" * 100
+    document = Document("warm-up", "warm-up", None, text)
+    for chapter in split_chapters(document):
+        body = text[chapter.body_start : chapter.end]
+        windows = split_passages(document, chapter, normalize(body), config.passage_chars)
+        signatures([w.normalized for w in windows], config.ngram, config.num_perm, config.seed)
 
 
 def _prepare_all(

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import itertools
 import re
-import zlib
 from dataclasses import dataclass
 
+import numba
 import numpy as np
+import numpy.typing as npt
 
 from dedup.models import Chapter, Document, PassageSpan
 from dedup.normalize import NormalizedText
@@ -177,46 +178,101 @@ def window_bounds(
     modulus = max(2, round((passage_chars - min_len) / _MEAN_SENTENCE))
     if len(candidates) < size // max_len * 2:
         # Text without sentence punctuation: every character boundary is a candidate.
-        candidates = list(range(1, size))
+        candidates = np.arange(1, size, dtype=np.int64)
         modulus = max(2, passage_chars - min_len)
-
-    cuts = [0]
-    fallback: int | None = None  # latest candidate past min_len, used if max_len is reached
-    for position in [*candidates, size]:
-        while position - cuts[-1] > max_len:
-            cut = fallback if fallback is not None else cuts[-1] + max_len
-            cuts.append(cut)
-            fallback = None
-        if position == size:
-            break
-        length = position - cuts[-1]
-        if length < min_len:
-            continue
-        if _is_anchor(normalized.text, position, modulus):
-            cuts.append(position)
-            fallback = None
-        else:
-            fallback = position
-    if size - cuts[-1] < min_len // 2 and len(cuts) > 1:
-        cuts.pop()  # a short tail joins the window before it
-    cuts.append(size)
+    codes = np.frombuffer(normalized.text.encode("utf-32-le"), dtype=np.uint32)
+    cuts = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
     return list(itertools.pairwise(cuts))
 
 
-def _sentence_ends(normalized: NormalizedText, original: str) -> list[int]:
+def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.int64]:
     """Where runs of sentence-ending punctuation in ``original`` end, as positions strictly
     inside the normalized text."""
     codes = np.frombuffer(original.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     is_end = np.isin(codes, _SENTENCE_END_CODES)
     run_ends = np.flatnonzero(is_end & ~np.append(is_end[1:], False)) + 1
     positions = np.unique(np.searchsorted(normalized.offsets, run_ends))
-    inside: list[int] = positions[(positions > 0) & (positions < len(normalized.text))].tolist()
-    return inside
+    return positions[(positions > 0) & (positions < len(normalized.text))].astype(np.int64)
 
 
-def _is_anchor(text: str, position: int, modulus: int) -> bool:
-    context = text[max(0, position - _ANCHOR_CONTEXT) : position].encode("utf-8")
-    return zlib.crc32(context) % modulus == 0
+def _crc32_table() -> npt.NDArray[np.uint32]:
+    table = np.empty(256, dtype=np.uint32)
+    for byte in range(256):
+        value = byte
+        for _bit in range(8):
+            value = (value >> 1) ^ 0xEDB88320 if value & 1 else value >> 1
+        table[byte] = value
+    return table
+
+
+_CRC32 = _crc32_table()
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cuts(
+    codes: npt.NDArray[np.uint32],
+    candidates: npt.NDArray[np.int64],
+    min_len: int,
+    max_len: int,
+    modulus: int,
+) -> npt.NDArray[np.int64]:
+    """The window cuts, from 0 to the end: a candidate at least ``min_len`` past the last cut
+    is a cut when it is an anchor; past ``max_len`` the latest candidate (or the limit itself)
+    is taken; a short tail joins the window before it."""
+    size = codes.shape[0]
+    cuts = np.empty(size + 2, dtype=np.int64)
+    cuts[0] = 0
+    count = 1
+    fallback = -1  # latest candidate past min_len, used if max_len is reached
+    for number in range(candidates.shape[0] + 1):
+        position = candidates[number] if number < candidates.shape[0] else size
+        while position - cuts[count - 1] > max_len:
+            cuts[count] = fallback if fallback >= 0 else cuts[count - 1] + max_len
+            count += 1
+            fallback = -1
+        if position == size:
+            break
+        if position - cuts[count - 1] < min_len:
+            continue
+        if _is_anchor(codes, position, modulus):
+            cuts[count] = position
+            count += 1
+            fallback = -1
+        else:
+            fallback = position
+    if size - cuts[count - 1] < min_len // 2 and count > 1:
+        count -= 1
+    cuts[count] = size
+    return cuts[: count + 1].copy()
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _is_anchor(codes: npt.NDArray[np.uint32], position: int, modulus: int) -> bool:
+    """Whether zlib's CRC-32 of the UTF-8 encoding of the few characters before ``position``
+    is a multiple of ``modulus``."""
+    crc = 0xFFFFFFFF
+    for index in range(max(0, position - _ANCHOR_CONTEXT), position):
+        code = int(codes[index])
+        if code < 0x80:
+            crc = _crc_byte(crc, code)
+        elif code < 0x800:
+            crc = _crc_byte(crc, 0xC0 | (code >> 6))
+            crc = _crc_byte(crc, 0x80 | (code & 0x3F))
+        elif code < 0x10000:
+            crc = _crc_byte(crc, 0xE0 | (code >> 12))
+            crc = _crc_byte(crc, 0x80 | ((code >> 6) & 0x3F))
+            crc = _crc_byte(crc, 0x80 | (code & 0x3F))
+        else:
+            crc = _crc_byte(crc, 0xF0 | (code >> 18))
+            crc = _crc_byte(crc, 0x80 | ((code >> 12) & 0x3F))
+            crc = _crc_byte(crc, 0x80 | ((code >> 6) & 0x3F))
+            crc = _crc_byte(crc, 0x80 | (code & 0x3F))
+    return bool((crc ^ 0xFFFFFFFF) % modulus == 0)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _crc_byte(crc: int, byte: int) -> int:
+    return int(_CRC32[(crc ^ byte) & 0xFF]) ^ (crc >> 8)
 
 
 def split_passages(

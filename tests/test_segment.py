@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import zlib
 from pathlib import Path
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedup import segment
 from dedup.models import Document
 from dedup.normalize import normalize
 from dedup.segment import split_chapters, split_passages, window_bounds
@@ -122,3 +128,57 @@ def test_overlapping_passages_of_one_text_are_not_duplicates(samples: Path) -> N
     overlapping = scan([str(samples / "site-qidian")], jobs=1, passage_overlap=150)
     assert overlapping.summary.passages == plain.summary.passages
     assert overlapping.clusters == () and plain.clusters == ()
+
+
+def _reference_cuts(
+    text: str, candidates: list[int], min_len: int, max_len: int, modulus: int
+) -> list[int]:
+    """The window cuts as first written, in plain Python with zlib: the compiled loop must agree."""
+    cuts = [0]
+    fallback: int | None = None
+    for position in [*candidates, len(text)]:
+        while position - cuts[-1] > max_len:
+            cuts.append(fallback if fallback is not None else cuts[-1] + max_len)
+            fallback = None
+        if position == len(text):
+            break
+        if position - cuts[-1] < min_len:
+            continue
+        if zlib.crc32(text[max(0, position - 3) : position].encode("utf-8")) % modulus == 0:
+            cuts.append(position)
+            fallback = None
+        else:
+            fallback = position
+    if len(text) - cuts[-1] < min_len // 2 and len(cuts) > 1:
+        cuts.pop()
+    return [*cuts, len(text)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="a1éΣ中文章节。𠀀😀", min_size=1, max_size=300),
+    st.integers(min_value=2, max_value=40),
+    st.integers(min_value=2, max_value=7),
+)
+def test_compiled_cuts_equal_the_plain_python_ones(
+    text: str, passage_chars: int, modulus: int
+) -> None:
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    candidates = [i for i in range(1, len(text)) if text[i - 1] == "。"]
+    min_len, max_len = passage_chars // 2, passage_chars * 2
+    compiled = segment._cuts(codes, np.array(candidates, dtype=np.int64), min_len, max_len, modulus)
+    assert compiled.tolist() == _reference_cuts(text, candidates, min_len, max_len, modulus)
+
+
+def test_compiled_cuts_on_a_real_chapter(seed_traditional: str) -> None:
+    text = normalize(seed_traditional).text
+    candidates = list(range(7, len(text), 13))
+    for modulus in (2, 7, 200):
+        compiled = segment._cuts(
+            np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32),
+            np.array(candidates, dtype=np.int64),
+            150,
+            600,
+            modulus,
+        )
+        assert compiled.tolist() == _reference_cuts(text, candidates, 150, 600, modulus)
