@@ -53,7 +53,8 @@ PAGE_MARKER = re.compile(
 # A heading followed by almost nothing is a table-of-contents line, not a chapter.
 MIN_CHAPTER_BODY = 100
 SENTENCE_END_CHARS = "。！？!?…"
-_SENTENCE_END_CODES = np.array([ord(char) for char in SENTENCE_END_CHARS], dtype=np.uint32)
+_SENTENCE_END_TABLE = np.zeros(0x110000, dtype=np.bool_)
+_SENTENCE_END_TABLE[[ord(char) for char in SENTENCE_END_CHARS]] = True
 _ANCHOR_CONTEXT = 3  # normalized characters hashed to decide whether a sentence end is a cut
 _MEAN_SENTENCE = 30  # normalized characters between sentence ends in typical prose
 
@@ -189,10 +190,14 @@ def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.
     """Where runs of sentence-ending punctuation in ``original`` end, as positions strictly
     inside the normalized text."""
     codes = np.frombuffer(original.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    is_end = np.isin(codes, _SENTENCE_END_CODES)
+    is_end = _SENTENCE_END_TABLE[codes]
     run_ends = np.flatnonzero(is_end & ~np.append(is_end[1:], False)) + 1
-    positions = np.unique(np.searchsorted(normalized.offsets, run_ends))
-    return positions[(positions > 0) & (positions < len(normalized.text))].astype(np.int64)
+    positions = np.searchsorted(normalized.offsets, run_ends).astype(np.int64)
+    if not len(positions):
+        return positions
+    first = np.append(True, positions[1:] != positions[:-1])  # sorted; drop repeats
+    inside = first & (positions > 0) & (positions < len(normalized.text))
+    return positions[inside]
 
 
 def _crc32_table() -> npt.NDArray[np.uint32]:
