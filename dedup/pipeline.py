@@ -516,13 +516,27 @@ def passage_texts(file: FoundFile, config: ScanConfig, spans: Sequence[PassageSp
 def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Similarity]]:
     """The first passage of every distinct normalized text, and a verified link from each later
     copy to that first one (Jaccard, containment and MinHash estimate 1)."""
-    first_of: dict[str, int] = {}
-    links: list[Similarity] = []
-    for index, text in enumerate(texts):
-        first = first_of.setdefault(text, index)
-        if first != index:
-            links.append(Similarity(first, index, 1.0, 1.0, 1.0, len(text)))
-    return np.array(sorted(first_of.values()), dtype=np.int64), links
+    # Group by Python's string hash (fast, cached on the strings), then confirm each copy by
+    # comparing texts. The hash is salted per process, so a group whose texts differ (a
+    # collision) is regrouped by the texts themselves: the result never depends on the salt.
+    hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
+    _values, first_of_group, group = np.unique(hashes, return_index=True, return_inverse=True)
+    first = first_of_group[group.reshape(-1)]
+    pairs = [
+        (original, copy)
+        for original, copy in zip(first.tolist(), range(len(texts)), strict=True)
+        if original != copy
+    ]
+    if any(texts[original] != texts[copy] for original, copy in pairs):
+        first_of: dict[str, int] = {}
+        pairs = [(first_of.setdefault(text, i), i) for i, text in enumerate(texts)]
+        pairs = [(original, copy) for original, copy in pairs if original != copy]
+    links = [
+        Similarity(original, copy, 1.0, 1.0, 1.0, len(texts[copy])) for original, copy in pairs
+    ]
+    distinct = np.ones(len(texts), dtype=np.bool_)
+    distinct[[copy for _original, copy in pairs]] = False
+    return np.flatnonzero(distinct).astype(np.int64), links
 
 
 def _without_overlapping(

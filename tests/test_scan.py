@@ -160,3 +160,22 @@ def test_report_json_contract(report: dedup.Report) -> None:
     }
     ids = [c["id"] for c in data["clusters"]]
     assert ids == [f"c{n}" for n in range(1, len(ids) + 1)]
+
+
+class _Colliding(str):
+    """A text whose hash collides with every other's."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+def test_exact_copies_do_not_depend_on_string_hashes(seed_simplified: str) -> None:
+    from dedup.pipeline import _exact_copies
+
+    a, b = seed_simplified[:300], seed_simplified[300:600]
+    texts = [a, b, a, b, b]
+    for kind in (str, _Colliding):
+        distinct, links = _exact_copies([kind(text) for text in texts])
+        assert distinct.tolist() == [0, 1]
+        assert [(link.first, link.second) for link in links] == [(0, 2), (1, 3), (1, 4)]
+        assert all(link.jaccard == 1.0 and link.identical_chars == 300 for link in links)
