@@ -58,10 +58,6 @@ def representative(members: Sequence[Passage], keep: str = "longest") -> Passage
     return min(members, key=lambda member: (-(member.end - member.start), member.sort_key))
 
 
-def _ranks(entry: tuple[int, int, Pair]) -> tuple[int, int]:
-    return entry[0], entry[1]
-
-
 def cluster_pairs(
     passages: Mapping[int, Passage],
     verified: Sequence[Similarity],
@@ -73,32 +69,28 @@ def cluster_pairs(
     groups = UnionFind(max(passages, default=-1) + 1)
     for pair in verified:
         groups.union(pair.first, pair.second)
-    # Reading order, once: every later sort is by this rank.
-    ordered = sorted(
-        {i for pair in verified for i in (pair.first, pair.second)},
-        key=lambda index: passages[index].sort_key,
-    )
-    rank = {index: position for position, index in enumerate(ordered)}
     members: dict[int, list[int]] = defaultdict(list)
-    for index in ordered:
+    pairs: dict[int, list[Pair]] = defaultdict(list)
+    for index in sorted({i for pair in verified for i in (pair.first, pair.second)}):
         members[groups.find(index)].append(index)
-    pairs: dict[int, list[tuple[int, int, Pair]]] = defaultdict(list)
     for pair in verified:
-        a, b = sorted((pair.first, pair.second), key=rank.__getitem__)
-        found = Pair(
-            passages[a].id,
-            passages[b].id,
-            pair.jaccard,
-            pair.containment,
-            pair.minhash_jaccard,
-            pair.identical_chars,
+        a, b = sorted((passages[pair.first], passages[pair.second]), key=lambda p: p.sort_key)
+        pairs[groups.find(pair.first)].append(
+            Pair(
+                a.id,
+                b.id,
+                pair.jaccard,
+                pair.containment,
+                pair.minhash_jaccard,
+                pair.identical_chars,
+            )
         )
-        pairs[groups.find(a)].append((rank[a], rank[b], found))
 
     built = []
     for root, indexes in members.items():
-        cluster_members = tuple(passages[i] for i in indexes)  # already in reading order
-        cluster_pairs_ = tuple(found for _a, _b, found in sorted(pairs[root], key=_ranks))
+        cluster_members = tuple(sorted((passages[i] for i in indexes), key=lambda p: p.sort_key))
+        order = {member.id: position for position, member in enumerate(cluster_members)}
+        cluster_pairs_ = tuple(sorted(pairs[root], key=lambda pair: (order[pair.a], order[pair.b])))
         chosen = representative(cluster_members, keep).id
         direct = {pair.a for pair in cluster_pairs_ if pair.b == chosen}
         direct |= {pair.b for pair in cluster_pairs_ if pair.a == chosen}
