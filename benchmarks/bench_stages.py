@@ -1,0 +1,145 @@
+"""Each worker stage on its own, in one process, in CPU seconds (best of --repeat runs).
+
+    python benchmarks/bench_stages.py [--shared ../shared] [--repeat 3]
+
+Wall-clock time on a shared virtual machine wanders by a third from run to run; CPU time of one
+process much less, so this is the script to compare two versions of a stage with. On real text
+from ../shared/corpora (红楼梦 in Simplified, and its Traditional Project Gutenberg edition), per
+chapter as a scan does it, it prints characters per second for:
+
+- script conversion: dedup.script.convert against OpenCC converting the whole text (the result
+  is checked to be identical);
+- normalize (all steps), and segment (passage windows) on the normalized chapters;
+- signatures: dedup's compiled loop against rensa's RMinHash on prebuilt shingle lists and
+  datasketch's MinHash.update_batch (the datasketch run on the first 2,000 passages only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import opencc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from dedup.config import ScanConfig
+from dedup.fingerprint import shingles, signatures
+from dedup.models import Document
+from dedup.normalize import NormalizeConfig, normalize, prepare_tables
+from dedup.read.decode import decode_bytes
+from dedup.script import convert
+from dedup.segment import split_chapters, split_passages
+
+BOOKS = {
+    "Simplified (tennessine 红楼梦)": "tennessine-corpus/红楼梦.txt",
+    "Traditional (Gutenberg 紅樓夢)": "gutenberg/24264-0.txt",
+}
+CONFIGS = ("tw2s", "hk2s")
+
+
+def cpu_seconds(run: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        run()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    here = Path(__file__).resolve().parents[1]
+    parser.add_argument("--shared", type=Path, default=here.parent / "shared")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    config = ScanConfig()
+    prepare_tables()
+    converters = [opencc.OpenCC(name) for name in CONFIGS]
+
+    def opencc_whole(text: str) -> str:
+        for converter in converters:
+            text = converter.convert(text)
+        return text
+
+    for label, name in BOOKS.items():
+        raw = decode_bytes((args.shared / "corpora" / name).read_bytes(), None, "replace").text
+        bench_book(label, name, raw, config, opencc_whole, args.repeat)
+
+
+def bench_book(
+    label: str,
+    name: str,
+    raw: str,
+    config: ScanConfig,
+    opencc_whole: Callable[[str], str],
+    repeat: int,
+) -> None:
+    document = Document(name, "bench", None, raw)
+    chapters = [raw[c.body_start : c.end] for c in split_chapters(document)]
+    chars = sum(map(len, chapters))
+    content = [
+        normalize(c, NormalizeConfig(skip=frozenset({"script", "variants"}))).text for c in chapters
+    ]
+    content_chars = sum(map(len, content))
+    print(
+        f"{label}: {len(chapters)} chapters, {chars:,} characters ({content_chars:,} story characters)"
+    )
+
+    assert [convert(c, CONFIGS) for c in content] == [opencc_whole(c) for c in content]
+    ours = cpu_seconds(lambda: [convert(c, CONFIGS) for c in content], repeat)
+    theirs = cpu_seconds(lambda: [opencc_whole(c) for c in content], repeat)
+    print(
+        f"  script conversion: dedup {content_chars / ours / 1e6:6.2f} M chars/s, OpenCC on the "
+        f"whole text {content_chars / theirs / 1e6:6.2f} M chars/s: {theirs / ours:.1f}x (identical)"
+    )
+
+    normalized = [normalize(c) for c in chapters]
+    seconds = cpu_seconds(lambda: [normalize(c) for c in chapters], repeat)
+    print(f"  normalize (all steps): {chars / seconds / 1e6:6.2f} M chars/s")
+    parts = list(zip(split_chapters(document), normalized, strict=True))
+    seconds = cpu_seconds(
+        lambda: [split_passages(document, c, n, config.passage_chars) for c, n in parts],
+        repeat,
+    )
+    print(f"  segment (passage windows): {chars / seconds / 1e6:6.2f} M chars/s")
+
+    texts = [
+        w.normalized for c, n in parts for w in split_passages(document, c, n, config.passage_chars)
+    ]
+    signatures(texts[:10], config.ngram, config.num_perm, config.seed)  # compile first
+    ours = cpu_seconds(
+        lambda: signatures(texts, config.ngram, config.num_perm, config.seed), repeat
+    )
+    line = f"  signatures of {len(texts):,} passages: dedup {len(texts) / ours:,.0f}/s"
+    try:
+        from rensa import RMinHash
+    except ImportError:
+        line += " (pip install rensa to compare with rensa)"
+    else:
+        lists = [shingles(text, config.ngram) for text in texts]
+
+        def rensa_run() -> None:
+            for items in lists:
+                sketch = RMinHash(num_perm=config.num_perm, seed=config.seed)
+                sketch.update(items)
+                sketch.digest()
+
+        theirs = cpu_seconds(rensa_run, repeat)
+        line += f", rensa {len(texts) / theirs:,.0f}/s: {theirs / ours:.2f}x rensa"
+    from datasketch import MinHash
+
+    sample = [[s.encode("utf-8") for s in shingles(t, config.ngram)] for t in texts[:2000]]
+
+    def datasketch_run() -> None:
+        for encoded in sample:
+            MinHash(num_perm=config.num_perm, seed=config.seed).update_batch(encoded)
+
+    theirs = cpu_seconds(datasketch_run, 1) / len(sample) * len(texts)
+    print(line + f", datasketch {len(texts) / theirs:,.0f}/s: {theirs / ours:.0f}x datasketch")
+
+
+if __name__ == "__main__":
+    main()
