@@ -36,16 +36,26 @@ class Block:
     length: int
 
 
-def shared_blocks(a: str, b: str, ngram: int) -> list[Block]:
+NgramIndex = dict[str, list[int]]
+
+
+def ngram_index(text: str, ngram: int) -> NgramIndex:
+    """Where each n-gram of ``text`` starts, in order: build it once to compare many texts with
+    the same one."""
+    positions: NgramIndex = {}
+    for index in range(len(text) - ngram + 1):
+        positions.setdefault(text[index : index + ngram], []).append(index)
+    return positions
+
+
+def shared_blocks(a: str, b: str, ngram: int, index_b: NgramIndex | None = None) -> list[Block]:
     """Maximal stretches of ``a`` found in ``b``, at least ``ngram`` characters long, in the
     order of ``a``. Greedy and linear: each stretch starts at an n-gram of ``a`` that ``b`` has
     (its first occurrence in ``b`` after the previous stretch, else its first) and grows as far
-    as the two agree."""
+    as the two agree. ``index_b`` is ``ngram_index(b, ngram)``, if already built."""
     if len(a) < ngram or len(b) < ngram:
         return []
-    positions: dict[str, list[int]] = {}
-    for index in range(len(b) - ngram + 1):
-        positions.setdefault(b[index : index + ngram], []).append(index)
+    positions = index_b if index_b is not None else ngram_index(b, ngram)
     blocks: list[Block] = []
     cursor_b = 0
     index = 0
@@ -55,17 +65,32 @@ def shared_blocks(a: str, b: str, ngram: int) -> list[Block]:
             index += 1
             continue
         start_b = next((p for p in candidates if p >= cursor_b), candidates[0])
-        length = ngram
-        while (
-            index + length < len(a)
-            and start_b + length < len(b)
-            and a[index + length] == b[start_b + length]
-        ):
-            length += 1
+        length = ngram + _agreeing(a, index + ngram, b, start_b + ngram)
         blocks.append(Block(index, start_b, length))
         cursor_b = start_b + length
         index += length
     return blocks
+
+
+_CHUNK = 64
+
+
+def _agreeing(a: str, start_a: int, b: str, start_b: int) -> int:
+    """How many characters ``a[start_a:]`` and ``b[start_b:]`` agree on from their starts,
+    compared a chunk at a time (string slices compare in C) and then a character at a time."""
+    limit = min(len(a) - start_a, len(b) - start_b)
+    length = 0
+    while length < limit:
+        step = min(_CHUNK, limit - length)
+        if (
+            a[start_a + length : start_a + length + step]
+            != b[start_b + length : start_b + length + step]
+        ):
+            while a[start_a + length] == b[start_b + length]:
+                length += 1
+            return length
+        length += step
+    return length
 
 
 def _sorted_unique(keys: Keys) -> Keys:
@@ -84,12 +109,15 @@ def _member(keys: Keys, sorted_set: Keys) -> npt.NDArray[np.bool_]:
     return np.asarray(sorted_set[positions] == keys, dtype=np.bool_)
 
 
+def sorted_unique_keys(text: str, ngram: int) -> Keys:
+    """The text's shingle keys, sorted and unique (the set ``covered_chars`` compares with)."""
+    return _sorted_unique(shingle_keys(text, ngram))
+
+
 def identical_chars(a: str, b: str, ngram: int) -> int:
     """雷同字数, the count plagiarism reviewers quote: characters of ``a`` that lie in an n-gram
     ``b`` also has (normalized text, so punctuation and script do not count)."""
-    return covered_chars(
-        shingle_keys(a, ngram), _sorted_unique(shingle_keys(b, ngram)), ngram, len(a)
-    )
+    return covered_chars(shingle_keys(a, ngram), sorted_unique_keys(b, ngram), ngram, len(a))
 
 
 def covered_chars(keys_a: Keys, unique_b: Keys, ngram: int, length: int) -> int:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
+from dedup.fingerprint import shingle_keys
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
-from dedup.verify import identical_chars, shared_blocks
+from dedup.verify import covered_chars, ngram_index, shared_blocks, sorted_unique_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,40 +54,56 @@ def cluster_palette(
     config: NormalizeConfig,
 ) -> Palette:
     """``representative`` and ``others`` are (id, original text) pairs."""
+    normalized: dict[str, NormalizedText] = {}  # copies of one text are normalized once
+
+    def normalized_text(text: str) -> NormalizedText:
+        found = normalized.get(text)
+        if found is None:
+            found = normalized[text] = normalize(text, config)
+        return found
+
     rep_id, rep_text = representative
-    rep = normalize(rep_text, config)
+    rep = normalized_text(rep_text)
+    rep_index = ngram_index(rep.text, ngram)
+    rep_keys = sorted_unique_keys(rep.text, ngram)
     spans: dict[str, list[Span]] = {rep_id: []}
     identical: dict[str, int] = {}
     # Each normalized position of the representative takes the colour of the first member
-    # stretch that covers it; a stretch is coloured by where it starts in the representative.
-    colour_at: dict[int, int] = {}
-    next_colour = 0
+    # stretch that covers it (-1: none yet); a stretch is coloured by where it starts in the
+    # representative.
+    colour_at = np.full(len(rep.text), -1, dtype=np.int64)
+    colours = 0
     for member_id, text in others:
-        member = normalize(text, config)
-        identical[member_id] = identical_chars(member.text, rep.text, ngram)
+        member = normalized_text(text)
+        identical[member_id] = covered_chars(
+            shingle_keys(member.text, ngram), rep_keys, ngram, len(member.text)
+        )
         member_ranges = []
-        for block in shared_blocks(member.text, rep.text, ngram):
-            colour = colour_at.get(block.b_start)
-            if colour is None:
-                colour = next_colour
-                next_colour += 1
-            for position in range(block.b_start, block.b_start + block.length):
-                colour_at.setdefault(position, colour)
+        for block in shared_blocks(member.text, rep.text, ngram, rep_index):
+            colour = int(colour_at[block.b_start])
+            if colour < 0:
+                colour = colours
+                colours += 1
+            stretch = colour_at[block.b_start : block.b_start + block.length]
+            stretch[stretch < 0] = colour
             member_ranges.append((block.a_start, block.length, colour))
         spans[member_id] = spans_in_original(member, member_ranges)
     spans[rep_id] = spans_in_original(rep, _runs(colour_at))
-    identical[rep_id] = len(colour_at)
+    identical[rep_id] = int(np.count_nonzero(colour_at >= 0))
     return Palette(spans, identical)
 
 
-def _runs(colour_at: dict[int, int]) -> list[tuple[int, int, int]]:
-    """(start, length, colour) runs of consecutive positions with the same colour."""
-    runs: list[tuple[int, int, int]] = []
-    for position in sorted(colour_at):
-        colour = colour_at[position]
-        if runs and runs[-1][0] + runs[-1][1] == position and runs[-1][2] == colour:
-            start, length, _ = runs[-1]
-            runs[-1] = (start, length + 1, colour)
-        else:
-            runs.append((position, 1, colour))
-    return runs
+def _runs(colour_at: npt.NDArray[np.int64]) -> list[tuple[int, int, int]]:
+    """(start, length, colour) runs of consecutive coloured positions with the same colour."""
+    positions = np.flatnonzero(colour_at >= 0)
+    if not positions.size:
+        return []
+    colours = colour_at[positions]
+    starts = np.flatnonzero(
+        np.concatenate(([True], (np.diff(positions) != 1) | (np.diff(colours) != 0)))
+    )
+    ends = np.append(starts[1:], positions.size)
+    return [
+        (int(positions[start]), int(end - start), int(colours[start]))
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+    ]
