@@ -13,9 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dedup.fingerprint import shingle_keys
+from dedup.fingerprint import Keys, shingle_keys
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
-from dedup.verify import covered_chars, ngram_index, shared_blocks, sorted_unique_keys
+from dedup.verify import (
+    Block,
+    NgramIndex,
+    covered_chars,
+    ngram_index,
+    shared_blocks,
+    sorted_unique_keys,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +71,8 @@ def cluster_palette(
 
     rep_id, rep_text = representative
     rep = normalized_text(rep_text)
-    rep_index = ngram_index(rep.text, ngram)
-    rep_keys = sorted_unique_keys(rep.text, ngram)
+    rep_index: NgramIndex | None = None  # built when a member differs from the representative
+    rep_keys: Keys | None = None
     spans: dict[str, list[Span]] = {rep_id: []}
     identical: dict[str, int] = {}
     # Each normalized position of the representative takes the colour of the first member
@@ -75,11 +82,19 @@ def cluster_palette(
     colours = 0
     for member_id, text in others:
         member = normalized_text(text)
-        identical[member_id] = covered_chars(
-            shingle_keys(member.text, ngram), rep_keys, ngram, len(member.text)
-        )
+        if member.text == rep.text:  # the usual case: the same scene, other script or layout
+            identical[member_id] = len(member.text)
+            blocks = [Block(0, 0, len(rep.text))] if len(rep.text) >= ngram else []
+        else:
+            if rep_index is None or rep_keys is None:
+                rep_index = ngram_index(rep.text, ngram)
+                rep_keys = sorted_unique_keys(rep.text, ngram)
+            identical[member_id] = covered_chars(
+                shingle_keys(member.text, ngram), rep_keys, ngram, len(member.text)
+            )
+            blocks = shared_blocks(member.text, rep.text, ngram, rep_index)
         member_ranges = []
-        for block in shared_blocks(member.text, rep.text, ngram, rep_index):
+        for block in blocks:
             colour = int(colour_at[block.b_start])
             if colour < 0:
                 colour = colours
