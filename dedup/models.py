@@ -255,16 +255,19 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     jobs: int = field(default=1, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, clusters: bool = True) -> dict[str, Any]:
+        """The report as plain data (without the clusters, which are most of it, if asked)."""
+        data = {
             "report_format": 1,
             "dedup_version": self.dedup_version,
             "options": self.options,
             "summary": self.summary.to_dict(),
             "inputs": [entry.to_dict() for entry in self.inputs],
             "skipped": [entry.to_dict() for entry in self.skipped],
-            "clusters": [cluster.to_dict() for cluster in self.clusters],
         }
+        if clusters:
+            data["clusters"] = [cluster.to_dict() for cluster in self.clusters]
+        return data
 
     def to_json(self) -> str:
         from dedup.report.json import report_to_json

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 from collections import Counter
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from dedup.models import Cluster, Report
 from dedup.normalize import NormalizeConfig
@@ -73,13 +75,10 @@ def _cluster_data(cluster: Cluster, ngram: int, config: NormalizeConfig) -> dict
     }
 
 
-def report_data(report: Report) -> dict[str, Any]:
-    """Everything the page shows, as plain data."""
+def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
+    """Everything the page shows, as plain data (without the clusters, if asked:
+    ``cluster_data`` gives them one at a time)."""
     options = report.options
-    config = NormalizeConfig(
-        script=options["script"], skip=frozenset(options.get("skip_steps", ()))
-    )
-    ngram = int(options["ngram"])
     files: Counter[str] = Counter()
     passages: Counter[str] = Counter()
     for entry in report.inputs:
@@ -118,35 +117,56 @@ def report_data(report: Report) -> dict[str, Any]:
         "overlap": [[a, b, count] for (a, b), count in sorted(overlap.items())],
         "histogram": histogram,
         "skipped": [entry.to_dict() for entry in report.skipped],
-        "clusters": [_cluster_data(cluster, ngram, config) for cluster in report.clusters],
+        **({"clusters": list(cluster_data(report))} if clusters else {}),
     }
 
 
-def _script_json(data: dict[str, Any]) -> str:
+def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
+    """Each cluster as the page shows it (members, palette, pairs), one at a time."""
+    options = report.options
+    config = NormalizeConfig(
+        script=options["script"], skip=frozenset(options.get("skip_steps", ()))
+    )
+    for cluster in report.clusters:
+        yield _cluster_data(cluster, int(options["ngram"]), config)
+
+
+def _script_json(data: Any) -> str:
     """JSON that cannot end its <script> block or open a comment, whatever the data holds."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def render_html(report: Report) -> str:
+    buffer = io.StringIO()
+    write_page(report, buffer)
+    return buffer.getvalue()
+
+
+def write_page(report: Report, out: TextIO) -> None:
+    """index.html, written as it is built: the page's data goes out a cluster at a time."""
     static = resources.files("dedup").joinpath("report/static")
     style = static.joinpath("report.css").read_text("utf-8")
     script = static.joinpath("report.js").read_text("utf-8")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
-    return (
+    out.write(
         '<!DOCTYPE html>\n<html lang="zh"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         f"<title>dedup report</title><style>{style}</style></head><body>"
         "<noscript>This report needs JavaScript to draw; report.json holds the same data.</noscript>"
         '<main id="app"></main>'
-        f'<script type="application/json" id="report-data">{_script_json(report_data(report))}</script>'
-        f"<script>{script}</script></body></html>\n"
+        '<script type="application/json" id="report-data">'
     )
+    out.write(_script_json(report_data(report, clusters=False))[: -len("}")] + ',"clusters":[')
+    for number, data in enumerate(cluster_data(report)):
+        out.write(("," if number else "") + _script_json(data))
+    out.write(f"]}}</script><script>{script}</script></body></html>\n")
 
 
 def write_html(report: Report, directory: Path) -> Path:
     path = directory / INDEX_FILE
-    path.write_text(render_html(report), encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as handle:
+        write_page(report, handle)
     return path

@@ -4,9 +4,10 @@ between identical runs. ``load_report`` reads report.json back, so outputs can b
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from dedup.errors import DedupError
 from dedup.models import Cluster, InputFile, Pair, Passage, Report, Skipped, Summary
@@ -19,7 +20,22 @@ DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
 
 
 def report_to_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n"
+    buffer = io.StringIO()
+    write_report_json(report, buffer)
+    return buffer.getvalue()
+
+
+def write_report_json(report: Report, out: TextIO) -> None:
+    """report.json, written as it is built: the top level indented, then one cluster per line
+    (a report of a large dump holds gigabytes of text; each cluster is encoded on its own, by
+    json's C encoder, and written before the next is)."""
+    top = report.to_dict(clusters=False)
+    head = json.dumps(top, ensure_ascii=False, indent=2)
+    out.write(head[: -len("\n}")] + ',\n  "clusters": [')
+    for number, cluster in enumerate(report.clusters):
+        out.write(",\n" if number else "\n")
+        out.write(json.dumps(cluster.to_dict(), ensure_ascii=False))
+    out.write("\n  ]\n}\n" if report.clusters else "]\n}\n")
 
 
 def run_to_json(report: Report) -> str:
@@ -40,10 +56,10 @@ def write_report(
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, content in ((REPORT_FILE, report_to_json(report)), (RUN_FILE, run_to_json(report))):
-        path = directory / name
-        path.write_text(content, encoding="utf-8")
-        written.append(path)
+    with open(directory / REPORT_FILE, "w", encoding="utf-8") as handle:
+        write_report_json(report, handle)
+    (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
+    written += [directory / REPORT_FILE, directory / RUN_FILE]
     if "html" in formats:
         written.append(write_html(report, directory))
     written += write_tables(report, directory, set(formats))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 from dedup.models import Report
 
@@ -23,64 +25,83 @@ PAIR_COLUMNS = [
 ]  # fmt: skip
 
 
-def _csv(rows: list[list[object]], header: list[str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> None:
+    out.write("\ufeff")  # so that spreadsheet programs read UTF-8
+    writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
     writer.writerows(["" if value is None else value for value in row] for row in rows)
-    return "\ufeff" + buffer.getvalue()
 
 
-def clusters_csv(report: Report) -> str:
-    rows: list[list[object]] = []
+def _to_string(write: Callable[[TextIO], None]) -> str:
+    buffer = io.StringIO()
+    write(buffer)
+    return buffer.getvalue()
+
+
+def _cluster_rows(report: Report) -> Iterator[list[object]]:
     for cluster in report.clusters:
         for member in cluster.members:
-            rows.append(
-                [
-                    cluster.id,
-                    len(cluster.members),
-                    int(member.id == cluster.representative),
-                    member.id,
-                    member.source,
-                    member.path,
-                    member.record,
-                    member.record_id,
-                    member.chapter,
-                    member.title,
-                    member.start,
-                    member.end,
-                    len(member.text),
-                    member.text,
-                ]
-            )
-    return _csv(rows, CLUSTER_COLUMNS)
+            yield [
+                cluster.id,
+                len(cluster.members),
+                int(member.id == cluster.representative),
+                member.id,
+                member.source,
+                member.path,
+                member.record,
+                member.record_id,
+                member.chapter,
+                member.title,
+                member.start,
+                member.end,
+                len(member.text),
+                member.text,
+            ]
 
 
-def pairs_csv(report: Report) -> str:
-    rows: list[list[object]] = []
+def _pair_rows(report: Report) -> Iterator[list[object]]:
     for cluster in report.clusters:
         for pair in cluster.pairs:
             values = pair.to_dict()
-            rows.append([cluster.id, *(values[column] for column in PAIR_COLUMNS[1:])])
-    return _csv(rows, PAIR_COLUMNS)
+            yield [cluster.id, *(values[column] for column in PAIR_COLUMNS[1:])]
+
+
+def write_clusters_csv(report: Report, out: TextIO) -> None:
+    _write_csv(out, _cluster_rows(report), CLUSTER_COLUMNS)
+
+
+def write_pairs_csv(report: Report, out: TextIO) -> None:
+    _write_csv(out, _pair_rows(report), PAIR_COLUMNS)
+
+
+def write_clusters_jsonl(report: Report, out: TextIO) -> None:
+    for cluster in report.clusters:
+        out.write(json.dumps(cluster.to_dict(), ensure_ascii=False) + "\n")
+
+
+def clusters_csv(report: Report) -> str:
+    return _to_string(lambda out: write_clusters_csv(report, out))
+
+
+def pairs_csv(report: Report) -> str:
+    return _to_string(lambda out: write_pairs_csv(report, out))
 
 
 def clusters_jsonl(report: Report) -> str:
-    return "".join(
-        json.dumps(cluster.to_dict(), ensure_ascii=False) + "\n" for cluster in report.clusters
-    )
+    return _to_string(lambda out: write_clusters_jsonl(report, out))
 
 
 def write_tables(report: Report, directory: Path, formats: set[str]) -> list[Path]:
-    written = []
-    outputs = []
+    """The CSV and JSON Lines files in ``formats``, each written row by row."""
+    writers: list[tuple[str, Callable[[Report, TextIO], None]]] = []
     if "csv" in formats:
-        outputs += [(CLUSTERS_CSV, clusters_csv(report)), (PAIRS_CSV, pairs_csv(report))]
+        writers += [(CLUSTERS_CSV, write_clusters_csv), (PAIRS_CSV, write_pairs_csv)]
     if "jsonl" in formats:
-        outputs.append((CLUSTERS_JSONL, clusters_jsonl(report)))
-    for name, content in outputs:
+        writers.append((CLUSTERS_JSONL, write_clusters_jsonl))
+    written = []
+    for name, write in writers:
         path = directory / name
         with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
+            write(report, handle)
         written.append(path)
     return written
