@@ -92,8 +92,9 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         for member in cluster.members:
             duplicated[member.source] += 1
             duplicated_characters[member.source] += len(member.text)
-        for a in cluster.sources:
-            for b in cluster.sources:
+        sources = cluster.sources  # computed on each access
+        for a in sources:
+            for b in sources:
                 if a <= b:
                     overlap[(a, b)] += 1
         for pair in cluster.pairs:

@@ -73,6 +73,7 @@ def cluster_palette(
     rep = normalized_text(rep_text)
     rep_index: NgramIndex | None = None  # built when a member differs from the representative
     rep_keys: Keys | None = None
+    compared: dict[str, tuple[int, list[Block]]] = {}  # normalized text -> its alignment
     spans: dict[str, list[Span]] = {rep_id: []}
     identical: dict[str, int] = {}
     # Each normalized position of the representative takes the colour of the first member
@@ -85,6 +86,8 @@ def cluster_palette(
         if member.text == rep.text:  # the usual case: the same scene, other script or layout
             identical[member_id] = len(member.text)
             blocks = [Block(0, 0, len(rep.text))] if len(rep.text) >= ngram else []
+        elif member.text in compared:  # another copy of a text already aligned
+            identical[member_id], blocks = compared[member.text]
         else:
             if rep_index is None or rep_keys is None:
                 rep_index = ngram_index(rep.text, ngram)
@@ -93,6 +96,7 @@ def cluster_palette(
                 shingle_keys(member.text, ngram), rep_keys, ngram, len(member.text)
             )
             blocks = shared_blocks(member.text, rep.text, ngram, rep_index)
+            compared[member.text] = identical[member_id], blocks
         member_ranges = []
         for block in blocks:
             colour = int(colour_at[block.b_start])
