@@ -62,7 +62,7 @@ class PassageSpan:
 
     @property
     def sort_key(self) -> tuple[str, int, int, int]:
-        return (self.path, -1 if self.record is None else self.record, self.start, self.end)
+        return reading_order(self.path, self.record, self.start, self.end)
 
     def with_text(self, text: str) -> Passage:
         return Passage(
@@ -96,8 +96,7 @@ class Passage:
 
     @property
     def sort_key(self) -> tuple[str, int, int, int]:
-        """Reading order: by file, record and position (ids sort offsets as strings)."""
-        return (self.path, -1 if self.record is None else self.record, self.start, self.end)
+        return reading_order(self.path, self.record, self.start, self.end)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +115,12 @@ class Passage:
 
 # In a report a passage is a cluster "member"; the library uses both names for the same record.
 Member = Passage
+
+
+def reading_order(path: str, record: int | None, start: int, end: int) -> tuple[str, int, int, int]:
+    """The sort key of a passage: by file, record and position (ids would sort offsets as
+    strings)."""
+    return (path, -1 if record is None else record, start, end)
 
 
 def passage_id(path: str, record: int | None, start: int, end: int) -> str:
