@@ -29,6 +29,7 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _MASK64 = (1 << 64) - 1
 _MAX_HASH = np.uint32(0xFFFFFFFF)
+_CHUNK_CHARS = 1 << 15
 
 Keys = npt.NDArray[np.uint64]
 Signatures = npt.NDArray[np.uint32]
@@ -89,11 +90,19 @@ def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Si
     An empty text keeps the empty signature (every value 2**32 - 1), as in datasketch."""
     a, b = permutations(num_perm, seed)
     result = np.full((len(texts), num_perm), _MAX_HASH, dtype=np.uint32)
-    if texts:
-        codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        starts = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(lengths)))
-        _sign_kernel(codes, starts, ngram, a, b, result)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lengths)
+    first = 0
+    while first < len(texts):
+        # A chunk of texts at a time: its joined and encoded copies are small enough to come
+        # from memory just freed by the chunk before, not from fresh pages (whose first touch
+        # cost a fifth of the stage when all texts were joined at once).
+        before = int(ends[first] - lengths[first])
+        stop = max(first + 1, int(np.searchsorted(ends, before + _CHUNK_CHARS, side="right")))
+        codes = np.frombuffer("".join(texts[first:stop]).encode("utf-32-le"), dtype=np.uint32)
+        starts = np.concatenate((np.zeros(1, dtype=np.int64), ends[first:stop] - before))
+        _sign_kernel(codes, starts, ngram, a, b, result[first:stop])
+        first = stop
     return result
 
 

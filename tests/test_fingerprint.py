@@ -43,11 +43,18 @@ def test_vectorized_shingle_hash_equals_the_reference(seed_traditional: str) -> 
     assert (keys >> np.uint64(32)).astype(np.uint32).tolist() == expected
 
 
-def test_batch_boundaries_do_not_change_signatures(seed_simplified: str) -> None:
-    texts = _passages(seed_simplified) * 40  # more shingles than one block holds
+@pytest.mark.parametrize("chunk_chars", [1, 1000, 1 << 20])
+def test_chunk_boundaries_do_not_change_signatures(
+    monkeypatch: pytest.MonkeyPatch, seed_simplified: str, chunk_chars: int
+) -> None:
+    from dedup import fingerprint
+
+    monkeypatch.setattr(fingerprint, "_CHUNK_CHARS", chunk_chars)
+    texts = [*_passages(seed_simplified) * 40, "", "短", *_passages(seed_simplified)]
     together = signatures(texts, 5, 64, 1)
     alone = np.concatenate([signatures([text], 5, 64, 1) for text in texts])
     assert np.array_equal(together, alone)
+    assert (together[len(texts) - len(_passages(seed_simplified)) - 2] == 2**32 - 1).all()
 
 
 def test_a_signature_table_reads_like_the_joined_array(
