@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -239,6 +240,21 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
                     "repeated-lines", 1, original[start:end].strip() if config.explain else None
                 )
 
+    if _FAST_STEPS.isdisjoint(config.skip):
+        kept, kept_offsets, counts = _keep_and_fold(
+            codes,
+            keep,
+            _placeholder_table(),
+            _content_table(),
+            _expanding_table(),
+            _width_table(),
+        )
+        if counts[3] == 0:  # no character NFKC expands: the fused pass is the whole story
+            stats.add("placeholders", int(counts[0]))
+            stats.add("punctuation", int(counts[1]))
+            stats.add("width", int(counts[2]))
+            return _convert_and_finish(original, kept, kept_offsets, config, stats)
+
     offsets = np.arange(len(original), dtype=np.int64)
     if config.on("placeholders"):
         placeholder = _table_mask(codes, _placeholder_table()) & keep
@@ -263,7 +279,59 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         folded = _fold(codes, _width_table())
         stats.add("width", int(np.count_nonzero(folded != codes)))
         codes = folded
+    return _convert_and_finish(original, codes, offsets, config, stats)
 
+
+# With these steps on (the default), dropping placeholders and punctuation and folding widths
+# is one compiled pass (_keep_and_fold); otherwise, or when a character NFKC expands into
+# several is kept, the same steps run as separate numpy operations.
+_FAST_STEPS = frozenset({"placeholders", "punctuation", "width"})
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _keep_and_fold(
+    codes: npt.NDArray[np.uint32],
+    keep: npt.NDArray[np.bool_],
+    placeholder: npt.NDArray[np.bool_],
+    content: npt.NDArray[np.bool_],
+    expanding: npt.NDArray[np.bool_],
+    width: npt.NDArray[np.uint32],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The kept characters that are content, width-folded, with their offsets; and counts of
+    placeholders dropped, other non-content characters dropped, characters folded, and kept
+    characters that NFKC expands (the caller's slow path handles those)."""
+    out = np.empty(codes.shape[0], dtype=np.uint32)
+    offsets = np.empty(codes.shape[0], dtype=np.int64)
+    counts = np.zeros(4, dtype=np.int64)
+    kept = 0
+    for index in range(codes.shape[0]):
+        if not keep[index]:
+            continue
+        code = codes[index]
+        if placeholder[code]:
+            counts[0] += 1
+        elif not content[code]:
+            counts[1] += 1
+        else:
+            if expanding[code]:
+                counts[3] += 1
+            folded = width[code]
+            if folded != code:
+                counts[2] += 1
+            out[kept] = folded
+            offsets[kept] = index
+            kept += 1
+    return out[:kept], offsets[:kept], counts
+
+
+def _convert_and_finish(
+    original: str,
+    codes: npt.NDArray[np.uint32],
+    offsets: npt.NDArray[np.int64],
+    config: NormalizeConfig,
+    stats: NormalizeStats,
+) -> NormalizedText:
+    """The script and variant steps, and the normalized text."""
     converted = np.zeros(len(codes), dtype=np.bool_)
     if config.on("script"):
         # Always through Simplified: every Traditional standard converges on it and the variant

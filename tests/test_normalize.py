@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import unicodedata
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import opencc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup.models import Document
-from dedup.normalize import NormalizeConfig, line_key, line_keys, normalize
+from dedup.normalize import NormalizeConfig, NormalizedText, line_key, line_keys, normalize
 from dedup.segment import split_chapters
 
 
@@ -154,3 +156,49 @@ def test_line_keys_keep_the_characters_line_key_keeps_across_all_of_unicode() ->
         chr(code) for code in range(0x110000) if code != 10 and not 0xD800 <= code < 0xE000
     )
     assert line_keys(every) == [line_key(every)]
+
+
+def _separate_steps_normalize(text: str) -> NormalizedText:
+    """normalize() made to take its numpy path: the fused pass reports an expanding character."""
+    from dedup import normalize as module
+
+    fused = module._keep_and_fold
+
+    def reporting_expansion(*args: Any) -> Any:
+        kept, offsets, counts = fused(*args)
+        counts = counts.copy()
+        counts[3] = 1
+        return kept, offsets, counts
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_keep_and_fold", reporting_expansion)
+        return normalize(text)
+
+
+def _same(a: NormalizedText, b: NormalizedText) -> bool:
+    return (
+        a.text == b.text
+        and np.array_equal(a.offsets, b.offsets)
+        and np.array_equal(a.converted, b.converted)
+        and a.stats.counts == b.stats.counts
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from("話说了，。 \n\u3000ＡＢａ１２*＊□〇×㈠①ｶ㍿é\u200b\ue000"),
+        max_size=60,
+    )
+)
+def test_the_fused_pass_equals_the_separate_steps(text: str) -> None:
+    assert _same(normalize(text), _separate_steps_normalize(text))
+
+
+def test_the_fused_pass_equals_the_separate_steps_on_real_chapters(
+    seed_traditional: str, seed_with_ads: str, hongloumeng_simplified: str
+) -> None:
+    for text in (seed_traditional, seed_with_ads, hongloumeng_simplified):
+        fast = normalize(text)
+        assert fast.stats.counts.get("punctuation", 0) > 100
+        assert _same(fast, _separate_steps_normalize(text))
