@@ -26,7 +26,7 @@ from tqdm import tqdm
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
-from dedup.errors import DedupError, InputPathError
+from dedup.errors import InputPathError
 from dedup.fingerprint import SignatureTable, signatures
 from dedup.models import (
     Chapter,
@@ -52,6 +52,7 @@ from dedup.read import (
     FoundFile,
     ReadResult,
     discover_inputs,
+    file_stamp,
     read_bytes,
     read_file,
 )
@@ -444,7 +445,12 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         with timer("member texts"):
             # Only the passages that cluster are shown with their text: read it back now rather
             # than carry the text of every passage of the dump through the scan.
-            members = _member_passages(verified, spans, prepared.files_of_spans, config, executor)
+            members, changed = _member_passages(
+                verified, spans, prepared.files_of_spans, config, executor
+            )
+            if changed:
+                verified = [p for p in verified if p.first in members and p.second in members]
+                prepared.skipped += [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
         with timer("cluster"):
             clusters = cluster_pairs(members, verified, config.keep, config.max_cluster_size)
 
@@ -466,15 +472,21 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
     )
 
 
+CHANGED_WHILE_SCANNING = (
+    "changed while dedup was scanning it; its passages are left out: scan again"
+)
+
+
 def _member_passages(
     verified: Sequence[Similarity],
     spans: Sequence[PassageSpan],
     files_of_spans: Sequence[FoundFile],
     config: ScanConfig,
     executor: Executor | None,
-) -> dict[int, Passage]:
+) -> tuple[dict[int, Passage], list[str]]:
     """The passages of the verified pairs, by index, with their text read back from their
-    files (each file read once, in the worker pool)."""
+    files (each file read once, in the worker pool); and the files whose text is no longer
+    where the scan found it (changed since), whose passages are left out."""
     indexes = sorted({i for pair in verified for i in (pair.first, pair.second)})
     by_file: dict[str, tuple[FoundFile, list[int]]] = {}
     for index in indexes:
@@ -489,18 +501,27 @@ def _member_passages(
         else map(passage_texts, found_files, repeat(config), wanted)
     )
     members: dict[int, Passage] = {}
-    for (_file, group), group_texts in zip(groups, texts, strict=True):
+    changed: list[str] = []
+    for (file, group), group_texts in zip(groups, texts, strict=True):
+        if any(text is None for text in group_texts):
+            changed.append(file.path)
+            continue
         for index, text in zip(group, group_texts, strict=True):
-            members[index] = spans[index].with_text(text)
-    return members
+            members[index] = spans[index].with_text(text or "")
+    return members, changed
 
 
-def passage_texts(file: FoundFile, config: ScanConfig, spans: Sequence[PassageSpan]) -> list[str]:
-    """The texts of ``spans``, all in ``file``, read from it once more."""
+def passage_texts(
+    file: FoundFile, config: ScanConfig, spans: Sequence[PassageSpan]
+) -> list[str | None]:
+    """The texts of ``spans``, all in ``file``, read from it once more (None where the file no
+    longer has the span: it changed after it was scanned)."""
     wanted: dict[tuple[str, int | None], list[int]] = {}
     for position, span in enumerate(spans):
         wanted.setdefault((span.path, span.record), []).append(position)
     texts: list[str | None] = [None] * len(spans)
+    if file.stamp is not None and file_stamp(file.fs_path) != file.stamp:
+        return texts
     for result in read_file(file, config):
         for document in result.documents:
             for position in wanted.get((document.path, document.record), ()):
@@ -508,9 +529,7 @@ def passage_texts(file: FoundFile, config: ScanConfig, spans: Sequence[PassageSp
                 end = spans[position].end - document.base
                 if start >= 0 and end <= len(document.text):
                     texts[position] = document.text[start:end]
-    if any(text is None for text in texts):
-        raise DedupError(f"{file.path} changed while dedup was scanning it: scan it again")
-    return [text or "" for text in texts]
+    return texts
 
 
 def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Similarity]]:

@@ -6,6 +6,7 @@ import itertools
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,3 +180,31 @@ def test_exact_copies_do_not_depend_on_string_hashes(seed_simplified: str) -> No
         assert distinct.tolist() == [0, 1]
         assert [(link.first, link.second) for link in links] == [(0, 2), (1, 3), (1, 4)]
         assert all(link.jaccard == 1.0 and link.identical_chars == 300 for link in links)
+
+
+def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed_simplified: str
+) -> None:
+    from dedup import pipeline
+
+    for site in ("a", "b", "c"):
+        (tmp_path / site).mkdir()
+        (tmp_path / site / "chapter.txt").write_text(seed_simplified, "utf-8")
+    changing = tmp_path / "b" / "chapter.txt"
+    first_pass = pipeline._prepare_all
+
+    def then_edit(*args: Any, **kwargs: Any) -> Any:
+        prepared = first_pass(*args, **kwargs)
+        changing.write_text("（作者修改）" + seed_simplified, "utf-8")  # every offset moves
+        return prepared
+
+    monkeypatch.setattr(pipeline, "_prepare_all", then_edit)
+    report = dedup.scan([str(tmp_path)], jobs=1)
+    assert [(entry.path, entry.reason) for entry in report.skipped] == [
+        (changing.as_posix(), pipeline.CHANGED_WHILE_SCANNING)
+    ]
+    assert report.clusters
+    for cluster in report.clusters:
+        assert {member.source for member in cluster.members} == {"a", "c"}
+        for member in cluster.members:
+            assert seed_simplified[member.start : member.end] == member.text

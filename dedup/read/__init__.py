@@ -14,7 +14,7 @@ from dedup.config import ScanConfig
 from dedup.models import Document, Skipped
 from dedup.read.containers import RawInput, raw_inputs
 from dedup.read.decode import DecodeFailure, decode_bytes, decode_stream, detect_encoding
-from dedup.read.discover import FoundFile, discover_inputs
+from dedup.read.discover import FoundFile, discover_inputs, file_stamp
 from dedup.read.epub import NotAnEpub, documents_from_epub
 from dedup.read.html import visible_text
 from dedup.read.jsonl import (
@@ -33,6 +33,7 @@ __all__ = [
     "FoundFile",
     "ReadResult",
     "discover_inputs",
+    "file_stamp",
     "read_bytes",
     "read_file",
 ]

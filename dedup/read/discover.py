@@ -38,6 +38,8 @@ class FoundFile:
     format: str
     fs_path: str
     compression: str | None = None
+    # (size, modification time in ns) when found: a later read can tell the file has changed
+    stamp: tuple[int, int] | None = None
 
 
 def _display(path: PurePath | str) -> str:
@@ -99,6 +101,15 @@ def _walk(root: Path, skipped: dict[str, Skipped]) -> list[tuple[Path, str]]:
     return entries
 
 
+def file_stamp(path: str) -> tuple[int, int] | None:
+    """(size, modification time in ns) of ``path``; None if it cannot be read."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
+
+
 def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str, Skipped]) -> None:
     where = _display(file)
     try:
@@ -121,7 +132,7 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
             where, f"not a supported format (supported: {known}, each also as {squeezed})"
         )
         return
-    candidate = FoundFile(where, source, file_format, str(file), compression)
+    candidate = FoundFile(where, source, file_format, str(file), compression, file_stamp(real))
     # The same file reached through two given paths is read once, under the first name in order.
     previous = found.get(real)
     if previous is None or candidate.path < previous.path:
