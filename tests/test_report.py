@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -235,3 +236,43 @@ def test_no_script_from_the_data_runs_in_a_real_browser(tmp_path: Path) -> None:
     body = dom.split("<body", 1)[1].split(">", 1)[0]
     assert 'data-ready="1"' in body and "data-pwned" not in body
     assert "&lt;script&gt;document.body.setAttribute" in dom  # shown as text
+
+
+def _page_data(page: str) -> dict[str, Any]:
+    found = re.search(r'id="report-data">(.*?)</script>', page, re.S)
+    assert found is not None
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
+def test_a_page_too_big_for_a_browser_holds_the_largest_clusters(
+    monkeypatch: pytest.MonkeyPatch, samples: Path
+) -> None:
+    from dedup.report import html
+
+    report = dedup.scan([str(samples)], jobs=1)
+    whole = _page_data(render_html(report))
+    assert len(whole["clusters"]) == whole["clusters_total"] == len(report.clusters)
+    monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 5000)
+    capped = _page_data(render_html(report))
+    shown = [cluster["id"] for cluster in capped["clusters"]]
+    assert 0 < len(shown) < len(report.clusters) == capped["clusters_total"]
+    assert shown == [cluster.id for cluster in report.clusters[: len(shown)]]  # largest first
+    text = sum(len(m["text"]) for c in capped["clusters"] for m in c["members"])
+    assert text <= 5000 < text + sum(len(m.text) for m in report.clusters[len(shown)].members)
+    assert capped["summary"] == whole["summary"] and capped["overlap"] == whole["overlap"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_a_capped_page_says_where_the_other_clusters_are(
+    monkeypatch: pytest.MonkeyPatch, samples: Path, tmp_path: Path
+) -> None:
+    from dedup.report import html
+
+    monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 5000)
+    report = dedup.scan([str(samples)], jobs=1)
+    out = tmp_path / "report"
+    dedup.report.write_report(report, out)
+    dom = _chromium(tmp_path, (out / "index.html").as_uri(), "--dump-dom")
+    shown = len(_page_data((out / "index.html").read_text("utf-8"))["clusters"])
+    assert f"holds the {shown} largest of {len(report.clusters)} clusters" in dom

@@ -30,6 +30,10 @@ from dedup.report.palette import cluster_palette
 
 INDEX_FILE = "index.html"
 HISTOGRAM_BINS = 20
+# The page carries the members' text of the largest clusters up to about this many characters
+# (some 60 MB of page): far more and a browser no longer opens it. The overview counts every
+# cluster; report.json, clusters.jsonl and clusters.csv hold them all.
+PAGE_TEXT_BUDGET = 20_000_000
 
 
 def _cluster_data(cluster: Cluster, ngram: int, config: NormalizeConfig) -> dict[str, Any]:
@@ -118,17 +122,23 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         "overlap": [[a, b, count] for (a, b), count in sorted(overlap.items())],
         "histogram": histogram,
         "skipped": [entry.to_dict() for entry in report.skipped],
+        "clusters_total": len(report.clusters),
         **({"clusters": list(cluster_data(report))} if clusters else {}),
     }
 
 
 def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
-    """Each cluster as the page shows it (members, palette, pairs), one at a time."""
+    """Each cluster the page shows (members, palette, pairs), one at a time, largest first,
+    up to PAGE_TEXT_BUDGET characters of member text (always at least one cluster)."""
     options = report.options
     config = NormalizeConfig(
         script=options["script"], skip=frozenset(options.get("skip_steps", ()))
     )
-    for cluster in report.clusters:
+    characters = 0
+    for number, cluster in enumerate(report.clusters):
+        characters += sum(len(member.text) for member in cluster.members)
+        if number and characters > PAGE_TEXT_BUDGET:
+            return
         yield _cluster_data(cluster, int(options["ngram"]), config)
 
 

@@ -141,6 +141,12 @@
       if (state.open === cluster.id) rows.append(el("tr", {}, el("td", {colspan: "6", class: "left"}, clusterView(cluster))));
     }
     section.append(el("p", {class: "muted", id: "shown-count"}, `${fmt(shown.length)} of ${fmt(data.clusters.length)} clusters shown`), rows);
+    if (data.clusters.length < data.clusters_total) {
+      section.insertBefore(el("p", {class: "notice", id: "page-limit"},
+        `This page holds the ${fmt(data.clusters.length)} largest of ${fmt(data.clusters_total)} clusters: ` +
+        "with the text of all of them it would be too big for a browser to open. The overview above counts every cluster; " +
+        "report.json, clusters.jsonl and clusters.csv beside this file hold them all."), section.children[1]);
+    }
     const pages = Math.ceil(shown.length / PAGE);
     if (pages > 1) {
       section.append(el("div", {class: "pager"}, `page ${state.page + 1} of ${pages}`,
