@@ -19,10 +19,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 import numpy.typing as npt
 from datasketch import MinHash
+
+from dedup.compiled import compiled
 
 SHINGLE_MULTIPLIER = np.uint64(0x100000001B3)  # the 64-bit FNV prime: odd, spreads code points
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -160,7 +161,7 @@ class SignatureTable:
         return out
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _sign_kernel(
     codes: npt.NDArray[np.uint32],
     starts: npt.NDArray[np.int64],

@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
+from dedup.compiled import compiled
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
 from dedup.script import convert, convert_codes
@@ -140,8 +140,8 @@ def boilerplate_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...
     lower case); a pattern without triggers is always tried."""
     patterns = []
     for pattern, triggers, *_why in _data_lines("boilerplate.tsv"):
-        compiled = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
-        patterns.append((compiled, tuple(t for t in triggers.split("|") if t)))
+        expression = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+        patterns.append((expression, tuple(t for t in triggers.split("|") if t)))
     return tuple(patterns)
 
 
@@ -288,7 +288,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
 _FAST_STEPS = frozenset({"placeholders", "punctuation", "width"})
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _keep_and_fold(
     codes: npt.NDArray[np.uint32],
     keep: npt.NDArray[np.bool_],

@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import numba
 import numpy as np
 import numpy.typing as npt
 import opencc
+
+from dedup.compiled import compiled
 
 __all__ = [
     "FAST_CONFIGS",
@@ -166,7 +167,7 @@ def _convert_runs(
     return out
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _plan_runs(
     codes: npt.NDArray[np.uint32], kind: npt.NDArray[np.uint8], alone: npt.NDArray[np.uint32]
 ) -> tuple[
@@ -212,7 +213,7 @@ def _plan_runs(
     return out, joined, starts[:runs], ends[:runs]
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _place_runs(
     out: npt.NDArray[np.uint32],
     converted: npt.NDArray[np.uint32],

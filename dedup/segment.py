@@ -15,10 +15,10 @@ import itertools
 import re
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
+from dedup.compiled import compiled
 from dedup.models import Chapter, Document, PassageSpan
 from dedup.normalize import NormalizedText
 
@@ -213,7 +213,7 @@ def _crc32_table() -> npt.NDArray[np.uint32]:
 _CRC32 = _crc32_table()
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _cuts(
     codes: npt.NDArray[np.uint32],
     candidates: npt.NDArray[np.int64],
@@ -251,7 +251,7 @@ def _cuts(
     return cuts[: count + 1].copy()
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _is_anchor(codes: npt.NDArray[np.uint32], position: int, modulus: int) -> bool:
     """Whether zlib's CRC-32 of the UTF-8 encoding of the few characters before ``position``
     is a multiple of ``modulus``."""
@@ -275,7 +275,7 @@ def _is_anchor(codes: npt.NDArray[np.uint32], position: int, modulus: int) -> bo
     return bool((crc ^ 0xFFFFFFFF) % modulus == 0)
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@compiled
 def _crc_byte(crc: int, byte: int) -> int:
     return int(_CRC32[(crc ^ byte) & 0xFF]) ^ (crc >> 8)
 
