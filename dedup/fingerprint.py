@@ -107,6 +107,59 @@ def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Si
     return result
 
 
+def shingle_key_batch(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """``shingle_keys`` of many texts at once: all keys in one array, text t's at
+    ``keys[offsets[t]:offsets[t + 1]]``."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
+    counts = np.where(lengths > 0, np.maximum(lengths - ngram + 1, 1), 0)
+    offsets = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts)))
+    starts = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(lengths)))
+    keys = np.empty(int(offsets[-1]), dtype=np.uint64)
+    _key_batch(codes, starts, offsets, ngram, keys)
+    return keys, offsets
+
+
+@compiled
+def _key_batch(
+    codes: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    ngram: int,
+    keys: Keys,
+) -> None:
+    for text in range(starts.shape[0] - 1):
+        _shingle_keys_into(
+            codes, starts[text], starts[text + 1] - starts[text], ngram, keys[offsets[text] :]
+        )
+
+
+@compiled
+def _shingle_keys_into(
+    codes: npt.NDArray[np.uint32], first: int, length: int, ngram: int, keys: Keys
+) -> int:
+    """The shingle keys of ``codes[first:first + length]`` into ``keys``; how many there are.
+    The arithmetic of ``shingle_keys``: uint64 polynomial of the code points, then splitmix64."""
+    if length == 0:
+        return 0
+    width = min(ngram, length)
+    count = length - width + 1
+    keys[:count] = 0
+    for offset in range(width):
+        for shingle in range(count):
+            keys[shingle] = keys[shingle] * SHINGLE_MULTIPLIER + np.uint64(
+                codes[first + shingle + offset]
+            )
+    for shingle in range(count):
+        key = keys[shingle]
+        key ^= key >> np.uint64(30)
+        key *= _MIX1
+        key ^= key >> np.uint64(27)
+        key *= _MIX2
+        keys[shingle] = key ^ (key >> np.uint64(31))
+    return count
+
+
 class SignatureTable:
     """The signatures of all passages of a scan, kept in the arrays they arrived in from the
     workers: joining them into one array would hold every signature twice at that moment (and
@@ -185,21 +238,9 @@ def _sign_kernel(
         length = starts[text + 1] - first
         if length == 0:
             continue
-        width = min(ngram, length)
-        count = length - width + 1
-        keys[:count] = 0
-        for offset in range(width):
-            for shingle in range(count):
-                keys[shingle] = keys[shingle] * SHINGLE_MULTIPLIER + np.uint64(
-                    codes[first + shingle + offset]
-                )
+        count = _shingle_keys_into(codes, first, length, ngram, keys)
         for shingle in range(count):
             key = keys[shingle]
-            key ^= key >> np.uint64(30)
-            key *= _MIX1
-            key ^= key >> np.uint64(27)
-            key *= _MIX2
-            key ^= key >> np.uint64(31)
             value = np.uint32(key >> np.uint64(32))
             value ^= value >> np.uint32(16)
             value = np.uint32(value * np.uint32(0x85EBCA6B))

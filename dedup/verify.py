@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dedup.fingerprint import Keys, SignatureTable, shingle_keys
+from dedup.compiled import compiled
+from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,28 +143,128 @@ def verify_pairs(
     threshold: float,
     containment: float,
 ) -> list[Similarity]:
-    shingle_sets: dict[int, tuple[Keys, Keys]] = {}
+    """The pairs whose exact Jaccard similarity reaches ``threshold`` or whose containment
+    reaches ``containment``, with both, the MinHash estimate and the identical characters.
+    The shingle sets of the passages involved are built once, in one batch, and every pair is
+    scored by one compiled loop (merging two sorted key arrays), since a scene that many sites
+    carry with small differences makes many pairs."""
+    if not len(pairs):
+        return []
+    involved = np.unique(pairs)
+    local = np.searchsorted(involved, pairs)
+    batch = [texts[index] for index in involved.tolist()]
+    keys, offsets = shingle_key_batch(batch, ngram)
+    unique, unique_offsets = _sorted_unique_batch(keys, offsets)
+    lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+    jaccard, contained, identical = _score_pairs(
+        local, keys, offsets, unique, unique_offsets, lengths, ngram
+    )
+    passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
+    estimates = _estimates(pairs[passed], signatures)
+    return [
+        Similarity(first, second, similarity, containing, estimate, chars)
+        for (first, second), similarity, containing, estimate, chars in zip(
+            pairs[passed].tolist(),
+            jaccard[passed].tolist(),
+            contained[passed].tolist(),
+            estimates.tolist(),
+            identical[passed].tolist(),
+            strict=True,
+        )
+    ]
 
-    def keys_of(index: int) -> tuple[Keys, Keys]:
-        """(keys in order of position, sorted unique keys) of one passage, computed once."""
-        found = shingle_sets.get(index)
-        if found is None:
-            in_order = shingle_keys(texts[index], ngram)
-            found = shingle_sets[index] = (in_order, _sorted_unique(in_order))
-        return found
 
-    # Exact copies never get here in a scan: the pipeline links them before LSH.
-    estimates = _estimates(pairs, signatures)
-    verified: list[Similarity] = []
-    for (first, second), estimate in zip(pairs.tolist(), estimates.tolist(), strict=True):
-        a, b = keys_of(first)[1], keys_of(second)[1]
-        shared = int(np.count_nonzero(_member(a, b)))
-        jaccard = shared / (a.size + b.size - shared)
-        contained = shared / min(a.size, b.size)
-        if jaccard >= threshold or contained >= containment:
-            identical = covered_chars(keys_of(first)[0], b, ngram, len(texts[first]))
-            verified.append(Similarity(first, second, jaccard, contained, estimate, identical))
-    return verified
+@compiled
+def _sorted_unique_batch(
+    keys: Keys, offsets: npt.NDArray[np.int64]
+) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """Each text's keys sorted and unique, in one array with their own offsets."""
+    unique = np.empty(keys.shape[0], dtype=np.uint64)
+    unique_offsets = np.zeros(offsets.shape[0], dtype=np.int64)
+    size = 0
+    for text in range(offsets.shape[0] - 1):
+        ordered = np.sort(keys[offsets[text] : offsets[text + 1]])
+        for position in range(ordered.shape[0]):
+            if position == 0 or ordered[position] != ordered[position - 1]:
+                unique[size] = ordered[position]
+                size += 1
+        unique_offsets[text + 1] = size
+    return unique[:size], unique_offsets
+
+
+@compiled
+def _score_pairs(
+    pairs: npt.NDArray[np.int64],
+    keys: Keys,
+    offsets: npt.NDArray[np.int64],
+    unique: Keys,
+    unique_offsets: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    ngram: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Jaccard similarity and containment of each pair's shingle sets, and the characters of
+    the first passage covered by a shingle the second has (as ``covered_chars``). The second
+    passage's keys go into a small hash table (open addressing; a slot counts only if stamped
+    with the current pair, so the table is never cleared), and the first's are looked up in it:
+    the branches of a sorted merge or a binary search are unpredictable and cost more."""
+    count = pairs.shape[0]
+    jaccard = np.zeros(count, dtype=np.float64)
+    contained = np.zeros(count, dtype=np.float64)
+    identical = np.zeros(count, dtype=np.int64)
+    longest_set = 1
+    for text in range(unique_offsets.shape[0] - 1):
+        longest_set = max(longest_set, unique_offsets[text + 1] - unique_offsets[text])
+    size = 1
+    while size < 2 * longest_set:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slots = np.zeros(size, dtype=np.uint64)
+    stamps = np.zeros(size, dtype=np.int64)
+    covered = np.zeros(max(1, lengths.max()), dtype=np.bool_)
+    for number in range(count):
+        first, second = pairs[number, 0], pairs[number, 1]
+        size_a = unique_offsets[first + 1] - unique_offsets[first]
+        size_b = unique_offsets[second + 1] - unique_offsets[second]
+        if size_a == 0 or size_b == 0:
+            continue
+        stamp = number + 1
+        for index in range(unique_offsets[second], unique_offsets[second + 1]):
+            key = unique[index]
+            slot = key & mask
+            while stamps[slot] == stamp:
+                slot = (slot + np.uint64(1)) & mask
+            slots[slot] = key
+            stamps[slot] = stamp
+        shared = 0
+        for index in range(unique_offsets[first], unique_offsets[first + 1]):
+            shared += _in_table(slots, stamps, mask, stamp, unique[index])
+        jaccard[number] = shared / (size_a + size_b - shared)
+        contained[number] = shared / min(size_a, size_b)
+        length = lengths[first]
+        width = min(ngram, length)
+        for position in range(length):
+            covered[position] = False
+        for start in range(offsets[first + 1] - offsets[first]):
+            if _in_table(slots, stamps, mask, stamp, keys[offsets[first] + start]):
+                for position in range(start, start + width):
+                    covered[position] = True
+        total = 0
+        for position in range(length):
+            total += covered[position]
+        identical[number] = total
+    return jaccard, contained, identical
+
+
+@compiled
+def _in_table(
+    slots: Keys, stamps: npt.NDArray[np.int64], mask: np.uint64, stamp: int, key: np.uint64
+) -> int:
+    slot = key & mask
+    while stamps[slot] == stamp:
+        if slots[slot] == key:
+            return 1
+        slot = (slot + np.uint64(1)) & mask
+    return 0
 
 
 def _estimates(
