@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 import opencc
 from datasketch import MinHashLSH
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import UnionFind, cluster_pairs
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Passage
 from dedup.normalize import normalize
-from dedup.verify import Similarity, verify_pairs
+from dedup.verify import Similarity, identical_chars, verify_pairs
 
 
 def test_lsh_params_are_datasketchs() -> None:
@@ -136,3 +138,25 @@ def test_overlapping_passages_of_one_text_never_pair() -> None:
     ]
     pairs = np.array([[0, 1], [0, 2], [0, 3], [1, 2]])
     assert _without_overlapping(pairs, passages).tolist() == [[0, 2], [0, 3], [1, 2]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet="天地玄黄宇宙洪荒日月盈", min_size=0, max_size=40), min_size=2, max_size=6
+    ),
+    st.integers(min_value=1, max_value=5),
+)
+def test_every_pair_is_scored_as_its_shingle_sets_say(texts: list[str], ngram: int) -> None:
+    pairs = np.array([(i, j) for i in range(len(texts)) for j in range(len(texts)) if i != j])
+    sigs = signatures(texts, ngram, 16, 1)
+    found = {(p.first, p.second): p for p in verify_pairs(pairs, texts, sigs, ngram, 0.0, 0.0)}
+    for first, second in pairs.tolist():
+        a, b = set(shingles(texts[first], ngram)), set(shingles(texts[second], ngram))
+        if not a or not b:
+            assert (first, second) not in found or found[(first, second)].jaccard == 0.0
+            continue
+        pair = found[(first, second)]
+        assert pair.jaccard == len(a & b) / len(a | b)
+        assert pair.containment == len(a & b) / min(len(a), len(b))
+        assert pair.identical_chars == identical_chars(texts[first], texts[second], ngram)
