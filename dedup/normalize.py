@@ -33,6 +33,7 @@ import numpy.typing as npt
 from dedup.compiled import compiled
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
+from dedup.crc import crc32_utf8
 from dedup.script import convert, convert_codes
 
 __all__ = [
@@ -180,10 +181,26 @@ def line_keys(text: str) -> list[int | None]:
     hold, so one table lookup replaces a regular expression per line."""
     codes = _code_points(text)
     kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
-    return [
-        zlib.crc32(content.encode("utf-8")) if len(content) >= _MIN_LINE_KEY_CHARS else None
-        for content in _from_code_points(codes[kept]).lower().split("\n")
-    ]
+    lowered = _code_points(_from_code_points(codes[kept]).lower())
+    return [key if key >= 0 else None for key in _line_crcs(lowered, _MIN_LINE_KEY_CHARS).tolist()]
+
+
+@compiled
+def _line_crcs(codes: npt.NDArray[np.uint32], shortest: int) -> npt.NDArray[np.int64]:
+    """For each line of ``codes`` (split at newlines): the CRC-32 of its UTF-8 encoding, or -1
+    if it has fewer than ``shortest`` characters."""
+    lines = 1
+    for code in codes:
+        lines += code == 10
+    keys = np.empty(lines, dtype=np.int64)
+    line = 0
+    start = 0
+    for position in range(codes.shape[0] + 1):
+        if position == codes.shape[0] or codes[position] == 10:
+            keys[line] = crc32_utf8(codes, start, position) if position - start >= shortest else -1
+            line += 1
+            start = position + 1
+    return keys
 
 
 def _keyed_lines(text: str) -> Iterator[tuple[int, int, int | None]]:

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.compiled import compiled
+from dedup.crc import crc32_utf8
 from dedup.models import Chapter, Document, PassageSpan
 from dedup.normalize import NormalizedText
 
@@ -200,19 +201,6 @@ def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.
     return positions[inside]
 
 
-def _crc32_table() -> npt.NDArray[np.uint32]:
-    table = np.empty(256, dtype=np.uint32)
-    for byte in range(256):
-        value = byte
-        for _bit in range(8):
-            value = (value >> 1) ^ 0xEDB88320 if value & 1 else value >> 1
-        table[byte] = value
-    return table
-
-
-_CRC32 = _crc32_table()
-
-
 @compiled
 def _cuts(
     codes: npt.NDArray[np.uint32],
@@ -255,29 +243,7 @@ def _cuts(
 def _is_anchor(codes: npt.NDArray[np.uint32], position: int, modulus: int) -> bool:
     """Whether zlib's CRC-32 of the UTF-8 encoding of the few characters before ``position``
     is a multiple of ``modulus``."""
-    crc = 0xFFFFFFFF
-    for index in range(max(0, position - _ANCHOR_CONTEXT), position):
-        code = int(codes[index])
-        if code < 0x80:
-            crc = _crc_byte(crc, code)
-        elif code < 0x800:
-            crc = _crc_byte(crc, 0xC0 | (code >> 6))
-            crc = _crc_byte(crc, 0x80 | (code & 0x3F))
-        elif code < 0x10000:
-            crc = _crc_byte(crc, 0xE0 | (code >> 12))
-            crc = _crc_byte(crc, 0x80 | ((code >> 6) & 0x3F))
-            crc = _crc_byte(crc, 0x80 | (code & 0x3F))
-        else:
-            crc = _crc_byte(crc, 0xF0 | (code >> 18))
-            crc = _crc_byte(crc, 0x80 | ((code >> 12) & 0x3F))
-            crc = _crc_byte(crc, 0x80 | ((code >> 6) & 0x3F))
-            crc = _crc_byte(crc, 0x80 | (code & 0x3F))
-    return bool((crc ^ 0xFFFFFFFF) % modulus == 0)
-
-
-@compiled
-def _crc_byte(crc: int, byte: int) -> int:
-    return int(_CRC32[(crc ^ byte) & 0xFF]) ^ (crc >> 8)
+    return bool(crc32_utf8(codes, max(0, position - _ANCHOR_CONTEXT), position) % modulus == 0)
 
 
 def split_passages(
