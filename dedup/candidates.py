@@ -48,14 +48,11 @@ def candidate_pairs(
     """All pairs of passages that share at least one band, sorted and unique. With ``among``
     (sorted row numbers), only those rows take part; pairs are still of row numbers. Each band
     is taken from the signatures on its own, so no copy of all of them is made."""
-    if isinstance(signatures, np.ndarray):
-        signatures = SignatureTable(signatures.shape[1], [signatures])
-    count = len(signatures)
+    table = SignatureTable.of(signatures)
+    count = len(table)
     found: list[Pairs] = []
     for band in range(bands):
-        found += _bucket_pairs(
-            _band_keys(signatures.columns(band * rows, (band + 1) * rows, among))
-        )
+        found += _bucket_pairs(_band_keys(table.columns(band * rows, (band + 1) * rows, among)))
     if not found:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from datasketch import MinHash
 
+from dedup.codepoints import code_points
 from dedup.compiled import compiled
 
 SHINGLE_MULTIPLIER = np.uint64(0x100000001B3)  # the 64-bit FNV prime: odd, spreads code points
@@ -36,27 +37,10 @@ Keys = npt.NDArray[np.uint64]
 Signatures = npt.NDArray[np.uint32]
 
 
-def _splitmix(keys: Keys) -> Keys:
-    keys = keys ^ (keys >> np.uint64(30))
-    keys = keys * _MIX1
-    keys = keys ^ (keys >> np.uint64(27))
-    keys = keys * _MIX2
-    return keys ^ (keys >> np.uint64(31))
-
-
 def shingle_keys(text: str, ngram: int) -> Keys:
     """64-bit keys of every character n-gram of ``text``, in order (a text shorter than
     ``ngram`` is one shingle)."""
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    if codes.size == 0:
-        return np.empty(0, dtype=np.uint64)
-    width = min(ngram, codes.size)
-    count = codes.size - width + 1
-    keys = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for offset in range(width):
-            keys = keys * SHINGLE_MULTIPLIER + codes[offset : offset + count]
-        return _splitmix(keys)
+    return shingle_key_batch([text], ngram)[0]
 
 
 def shingle_hash(shingle: bytes) -> int:
@@ -100,7 +84,7 @@ def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Si
         # cost a fifth of the stage when all texts were joined at once).
         before = int(ends[first] - lengths[first])
         stop = max(first + 1, int(np.searchsorted(ends, before + _CHUNK_CHARS, side="right")))
-        codes = np.frombuffer("".join(texts[first:stop]).encode("utf-32-le"), dtype=np.uint32)
+        codes = code_points("".join(texts[first:stop]))
         starts = np.concatenate((np.zeros(1, dtype=np.int64), ends[first:stop] - before))
         _sign_kernel(codes, starts, ngram, a, b, result[first:stop])
         first = stop
@@ -111,7 +95,7 @@ def shingle_key_batch(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArr
     """``shingle_keys`` of many texts at once: all keys in one array, text t's at
     ``keys[offsets[t]:offsets[t + 1]]``."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
+    codes = code_points("".join(texts))
     counts = np.where(lengths > 0, np.maximum(lengths - ngram + 1, 1), 0)
     offsets = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts)))
     starts = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(lengths)))
@@ -175,6 +159,13 @@ class SignatureTable:
         self._starts = [0]
         for part in parts:
             self.append(part)
+
+    @classmethod
+    def of(cls, signatures: Signatures | SignatureTable) -> SignatureTable:
+        """``signatures`` as a table (an array becomes a table of one part)."""
+        if isinstance(signatures, SignatureTable):
+            return signatures
+        return cls(signatures.shape[1], [signatures])
 
     def __len__(self) -> int:
         return self._starts[-1] + sum(len(part) for part in self._pending)

@@ -30,6 +30,7 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
+from dedup.codepoints import code_points, from_code_points
 from dedup.compiled import compiled
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
@@ -155,14 +156,6 @@ def _halfwidth() -> dict[int, int]:
     return table
 
 
-def _code_points(text: str) -> npt.NDArray[np.uint32]:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-def _from_code_points(codes: npt.NDArray[np.uint32]) -> str:
-    return codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
-
-
 _NOT_CONTENT = re.compile(r"[\W_]+")
 
 
@@ -179,9 +172,9 @@ def line_keys(text: str) -> list[int | None]:
     """``line_key`` of every line of ``text``, computed for the whole text at once. What
     line_key's pattern removes is exactly what the content table (letters and numbers) does not
     hold, so one table lookup replaces a regular expression per line."""
-    codes = _code_points(text)
+    codes = code_points(text)
     kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
-    lowered = _code_points(_from_code_points(codes[kept]).lower())
+    lowered = code_points(from_code_points(codes[kept]).lower())
     return [key if key >= 0 else None for key in _line_crcs(lowered, _MIN_LINE_KEY_CHARS).tolist()]
 
 
@@ -227,7 +220,7 @@ def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[n
     folded = text.translate(mapping)
     if not expanding:
         return folded, offsets
-    codes = _code_points(text)
+    codes = code_points(text)
     repeat = np.ones(len(codes), dtype=np.int64)
     for code, length in expanding.items():
         repeat[codes == code] = length
@@ -244,7 +237,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
     """Reduce ``original`` to its story characters in one script, with offsets back into it."""
     config = config or NormalizeConfig()
     stats = NormalizeStats()
-    codes = _code_points(original)
+    codes = code_points(original)
     keep = np.ones(len(original), dtype=np.bool_)
 
     if config.on("boilerplate") and original:
@@ -282,14 +275,14 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         stats.add("punctuation", int((keep & ~content).sum()))
         keep &= content
     else:
-        keep &= ~np.isin(codes, _code_points(" \t\r\n\u3000\ufeff"))
+        keep &= ~np.isin(codes, code_points(" \t\r\n\u3000\ufeff"))
     codes, offsets = codes[keep], offsets[keep]
 
     if config.on("width"):
         if _table_mask(codes, _expanding_table()).any():
             # A character NFKC turns into several (㈠ -> (一)): the slow path, offsets repeated.
-            text, offsets = _nfkc(_from_code_points(codes), offsets)
-            codes = _code_points(text)
+            text, offsets = _nfkc(from_code_points(codes), offsets)
+            codes = code_points(text)
             if config.on("punctuation"):
                 content = _table_mask(codes, _content_table())
                 codes, offsets = codes[content], offsets[content]
@@ -361,7 +354,7 @@ def _convert_and_finish(
         folded = _fold(codes, _variant_code_table())
         stats.add("variants", int(np.count_nonzero(folded != codes)))
         codes = folded
-    text = _from_code_points(codes)
+    text = from_code_points(codes)
     if config.on("script") and config.script == "traditional":
         text = convert(text, (TO_TRADITIONAL_CONFIG,))
     if config.explain:
@@ -403,10 +396,10 @@ def _drop_boilerplate(
             ]
             if not candidates:
                 continue
-            lowered = lowered or _from_code_points(lowered_codes)
+            lowered = lowered or from_code_points(lowered_codes)
             if not any(trigger in lowered for trigger in candidates):
                 continue
-        folded = folded or _from_code_points(folded_codes)
+        folded = folded or from_code_points(folded_codes)
         for match in pattern.finditer(folded):
             if match.end() > match.start() and keep[match.start() : match.end()].any():
                 keep[match.start() : match.end()] = False

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import opencc
 
+from dedup.codepoints import code_points, from_code_points
 from dedup.compiled import compiled
 
 __all__ = [
@@ -79,14 +80,6 @@ def _converter(config: str) -> opencc.OpenCC:
     return opencc.OpenCC(config)
 
 
-def _code_points(text: str) -> npt.NDArray[np.uint32]:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-def _from_code_points(codes: npt.NDArray[np.uint32]) -> str:
-    return codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
-
-
 @functools.cache
 def _convert_alone(char: str, config: str) -> str:
     converted: str = _converter(config).convert(char)
@@ -114,8 +107,8 @@ def _tables(config: str) -> _Tables | None:
             )
             return None
     kind = np.zeros(_UNICODE_SIZE, dtype=np.uint8)
-    kind[_code_points(entry["phrase_chars"])] |= _PHRASE
-    kind[_code_points(entry["changing_chars"])] |= _CHANGING
+    kind[code_points(entry["phrase_chars"])] |= _PHRASE
+    kind[code_points(entry["changing_chars"])] |= _CHANGING
     alone = np.arange(_UNICODE_SIZE, dtype=np.uint32)
     for char in entry["changing_chars"]:
         alone[ord(char)] = ord(_convert_alone(char, config))
@@ -131,7 +124,7 @@ def convert(text: str, configs: tuple[str, ...]) -> str:
     """``text`` through each OpenCC configuration in turn, one character for one (a phrase rule
     that would change the length is given up for character-by-character conversion), so that
     offsets into the text stay valid."""
-    return _from_code_points(convert_codes(_code_points(text), configs))
+    return from_code_points(convert_codes(code_points(text), configs))
 
 
 def convert_codes(
@@ -141,7 +134,7 @@ def convert_codes(
     for config in configs:
         tables = _tables(config)
         if tables is None:
-            codes = _code_points(_convert_whole(_from_code_points(codes), config))
+            codes = code_points(_convert_whole(from_code_points(codes), config))
         else:
             codes = _convert_runs(codes, config, tables)
     return codes
@@ -153,17 +146,17 @@ def _convert_runs(
     out, joined, starts, ends = _plan_runs(codes, tables.kind, tables.alone)
     if not len(starts):
         return out
-    converted = _code_points(_converter(config).convert(_from_code_points(joined)))
+    converted = code_points(_converter(config).convert(from_code_points(joined)))
     if _place_runs(out, converted, starts, ends):
         return out
     # Some rule changed a run's length: that run is converted one character at a time.
-    runs = _from_code_points(joined).split("\n")
+    runs = from_code_points(joined).split("\n")
     for start, run, new in zip(
-        starts.tolist(), runs, _from_code_points(converted).split("\n"), strict=True
+        starts.tolist(), runs, from_code_points(converted).split("\n"), strict=True
     ):
         if len(new) != len(run):
             new = "".join(_convert_alone(char, config) for char in run)
-        out[start : start + len(run)] = _code_points(new)
+        out[start : start + len(run)] = code_points(new)
     return out
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dedup.codepoints import code_points
 from dedup.compiled import compiled
 from dedup.crc import crc32_utf8
 from dedup.models import Chapter, Document, PassageSpan
@@ -182,7 +183,7 @@ def window_bounds(
         # Text without sentence punctuation: every character boundary is a candidate.
         candidates = np.arange(1, size, dtype=np.int64)
         modulus = max(2, passage_chars - min_len)
-    codes = np.frombuffer(normalized.text.encode("utf-32-le"), dtype=np.uint32)
+    codes = code_points(normalized.text)
     cuts = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
     return list(itertools.pairwise(cuts))
 
@@ -190,7 +191,7 @@ def window_bounds(
 def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.int64]:
     """Where runs of sentence-ending punctuation in ``original`` end, as positions strictly
     inside the normalized text."""
-    codes = np.frombuffer(original.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = code_points(original)
     is_end = _SENTENCE_END_TABLE[codes]
     run_ends = np.flatnonzero(is_end & ~np.append(is_end[1:], False)) + 1
     positions = np.searchsorted(normalized.offsets, run_ends).astype(np.int64)

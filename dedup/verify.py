@@ -271,11 +271,10 @@ def _estimates(
     pairs: npt.NDArray[np.int64], signatures: npt.NDArray[np.uint32] | SignatureTable
 ) -> npt.NDArray[np.float64]:
     """The MinHash estimate of every pair, in blocks of rows."""
-    if isinstance(signatures, np.ndarray):
-        signatures = SignatureTable(signatures.shape[1], [signatures])
+    table = SignatureTable.of(signatures)
     estimates = np.empty(len(pairs), dtype=np.float64)
     for start in range(0, len(pairs), 65536):
         block = pairs[start : start + 65536]
-        equal = signatures.rows(block[:, 0]) == signatures.rows(block[:, 1])
+        equal = table.rows(block[:, 0]) == table.rows(block[:, 1])
         estimates[start : start + len(block)] = equal.mean(axis=1)
     return estimates

@@ -17,6 +17,8 @@ from typing import IO
 import numpy as np
 import numpy.typing as npt
 
+from dedup.codepoints import code_points
+
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
     (codecs.BOM_UTF32_BE, "utf-32-be"),
@@ -82,7 +84,7 @@ def plausibility(text: str) -> float:
     """The share of characters in ``text`` that look like ordinary Chinese or ASCII text."""
     if not text:
         return 0.0
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = code_points(text)
     inside = codes[codes < 0x10000]
     return float(np.count_nonzero(_plausible_table()[inside])) / len(codes)
 

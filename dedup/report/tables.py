@@ -4,7 +4,6 @@ Excel opens Chinese correctly) and clusters.jsonl (one cluster per line)."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -30,12 +29,6 @@ def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> 
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
     writer.writerows(["" if value is None else value for value in row] for row in rows)
-
-
-def _to_string(write: Callable[[TextIO], None]) -> str:
-    buffer = io.StringIO()
-    write(buffer)
-    return buffer.getvalue()
 
 
 def _cluster_rows(report: Report) -> Iterator[list[object]]:
@@ -77,18 +70,6 @@ def write_pairs_csv(report: Report, out: TextIO) -> None:
 def write_clusters_jsonl(report: Report, out: TextIO) -> None:
     for cluster in report.clusters:
         out.write(json.dumps(cluster.to_dict(), ensure_ascii=False) + "\n")
-
-
-def clusters_csv(report: Report) -> str:
-    return _to_string(lambda out: write_clusters_csv(report, out))
-
-
-def pairs_csv(report: Report) -> str:
-    return _to_string(lambda out: write_pairs_csv(report, out))
-
-
-def clusters_jsonl(report: Report) -> str:
-    return _to_string(lambda out: write_clusters_jsonl(report, out))
 
 
 def write_tables(report: Report, directory: Path, formats: set[str]) -> list[Path]:
