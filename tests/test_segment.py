@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import zlib
 from pathlib import Path
 
@@ -182,3 +183,93 @@ def test_compiled_cuts_on_a_real_chapter(seed_traditional: str) -> None:
             modulus,
         )
         assert compiled.tolist() == _reference_cuts(text, candidates, 150, 600, modulus)
+
+
+# The heading patterns as they were before possessive quantifiers made them linear: the
+# reference the linear ones must agree with (on short lines, where these are still fast).
+_NUMERAL = segment._NUMERAL
+_BACKTRACKING_HEADING = re.compile(
+    r"^[ \t\u3000#]*[【\[]?[ \t\u3000]*"
+    r"(?:[^\n。！？，,：:]{0,10}?[ \t\u3000]+)?"
+    r"(?:"
+    rf"第[ \t\u3000]*[{_NUMERAL}]+(?:[ \t\u3000]*[{_NUMERAL}]+)*[ \t\u3000]*[章回节節]"
+    r"|楔子|序章|引子|尾声|尾聲|后记|後記|番外"
+    r"|chapter[ \t]+[0-9]+"
+    r")"
+    r"(?=[ \t\r\u3000:：．.、,，】\]\-—(（]|$)"
+    r"[^\n]{0,60}$",
+    re.MULTILINE | re.IGNORECASE,
+)
+_BACKTRACKING_VOLUME = re.compile(
+    r"^[ \t\u3000#]*[【\[]?[ \t\u3000]*(?:正文[ \t\u3000]*)?"
+    rf"第[ \t\u3000]*[{_NUMERAL}]+[ \t\u3000]*[卷部集篇]"
+    r"(?=[ \t\r\u3000:：．.、,，】\]\-—(（]|$)[^\n]{0,60}$",
+    re.MULTILINE,
+)
+_HEADING_PIECES = [
+    " ",
+    "\t",
+    "\u3000",
+    "#",
+    "【",
+    "】",
+    "[",
+    "第",
+    "一",
+    "十",
+    "2",
+    "０",
+    "章",
+    "回",
+    "卷",
+    "部",
+    "正文",
+    "楔子",
+    "后记",
+    "番外",
+    "Chapter",
+    "chapter",
+    "c",
+    "：",
+    "。",
+    "，",
+    "、",
+    "目录",
+    "话",
+    "说",
+    "\r",
+    "\n",
+    "(",
+    "—",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_HEADING_PIECES), max_size=14))
+def test_linear_heading_patterns_match_what_the_backtracking_ones_did(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+    for start in line_starts:
+        for linear, reference in (
+            (segment.HEADING_PATTERN, _BACKTRACKING_HEADING),
+            (segment.VOLUME_PATTERN, _BACKTRACKING_VOLUME),
+        ):
+            found, expected = linear.match(text, start), reference.match(text, start)
+            assert (found and found.span()) == (expected and expected.span())
+    # Only lines holding a keyword are tried, and no heading is lost by it.
+    every_line = [
+        (match.start(), match.end())
+        for start in line_starts
+        for pattern in (_BACKTRACKING_HEADING, _BACKTRACKING_VOLUME)
+        if (match := pattern.match(text, start))
+    ]
+    assert [(h.start, h.body_start) for h in segment._headings(text)] == sorted(every_line)
+
+
+def test_long_runs_of_spaces_or_numerals_are_not_headings() -> None:
+    # Each of these lines kept the backtracking patterns busy for hours.
+    body = "　　却说那人走进庙里，只见一个老道士坐在蒲团上，闭着眼睛念经，并不理会他。" * 5
+    lines = [" " * 5000 + "第x", "第" + "一" * 60 + "次", "#" * 3000 + "　" * 3000 + "第二"]
+    text = "\n".join(["第一回 开篇", body, *lines, body, "第二回 下山", body])
+    chapters = split_chapters(Document("x.txt", "s", None, text))
+    assert [c.title for c in chapters] == ["第一回 开篇", "第二回 下山"]
