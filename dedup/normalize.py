@@ -171,29 +171,79 @@ def line_key(line: str) -> int | None:
 def line_keys(text: str) -> list[int | None]:
     """``line_key`` of every line of ``text``, computed for the whole text at once. What
     line_key's pattern removes is exactly what the content table (letters and numbers) does not
-    hold, so one table lookup replaces a regular expression per line."""
+    hold, so one table lookup replaces a regular expression per line, and lower case is a
+    table lookup too, except for the few letters whose lower case depends on their neighbours
+    or is longer than one character (then ``str.lower`` does it)."""
     codes = code_points(text)
-    kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
-    lowered = code_points(from_code_points(codes[kept]).lower())
-    return [key if key >= 0 else None for key in _line_crcs(lowered, _MIN_LINE_KEY_CHARS).tolist()]
+    keys, exact = _line_crcs(
+        codes, _content_table(), _lower_table(), _contextual_lower_table(), _MIN_LINE_KEY_CHARS
+    )
+    if not exact:
+        kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
+        lowered = code_points(from_code_points(codes[kept]).lower())
+        # Every character of the lowered text counts (İ's lower case brings a combining dot).
+        everything = np.ones(_UNICODE_SIZE, dtype=np.bool_)
+        everything[ord("\n")] = False
+        nothing = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
+        keys, _exact = _line_crcs(
+            lowered, everything, _identity_table(), nothing, _MIN_LINE_KEY_CHARS
+        )
+    return [key if key >= 0 else None for key in keys.tolist()]
+
+
+@functools.cache
+def _lower_table() -> npt.NDArray[np.uint32]:
+    """Each content character's lower case, where that is one character."""
+    table = _identity_table().copy()
+    for code in np.flatnonzero(_content_table()).tolist():
+        lowered = chr(code).lower()
+        if len(lowered) == 1:
+            table[code] = ord(lowered)
+    return table
+
+
+@functools.cache
+def _contextual_lower_table() -> npt.NDArray[np.bool_]:
+    """Content characters ``str.lower`` does not map one for one: İ becomes two characters,
+    and Σ becomes ς or σ by the letters around it."""
+    table = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
+    for code in np.flatnonzero(_content_table()).tolist():
+        if len(chr(code).lower()) != 1:
+            table[code] = True
+    table[ord("Σ")] = True
+    return table
 
 
 @compiled
-def _line_crcs(codes: npt.NDArray[np.uint32], shortest: int) -> npt.NDArray[np.int64]:
-    """For each line of ``codes`` (split at newlines): the CRC-32 of its UTF-8 encoding, or -1
-    if it has fewer than ``shortest`` characters."""
+def _line_crcs(
+    codes: npt.NDArray[np.uint32],
+    content: npt.NDArray[np.bool_],
+    lower: npt.NDArray[np.uint32],
+    contextual: npt.NDArray[np.bool_],
+    shortest: int,
+) -> tuple[npt.NDArray[np.int64], bool]:
+    """For each line of ``codes`` (split at newlines): the CRC-32 of the UTF-8 encoding of its
+    content characters in lower case, or -1 if it has fewer than ``shortest`` of them; and
+    False (with the keys unfinished) if a ``contextual`` character came up."""
     lines = 1
     for code in codes:
         lines += code == 10
     keys = np.empty(lines, dtype=np.int64)
+    line_content = np.empty(codes.shape[0], dtype=np.uint32)
     line = 0
-    start = 0
-    for position in range(codes.shape[0] + 1):
-        if position == codes.shape[0] or codes[position] == 10:
-            keys[line] = crc32_utf8(codes, start, position) if position - start >= shortest else -1
+    length = 0
+    for code in codes:
+        if code == 10:
+            keys[line] = crc32_utf8(line_content, 0, length) if length >= shortest else -1
             line += 1
-            start = position + 1
-    return keys
+            length = 0
+        elif content[code]:
+            if contextual[code]:
+                return keys, False
+            line_content[length] = lower[code]
+            length += 1
+    keys[line] = crc32_utf8(line_content, 0, length) if length >= shortest else -1
+    return keys, True
 
 
 def _keyed_lines(text: str) -> Iterator[tuple[int, int, int | None]]:
