@@ -430,13 +430,13 @@ def _drop_boilerplate(
     trigger strings occurs: most chapters have no ads, and finding which triggers occur at all
     (by their first two characters, in one vectorized pass) is far cheaper than a regular
     expression or a substring search per trigger."""
-    folded_codes = _fold(codes, _halfwidth_table())
-    lowered_codes = _fold(folded_codes, _ascii_lower_table())
-    present = _present_bigrams(lowered_codes)
+    present = _present_bigrams(codes)
     if not present and not _patterns_always_tried():
         return  # the common case: no trigger occurs at all
     lowered: str | None = None
     folded: str | None = None
+    folded_codes = _fold(codes, _halfwidth_table())
+    lowered_codes = _fold(folded_codes, _ascii_lower_table())
     for (pattern, triggers), bigrams in zip(
         boilerplate_patterns(), _pattern_bigrams(), strict=True
     ):
@@ -482,12 +482,35 @@ def _trigger_bigrams() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
     return starts, np.unique(np.array([_bigram(t) for t in triggers], dtype=np.int64))
 
 
+@functools.cache
+def _halfwidth_lower_table() -> npt.NDArray[np.uint32]:
+    return _ascii_lower_table()[_halfwidth_table()]
+
+
 def _present_bigrams(codes: npt.NDArray[np.uint32]) -> set[int]:
+    """The trigger bigrams (see _bigram) that occur in ``codes`` once full-width ASCII is folded
+    to half-width and ASCII to lower case, as triggers are written."""
     starts, bigrams = _trigger_bigrams()
-    where = np.flatnonzero(_table_mask(codes[:-1], starts))
-    keys = (codes[where].astype(np.int64) << 21) | codes[where + 1]
-    found = bigrams[np.minimum(np.searchsorted(bigrams, keys), len(bigrams) - 1)] == keys
-    return set(keys[found].tolist())
+    found = _find_bigrams(codes, _halfwidth_lower_table(), starts, bigrams)
+    return set(bigrams[found].tolist())
+
+
+@compiled
+def _find_bigrams(
+    codes: npt.NDArray[np.uint32],
+    fold: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.bool_],
+    bigrams: npt.NDArray[np.int64],
+) -> npt.NDArray[np.bool_]:
+    found = np.zeros(bigrams.shape[0], dtype=np.bool_)
+    for index in range(codes.shape[0] - 1):
+        first = fold[codes[index]]
+        if starts[first]:
+            key = (np.int64(first) << 21) | fold[codes[index + 1]]
+            at = np.searchsorted(bigrams, key)
+            if at < bigrams.shape[0] and bigrams[at] == key:
+                found[at] = True
+    return found
 
 
 def _fold(codes: npt.NDArray[np.uint32], table: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dedup import normalize as normalize_module
+from dedup.codepoints import code_points
 from dedup.models import Document
 from dedup.normalize import NormalizeConfig, NormalizedText, line_key, line_keys, normalize
 from dedup.segment import split_chapters
@@ -202,3 +204,16 @@ def test_the_fused_pass_equals_the_separate_steps_on_real_chapters(
         fast = normalize(text)
         assert fast.stats.counts.get("punctuation", 0) > 100
         assert _same(fast, _separate_steps_normalize(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("小说天堂網址ｗＷw.ｃcCoOmM。未完待续 \n第"), max_size=60))
+def test_trigger_bigrams_found_in_one_pass_are_those_of_the_folded_text(text: str) -> None:
+    _starts, bigrams = normalize_module._trigger_bigrams()
+    folded = text.translate(normalize_module._halfwidth()).translate(
+        {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+    )
+    pairs = {normalize_module._bigram(folded[i : i + 2]) for i in range(len(folded) - 1)}
+    expected = pairs & set(bigrams.tolist())
+    assert normalize_module._present_bigrams(code_points(text)) == expected
+    assert expected or "小说" not in folded  # the alphabet does reach triggers
