@@ -203,15 +203,30 @@ def window_bounds(
 def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.int64]:
     """Where runs of sentence-ending punctuation in ``original`` end, as positions strictly
     inside the normalized text."""
-    codes = code_points(original)
-    is_end = _SENTENCE_END_TABLE[codes]
-    run_ends = np.flatnonzero(is_end & ~np.append(is_end[1:], False)) + 1
-    positions = np.searchsorted(normalized.offsets, run_ends).astype(np.int64)
-    if not len(positions):
-        return positions
-    first = np.append(True, positions[1:] != positions[:-1])  # sorted; drop repeats
-    inside = first & (positions > 0) & (positions < len(normalized.text))
-    return positions[inside]
+    return _sentence_ends_in(code_points(original), normalized.offsets, _SENTENCE_END_TABLE)
+
+
+@compiled
+def _sentence_ends_in(
+    codes: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64], is_end: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """For each run of sentence ends in ``codes`` (the original text), the number of normalized
+    characters that come from before the run's end (``offsets`` maps normalized positions to
+    original ones, ascending); each position once, and only those strictly inside."""
+    size = offsets.shape[0]
+    found = np.empty(codes.shape[0], dtype=np.int64)
+    count = 0
+    below = 0  # normalized characters whose original offset is below the current run end
+    for index in range(codes.shape[0]):
+        if not is_end[codes[index]] or (index + 1 < codes.shape[0] and is_end[codes[index + 1]]):
+            continue
+        run_end = index + 1
+        while below < size and offsets[below] < run_end:
+            below += 1
+        if 0 < below < size and (count == 0 or found[count - 1] != below):
+            found[count] = below
+            count += 1
+    return found[:count].copy()
 
 
 @compiled
@@ -273,14 +288,18 @@ def split_passages(
     body = document.text[chapter.body_start : chapter.end]
     windows: list[PassageWindow] = []
     bounds = window_bounds(normalized, body, passage_chars)
-    converted_before = np.concatenate(([0], np.cumsum(normalized.converted))).tolist()
-    for number, (cut, end) in enumerate(bounds):
-        start = max(0, cut - overlap)
-        original_start = chapter.body_start + int(normalized.offsets[start])
-        if number + 1 < len(bounds):
-            limit = chapter.body_start + int(normalized.offsets[end])
-        else:
-            limit = chapter.end
+    if not bounds:
+        return windows
+    cuts = np.array(bounds, dtype=np.int64)
+    starts = np.maximum(0, cuts[:, 0] - overlap)
+    ends = cuts[:, 1]
+    converted_before = np.concatenate(([0], np.cumsum(normalized.converted)))
+    converted_counts = (converted_before[ends] - converted_before[starts]).tolist()
+    original_starts = (chapter.body_start + normalized.offsets[starts]).tolist()
+    limits = [*(chapter.body_start + normalized.offsets[ends[:-1]]).tolist(), chapter.end]
+    for start, end, original_start, limit, converted_count in zip(
+        starts.tolist(), ends.tolist(), original_starts, limits, converted_counts, strict=True
+    ):
         # The passage runs on to just before the next passage, so it ends with its own
         # punctuation; trailing blank lines are left out.
         original_end = original_start + len(document.text[original_start:limit].rstrip())
@@ -295,6 +314,6 @@ def split_passages(
             end=base + original_end,
             record_id=document.record_id,
         )
-        converted = (converted_before[end] - converted_before[start]) / max(1, end - start)
+        converted = converted_count / max(1, end - start)
         windows.append(PassageWindow(passage, normalized.text[start:end], converted))
     return windows

@@ -273,3 +273,21 @@ def test_long_runs_of_spaces_or_numerals_are_not_headings() -> None:
     text = "\n".join(["第一回 开篇", body, *lines, body, "第二回 下山", body])
     chapters = split_chapters(Document("x.txt", "s", None, text))
     assert [c.title for c in chapters] == ["第一回 开篇", "第二回 下山"]
+
+
+def _reference_sentence_ends(offsets: np.ndarray, original: str, size: int) -> list[int]:
+    is_end = np.array([char in segment.SENTENCE_END_CHARS for char in original], dtype=np.bool_)
+    run_ends = np.flatnonzero(is_end & ~np.append(is_end[1:], False)) + 1
+    positions = np.searchsorted(offsets, run_ends)
+    if not len(positions):
+        return []
+    first = np.append(True, positions[1:] != positions[:-1])
+    return positions[first & (positions > 0) & (positions < size)].tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="他说。！？…!?」”\n 好，", max_size=60))
+def test_sentence_ends_in_one_pass_equal_the_vectorized_ones(original: str) -> None:
+    normalized = normalize(original)
+    expected = _reference_sentence_ends(normalized.offsets, original, len(normalized.text))
+    assert segment._sentence_ends(normalized, original).tolist() == expected
