@@ -14,7 +14,10 @@ multi-character key of any of these dictionaries (or its own entry turns it into
 So only the runs that hold a replaceable character go through OpenCC, all in one call, joined by
 newlines (a newline is in no key, so the runs stay apart). On Simplified text that is about 3%
 of the characters, on Traditional text about 40%; the rest is table lookups, and the result
-equals OpenCC's on the whole text (tests/test_script.py).
+equals OpenCC's on the whole text (tests/test_script.py). And since a run converts the same
+wherever it stands, each process remembers the runs it has converted (a bounded hash table in
+arrays the compiled loop reads): words and names recur through a novel and across the sites
+that carry it, so most runs never reach OpenCC a second time.
 
 The two character sets per conversion are in ``data/opencc_tables.json``, made from the
 installed dictionaries by ``benchmarks/make_opencc_tables.py`` together with each file's
@@ -143,11 +146,13 @@ def convert_codes(
 def _convert_runs(
     codes: npt.NDArray[np.uint32], config: str, tables: _Tables
 ) -> npt.NDArray[np.uint32]:
-    out, joined, starts, ends = _plan_runs(codes, tables.kind, tables.alone)
+    cache = _run_cache(config)
+    out, joined, starts, ends, hashes = _plan_runs(codes, tables.kind, tables.alone, *cache)
     if not len(starts):
         return out
     converted = code_points(_converter(config).convert(from_code_points(joined)))
     if _place_runs(out, converted, starts, ends):
+        _remember_runs(codes, out, starts, ends, hashes, *cache)
         return out
     # Some rule changed a run's length: that run is converted one character at a time.
     runs = from_code_points(joined).split("\n")
@@ -160,19 +165,109 @@ def _convert_runs(
     return out
 
 
+# The run cache of a process, per configuration: at most this many runs, and this many
+# characters of them (about 40 MB when full; pages are only touched as it fills).
+_CACHE_RUNS = 1 << 19
+_CACHE_CHARS = 1 << 21
+# slots (run number + 1, 0 when free; twice as many as runs, so probes stay short), run hashes,
+# run starts and lengths in the stores, the runs and their conversions, and how many runs and
+# characters are stored.
+_RunCache = tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.uint64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.int64],
+]
+
+
+def _new_run_cache(runs: int = _CACHE_RUNS, chars: int = _CACHE_CHARS) -> _RunCache:
+    """An empty run cache; ``runs`` must be a power of two."""
+    return (
+        np.zeros(2 * runs, dtype=np.int64),
+        np.zeros(runs, dtype=np.uint64),
+        np.zeros(runs, dtype=np.int64),
+        np.zeros(runs, dtype=np.int64),
+        np.zeros(chars, dtype=np.uint32),
+        np.zeros(chars, dtype=np.uint32),
+        np.zeros(2, dtype=np.int64),
+    )
+
+
+@functools.cache
+def _run_cache(config: str) -> _RunCache:
+    return _new_run_cache()
+
+
+@compiled
+def _run_hash(codes: npt.NDArray[np.uint32], start: int, end: int) -> np.uint64:
+    """FNV-1a over the code points of a run."""
+    value = np.uint64(0xCBF29CE484222325)
+    for position in range(start, end):
+        value = (value ^ np.uint64(codes[position])) * np.uint64(0x100000001B3)
+    return value
+
+
+@compiled
+def _cached_run(
+    codes: npt.NDArray[np.uint32],
+    start: int,
+    end: int,
+    value: np.uint64,
+    slots: npt.NDArray[np.int64],
+    hashes: npt.NDArray[np.uint64],
+    run_starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    originals: npt.NDArray[np.uint32],
+) -> tuple[int, np.int64]:
+    """(the stored run equal to ``codes[start:end]`` or -1, the free slot where it would go)."""
+    mask = slots.shape[0] - 1
+    slot = np.int64(value & np.uint64(mask))
+    while slots[slot] != 0:
+        run = slots[slot] - 1
+        if hashes[run] == value and lengths[run] == end - start:
+            stored = run_starts[run]
+            same = True
+            for offset in range(end - start):
+                if originals[stored + offset] != codes[start + offset]:
+                    same = False
+                    break
+            if same:
+                return run, slot
+        slot = (slot + 1) & mask
+    return -1, slot
+
+
 @compiled
 def _plan_runs(
-    codes: npt.NDArray[np.uint32], kind: npt.NDArray[np.uint8], alone: npt.NDArray[np.uint32]
+    codes: npt.NDArray[np.uint32],
+    kind: npt.NDArray[np.uint8],
+    alone: npt.NDArray[np.uint32],
+    slots: npt.NDArray[np.int64],
+    hashes: npt.NDArray[np.uint64],
+    run_starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    originals: npt.NDArray[np.uint32],
+    conversions: npt.NDArray[np.uint32],
+    used: npt.NDArray[np.int64],
 ) -> tuple[
-    npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.uint64],
 ]:
     """One pass over the text: characters outside phrases converted alone (into ``out``, the
-    rest copied), and the runs of phrase characters that hold a changing one (``starts``,
-    ``ends``), joined by newlines into ``joined`` for OpenCC."""
+    rest copied), runs already in the cache converted from it, and the other runs of phrase
+    characters that hold a changing one (``starts``, ``ends``, their hashes), joined by
+    newlines into ``joined`` for OpenCC."""
     size = codes.shape[0]
     out = np.empty(size, dtype=np.uint32)
     starts = np.empty(size, dtype=np.int64)
     ends = np.empty(size, dtype=np.int64)
+    run_hashes = np.empty(size, dtype=np.uint64)
     runs = 0
     joined_size = 0
     position = 0
@@ -189,11 +284,22 @@ def _plan_runs(
             dirty |= (kind[codes[position]] & _CHANGING) != 0
             out[position] = codes[position]
             position += 1
-        if dirty:
-            starts[runs] = start
-            ends[runs] = position
-            joined_size += position - start + (1 if runs else 0)
-            runs += 1
+        if not dirty:
+            continue
+        value = _run_hash(codes, start, position)
+        cached, _slot = _cached_run(
+            codes, start, position, value, slots, hashes, run_starts, lengths, originals
+        )
+        if cached >= 0:
+            stored = run_starts[cached]
+            for offset in range(position - start):
+                out[start + offset] = conversions[stored + offset]
+            continue
+        starts[runs] = start
+        ends[runs] = position
+        run_hashes[runs] = value
+        joined_size += position - start + (1 if runs else 0)
+        runs += 1
     joined = np.empty(joined_size, dtype=np.uint32)
     cursor = 0
     for run in range(runs):
@@ -203,7 +309,47 @@ def _plan_runs(
         for position in range(starts[run], ends[run]):
             joined[cursor] = codes[position]
             cursor += 1
-    return out, joined, starts[:runs], ends[:runs]
+    return out, joined, starts[:runs], ends[:runs], run_hashes[:runs]
+
+
+@compiled
+def _remember_runs(
+    codes: npt.NDArray[np.uint32],
+    out: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    run_hashes: npt.NDArray[np.uint64],
+    slots: npt.NDArray[np.int64],
+    hashes: npt.NDArray[np.uint64],
+    run_starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    originals: npt.NDArray[np.uint32],
+    conversions: npt.NDArray[np.uint32],
+    used: npt.NDArray[np.int64],
+) -> None:
+    """Store each run ``codes[start:end]`` with its conversion ``out[start:end]``, until the
+    cache is full (then the runs it holds keep being used, and new ones go to OpenCC)."""
+    for run in range(starts.shape[0]):
+        start, end = starts[run], ends[run]
+        length = end - start
+        if used[0] >= hashes.shape[0] or used[1] + length > originals.shape[0]:
+            return
+        cached, slot = _cached_run(
+            codes, start, end, run_hashes[run], slots, hashes, run_starts, lengths, originals
+        )
+        if cached >= 0:
+            continue  # the same run came up twice in one text
+        number = used[0]
+        stored = used[1]
+        for offset in range(length):
+            originals[stored + offset] = codes[start + offset]
+            conversions[stored + offset] = out[start + offset]
+        hashes[number] = run_hashes[run]
+        run_starts[number] = stored
+        lengths[number] = length
+        slots[slot] = number + 1
+        used[0] = number + 1
+        used[1] = stored + length
 
 
 @compiled

@@ -103,3 +103,24 @@ def test_a_rule_that_changes_the_length_is_given_up_character_by_character(
         assert convert("什么人著書", ("tw2s",)) == "什么人着書"
     finally:
         script._convert_alone.cache_clear()
+
+
+def test_a_small_run_cache_fills_up_and_still_converts_as_opencc_does(
+    seed_traditional: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache of 8 runs and 40 characters: probing past taken slots, runs that no longer fit,
+    # and later texts converted partly from the cache and partly by OpenCC.
+    caches = {config: script._new_run_cache(runs=8, chars=40) for config in CONFIGS}
+    monkeypatch.setattr(script, "_run_cache", caches.__getitem__)
+    for text in (seed_traditional[:2000], seed_traditional[:2000], seed_traditional):
+        assert convert(text, CONFIGS) == whole(text)
+    runs, chars = caches["tw2s"][-1].tolist()
+    assert runs == 8 or chars > 30  # it did fill up
+
+
+def test_runs_remembered_from_one_text_convert_the_next(seed_traditional: str) -> None:
+    first = convert(seed_traditional, CONFIGS)
+    runs_before = script._run_cache("tw2s")[-1][0]
+    assert runs_before > 0
+    assert convert(seed_traditional, CONFIGS) == first == whole(seed_traditional)
+    assert script._run_cache("tw2s")[-1][0] == runs_before  # every run came from the cache
