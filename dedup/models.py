@@ -6,8 +6,12 @@ decoded text of that file or record, so every later stage can point back at what
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,156 @@ class PassageSpan:
             text=text,
             record_id=self.record_id,
         )
+
+
+# What a span's document is: source, path, record, record id.
+DocumentKey = tuple[str, str, int | None, str | None]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpanTable(Sequence[PassageSpan]):
+    """The spans of many passages as columns: what workers hand back and what a scan keeps for
+    every passage of a dump (five numbers a passage rather than an object, which costs less to
+    send between processes, to hold, and to compare in bulk). Row ``i`` is the
+    :class:`PassageSpan` ``table[i]``."""
+
+    documents: tuple[DocumentKey, ...]
+    titles: tuple[str | None, ...]
+    document: npt.NDArray[np.int64]  # row -> index into documents
+    chapter: npt.NDArray[np.int64]  # -1 where the passage is in no numbered chapter
+    title: npt.NDArray[np.int64]  # row -> index into titles
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, spans: Sequence[PassageSpan]) -> SpanTable:
+        documents: dict[DocumentKey, int] = {}
+        titles: dict[str | None, int] = {}
+        columns = np.array(
+            [
+                (
+                    documents.setdefault(
+                        (span.source, span.path, span.record, span.record_id), len(documents)
+                    ),
+                    -1 if span.chapter is None else span.chapter,
+                    titles.setdefault(span.title, len(titles)),
+                    span.start,
+                    span.end,
+                )
+                for span in spans
+            ],
+            dtype=np.int64,
+        ).reshape(-1, 5)
+        return cls(tuple(documents), tuple(titles), *(columns[:, i].copy() for i in range(5)))
+
+    @classmethod
+    def concatenate(cls, tables: Sequence[SpanTable]) -> SpanTable:
+        """The rows of ``tables`` one after the other (documents and titles shared)."""
+        documents: dict[DocumentKey, int] = {}
+        titles: dict[str | None, int] = {}
+        document_rows, title_rows = [], []
+        for table in tables:
+            document_index = [documents.setdefault(d, len(documents)) for d in table.documents]
+            title_index = [titles.setdefault(t, len(titles)) for t in table.titles]
+            document_rows.append(np.array(document_index, dtype=np.int64)[table.document])
+            title_rows.append(np.array(title_index, dtype=np.int64)[table.title])
+
+        def joined(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+        return cls(
+            tuple(documents),
+            tuple(titles),
+            joined(document_rows),
+            joined([table.chapter for table in tables]),
+            joined(title_rows),
+            joined([table.start for table in tables]),
+            joined([table.end for table in tables]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @overload
+    def __getitem__(self, row: int) -> PassageSpan: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[PassageSpan]: ...
+
+    def __getitem__(self, row: int | slice) -> PassageSpan | Sequence[PassageSpan]:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        source, path, record, record_id = self.documents[self.document[row]]
+        chapter = int(self.chapter[row])
+        return PassageSpan(
+            source=source,
+            path=path,
+            record=record,
+            chapter=None if chapter < 0 else chapter,
+            title=self.titles[self.title[row]],
+            start=int(self.start[row]),
+            end=int(self.end[row]),
+            record_id=record_id,
+        )
+
+    def __iter__(self) -> Iterator[PassageSpan]:
+        return iter(self.rows(np.arange(len(self))))
+
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[PassageSpan]:
+        """The spans of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
+        return [
+            PassageSpan(source, path, record, chapter, title, start, end, record_id)
+            for (source, path, record, record_id), chapter, title, start, end in self._columns(rows)
+        ]
+
+    def passages(self, rows: npt.NDArray[np.int64], texts: Sequence[str]) -> list[Passage]:
+        """The passages of ``rows``, with their ``texts``."""
+        return [
+            Passage(
+                passage_id(path, record, start, end),
+                source,
+                path,
+                record,
+                chapter,
+                title,
+                start,
+                end,
+                text,
+                record_id,
+            )
+            for ((source, path, record, record_id), chapter, title, start, end), text in zip(
+                self._columns(rows), texts, strict=True
+            )
+        ]
+
+    def take(self, rows: npt.NDArray[np.int64]) -> SpanTable:
+        """A table of ``rows`` alone, holding only the documents and titles they use (small to
+        send to a worker)."""
+        documents, document = np.unique(self.document[rows], return_inverse=True)
+        titles, title = np.unique(self.title[rows], return_inverse=True)
+        return SpanTable(
+            tuple(self.documents[i] for i in documents.tolist()),
+            tuple(self.titles[i] for i in titles.tolist()),
+            document.reshape(-1).astype(np.int64),
+            self.chapter[rows],
+            title.reshape(-1).astype(np.int64),
+            self.start[rows],
+            self.end[rows],
+        )
+
+    def _columns(
+        self, rows: npt.NDArray[np.int64]
+    ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
+        documents, titles = self.documents, self.titles
+        for document, chapter, title, start, end in zip(
+            self.document[rows].tolist(),
+            self.chapter[rows].tolist(),
+            self.title[rows].tolist(),
+            self.start[rows].tolist(),
+            self.end[rows].tolist(),
+            strict=True,
+        ):
+            yield documents[document], None if chapter < 0 else chapter, titles[title], start, end
 
 
 @dataclass(frozen=True, slots=True)

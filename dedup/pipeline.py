@@ -37,6 +37,7 @@ from dedup.models import (
     PassageSpan,
     Report,
     Skipped,
+    SpanTable,
     Summary,
 )
 from dedup.normalize import (
@@ -84,7 +85,7 @@ class PreparedInput:
 
     entry: InputFile | None
     skipped: Skipped | None
-    passages: tuple[PassageSpan, ...]
+    passages: SpanTable
     normalized: tuple[str, ...]
     signatures: npt.NDArray[np.uint32]
     too_short: int
@@ -144,13 +145,13 @@ def _prepare_input(
         warnings=tuple(result.warnings),
         normalization=dict(sorted(stats.counts.items())),
     )
-    passages = tuple(window.passage for window in kept)
+    passages = SpanTable.of([window.passage for window in kept])
     return PreparedInput(entry, None, passages, texts, fingerprints, len(windows) - len(kept))
 
 
 def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     empty = np.empty((0, config.num_perm), dtype=np.uint32)
-    return PreparedInput(None, skipped, (), (), empty, 0)
+    return PreparedInput(None, skipped, SpanTable.of(()), (), empty, 0)
 
 
 def _segment_and_normalize(
@@ -294,8 +295,9 @@ class Prepared:
     signatures are held once, not twice."""
 
     signatures: SignatureTable
-    spans: list[PassageSpan] = field(default_factory=list)
-    files_of_spans: list[FoundFile] = field(default_factory=list)
+    span_parts: list[SpanTable] = field(default_factory=list)
+    files: list[FoundFile] = field(default_factory=list)
+    spans_per_file: list[int] = field(default_factory=list)
     normalized: list[str] = field(default_factory=list)
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
@@ -303,8 +305,9 @@ class Prepared:
 
     def add(self, file: FoundFile, result: PreparedFile) -> None:
         for item in result.inputs:
-            self.spans += item.passages
-            self.files_of_spans += [file] * len(item.passages)
+            self.span_parts.append(item.passages)
+            self.files.append(file)
+            self.spans_per_file.append(len(item.passages))
             self.normalized += item.normalized
             self.signatures.append(item.signatures)
             if item.entry is not None:
@@ -312,6 +315,11 @@ class Prepared:
             if item.skipped is not None:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
+
+    def spans(self) -> tuple[SpanTable, npt.NDArray[np.int64]]:
+        """Every passage's span, and the index in ``files`` of the file it is in."""
+        file_of = np.repeat(np.arange(len(self.files)), self.spans_per_file)
+        return SpanTable.concatenate(self.span_parts), file_of
 
 
 def _warm_up(config: ScanConfig) -> None:
@@ -423,7 +431,9 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         files, skipped = discover_inputs(paths)
     with _workers(config, len(files)) as executor:
         prepared = _prepare_all(files, config, timer, executor)  # read .. fingerprint
-        spans, texts = prepared.spans, prepared.normalized
+        spans, file_of = prepared.spans()
+        prepared.span_parts.clear()
+        texts = prepared.normalized
         fingerprints = prepared.signatures
         with timer("candidates"):
             # Exact copies (the same normalized text) are linked directly; LSH and verification
@@ -447,7 +457,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             # Only the passages that cluster are shown with their text: read it back now rather
             # than carry the text of every passage of the dump through the scan.
             members, changed = _member_passages(
-                verified, spans, prepared.files_of_spans, config, executor
+                verified, spans, prepared.files, file_of, config, executor
             )
             if changed:
                 verified = [p for p in verified if p.first in members and p.second in members]
@@ -480,22 +490,23 @@ CHANGED_WHILE_SCANNING = (
 
 def _member_passages(
     verified: Sequence[Similarity],
-    spans: Sequence[PassageSpan],
-    files_of_spans: Sequence[FoundFile],
+    spans: SpanTable,
+    files: Sequence[FoundFile],
+    file_of: npt.NDArray[np.int64],
     config: ScanConfig,
     executor: Executor | None,
 ) -> tuple[dict[int, Passage], list[str]]:
     """The passages of the verified pairs, by index, with their text read back from their
     files (each file read once, in the worker pool); and the files whose text is no longer
     where the scan found it (changed since), whose passages are left out."""
-    indexes = sorted({i for pair in verified for i in (pair.first, pair.second)})
-    by_file: dict[str, tuple[FoundFile, list[int]]] = {}
-    for index in indexes:
-        file = files_of_spans[index]
-        by_file.setdefault(file.path, (file, []))[1].append(index)
-    groups = list(by_file.values())
-    wanted = [[spans[i] for i in group] for _file, group in groups]
-    found_files = [file for file, _group in groups]
+    indexes = np.unique(
+        np.fromiter((i for pair in verified for i in (pair.first, pair.second)), dtype=np.int64)
+    )
+    # Rows come in file order, so each file's members are one stretch of ``indexes``.
+    file_numbers, firsts = np.unique(file_of[indexes], return_index=True)
+    groups = np.split(indexes, firsts[1:]) if len(indexes) else []
+    found_files = [files[number] for number in file_numbers.tolist()]
+    wanted = [spans.take(group) for group in groups]
     texts = (
         executor.map(passage_texts, found_files, repeat(config), wanted, chunksize=1)
         if executor
@@ -503,12 +514,12 @@ def _member_passages(
     )
     members: dict[int, Passage] = {}
     changed: list[str] = []
-    for (file, group), group_texts in zip(groups, texts, strict=True):
+    for file, group, group_texts in zip(found_files, groups, texts, strict=True):
         if any(text is None for text in group_texts):
             changed.append(file.path)
             continue
-        for index, text in zip(group, group_texts, strict=True):
-            members[index] = spans[index].with_text(text or "")
+        passages = spans.passages(group, [text or "" for text in group_texts])
+        members.update(zip(group.tolist(), passages, strict=True))
     return members, changed
 
 
@@ -559,22 +570,21 @@ def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Sim
     return np.flatnonzero(distinct).astype(np.int64), links
 
 
-def _without_overlapping(
-    pairs: npt.NDArray[np.int64], passages: Sequence[PassageSpan]
-) -> npt.NDArray[np.int64]:
+def _without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.NDArray[np.int64]:
     """Drop pairs of passages that overlap in the same text (--passage-overlap): they share
     characters because they were cut that way, not because a site copied them."""
     if not len(pairs):
         return pairs
     texts: dict[tuple[str, int | None], int] = {}
-    document = np.array([texts.setdefault((p.path, p.record), len(texts)) for p in passages])
-    starts = np.array([p.start for p in passages])
-    ends = np.array([p.end for p in passages])
+    text_of_document = [
+        texts.setdefault((path, record), len(texts)) for _s, path, record, _i in spans.documents
+    ]
+    document = np.array(text_of_document, dtype=np.int64)[spans.document]
     first, second = pairs[:, 0], pairs[:, 1]
     overlapping = (
         (document[first] == document[second])
-        & (starts[first] < ends[second])
-        & (starts[second] < ends[first])
+        & (spans.start[first] < spans.end[second])
+        & (spans.start[second] < spans.end[first])
     )
     return np.asarray(pairs[~overlapping], dtype=np.int64)
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import UnionFind, cluster_pairs
 from dedup.fingerprint import shingles, signatures
-from dedup.models import Passage
+from dedup.models import Passage, PassageSpan, SpanTable
 from dedup.normalize import normalize
 from dedup.verify import Similarity, identical_chars, verify_pairs
 
@@ -137,7 +137,13 @@ def test_overlapping_passages_of_one_text_never_pair() -> None:
         _passage("b/x.txt", 0, "甲" * 400),
     ]
     pairs = np.array([[0, 1], [0, 2], [0, 3], [1, 2]])
-    assert _without_overlapping(pairs, passages).tolist() == [[0, 2], [0, 3], [1, 2]]
+    spans = SpanTable.of(
+        [
+            PassageSpan(p.source, p.path, p.record, p.chapter, p.title, p.start, p.end)
+            for p in passages
+        ]
+    )
+    assert _without_overlapping(pairs, spans).tolist() == [[0, 2], [0, 3], [1, 2]]
 
 
 @settings(max_examples=150, deadline=None)

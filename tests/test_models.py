@@ -1,0 +1,50 @@
+"""Records passed between stages: the span table a scan keeps for every passage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dedup import pipeline
+from dedup.config import ScanConfig
+from dedup.models import PassageSpan, SpanTable
+from dedup.read import discover_inputs
+
+
+def _spans_of(folder: Path) -> list[SpanTable]:
+    files, _skipped = discover_inputs([str(folder)])
+    return [item.passages for f in files for item in pipeline.prepare_file(f, ScanConfig()).inputs]
+
+
+def test_a_span_table_gives_back_the_spans_it_was_made_of(samples: Path) -> None:
+    tables = _spans_of(samples)
+    spans = [span for table in tables for span in table]
+    assert len(spans) > 50
+    assert all(isinstance(span, PassageSpan) for span in spans)
+    # Chapters with and without a number, and titles, survive the columns.
+    assert {span.chapter is None for span in spans} == {True, False}
+    assert len({span.title for span in spans}) > 3
+    assert list(SpanTable.of(spans)) == spans
+
+
+def test_concatenated_tables_share_documents_and_titles(samples: Path) -> None:
+    tables = _spans_of(samples)
+    joined = SpanTable.concatenate([*tables, *tables])
+    spans = [span for table in tables for span in table]
+    assert list(joined) == spans + spans
+    assert len(joined.documents) == len({(s.source, s.path, s.record) for s in spans})
+    assert joined[-1] == spans[-1] and joined[len(spans)] == spans[0]
+    assert list(SpanTable.concatenate([])) == []
+
+
+def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: Path) -> None:
+    table = SpanTable.concatenate(_spans_of(samples))
+    rows = np.arange(3, len(table), 7)
+    taken = table.take(rows)
+    expected = [table[i] for i in rows.tolist()]
+    assert list(taken) == expected == table.rows(rows)
+    assert len(taken.documents) < len(table.documents)  # only the documents those rows use
+    texts = [f"text {i}" for i in rows.tolist()]
+    passages = table.passages(rows, texts)
+    assert passages == [span.with_text(text) for span, text in zip(expected, texts, strict=True)]
