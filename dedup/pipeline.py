@@ -528,17 +528,20 @@ def passage_texts(
 ) -> list[str | None]:
     """The texts of ``spans``, all in ``file``, read from it once more (None where the file no
     longer has the span: it changed after it was scanned)."""
+    table = spans if isinstance(spans, SpanTable) else SpanTable.of(spans)
+    keys = [(path, record) for _source, path, record, _id in table.documents]
     wanted: dict[tuple[str, int | None], list[int]] = {}
-    for position, span in enumerate(spans):
-        wanted.setdefault((span.path, span.record), []).append(position)
-    texts: list[str | None] = [None] * len(spans)
+    for position, document in enumerate(table.document.tolist()):
+        wanted.setdefault(keys[document], []).append(position)
+    starts, ends = table.start.tolist(), table.end.tolist()
+    texts: list[str | None] = [None] * len(table)
     if file.stamp is not None and file_stamp(file.fs_path) != file.stamp:
         return texts
     for result in read_file(file, config):
         for document in result.documents:
             for position in wanted.get((document.path, document.record), ()):
-                start = spans[position].start - document.base
-                end = spans[position].end - document.base
+                start = starts[position] - document.base
+                end = ends[position] - document.base
                 if start >= 0 and end <= len(document.text):
                     texts[position] = document.text[start:end]
     return texts
