@@ -15,9 +15,12 @@ Rules (documented in docs/report-format.md):
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
+from dedup.compiled import compiled
 from dedup.models import Cluster, Pair, Passage
 from dedup.verify import Similarity
 
@@ -66,49 +69,124 @@ def cluster_pairs(
 ) -> list[Cluster]:
     """Clusters of the verified pairs; ``passages`` holds (at least) every passage a pair names,
     by its index."""
-    groups = UnionFind(max(passages, default=-1) + 1)
-    for pair in verified:
-        groups.union(pair.first, pair.second)
-    members: dict[int, list[int]] = defaultdict(list)
-    pairs: dict[int, list[Pair]] = defaultdict(list)
-    for index in sorted({i for pair in verified for i in (pair.first, pair.second)}):
-        members[groups.find(index)].append(index)
-    for pair in verified:
-        a, b = sorted((passages[pair.first], passages[pair.second]), key=lambda p: p.sort_key)
-        pairs[groups.find(pair.first)].append(
-            Pair(
-                a.id,
-                b.id,
-                pair.jaccard,
-                pair.containment,
-                pair.minhash_jaccard,
-                pair.identical_chars,
-            )
-        )
+    if not verified:
+        return []
+    first = np.fromiter((pair.first for pair in verified), dtype=np.int64, count=len(verified))
+    second = np.fromiter((pair.second for pair in verified), dtype=np.int64, count=len(verified))
+    indexes = np.unique(np.concatenate((first, second)))
+    members = [passages[index] for index in indexes.tolist()]
+    # Members are numbered by reading order once, so that every later ordering is by integers.
+    keys = [member.sort_key for member in members]
+    rank = np.empty(len(members), dtype=np.int64)
+    rank[sorted(range(len(members)), key=keys.__getitem__)] = np.arange(len(members))
+    a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
+    a, b = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
+    component = _components(a, b, len(members))
+
+    # Members by cluster, each cluster in reading order; pairs likewise, by their two members.
+    by_cluster = np.lexsort((rank, component))
+    starts = np.flatnonzero(np.diff(component[by_cluster], prepend=-1))
+    pair_order = np.lexsort((np.arange(len(a)), rank[b], rank[a], component[a]))
+    pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
+    chosen = _representatives(members, rank, by_cluster, starts, keep)
 
     built = []
-    for root, indexes in members.items():
-        cluster_members = tuple(sorted((passages[i] for i in indexes), key=lambda p: p.sort_key))
-        order = {member.id: position for position, member in enumerate(cluster_members)}
-        cluster_pairs_ = tuple(sorted(pairs[root], key=lambda pair: (order[pair.a], order[pair.b])))
-        chosen = representative(cluster_members, keep).id
-        direct = {pair.a for pair in cluster_pairs_ if pair.b == chosen}
-        direct |= {pair.b for pair in cluster_pairs_ if pair.a == chosen}
-        through = tuple(m.id for m in cluster_members if m.id != chosen and m.id not in direct)
+    groups = np.split(by_cluster, starts[1:])
+    pair_groups = np.split(pair_order, pair_starts[1:])
+    for group, pair_group, representative_at in zip(groups, pair_groups, chosen, strict=True):
+        cluster_members = tuple(members[i] for i in group.tolist())
+        pair_a, pair_b = a[pair_group], b[pair_group]
+        cluster_pairs_ = tuple(
+            Pair(
+                members[x].id,
+                members[y].id,
+                verified[k].jaccard,
+                verified[k].containment,
+                verified[k].minhash_jaccard,
+                verified[k].identical_chars,
+            )
+            for x, y, k in zip(pair_a.tolist(), pair_b.tolist(), pair_group.tolist(), strict=True)
+        )
+        direct = set(pair_a[pair_b == representative_at].tolist())
+        direct |= set(pair_b[pair_a == representative_at].tolist())
+        through = tuple(
+            members[i].id for i in group.tolist() if i != representative_at and i not in direct
+        )
         giant = len(cluster_members) > max_cluster_size
-        built.append((cluster_members, cluster_pairs_, chosen, through, giant))
+        built.append(
+            (
+                giant,
+                -len(group),
+                int(rank[group[0]]),
+                cluster_members,
+                cluster_pairs_,
+                members[representative_at].id,
+                through,
+            )
+        )
     # Biggest clusters first (giant ones last); among equals, by the first member in reading order.
-    built.sort(key=lambda c: (c[4], -len(c[0]), c[0][0].sort_key))
+    built.sort(key=lambda c: c[:3])
     return [
         Cluster(
             id=f"c{number}",
-            representative=chosen,
+            representative=chosen_id,
             members=cluster_members,
             pairs=cluster_pairs_,
             linked_through_others=through,
             giant=giant,
         )
-        for number, (cluster_members, cluster_pairs_, chosen, through, giant) in enumerate(
-            built, start=1
-        )
+        for number, (
+            giant,
+            _size,
+            _first,
+            cluster_members,
+            cluster_pairs_,
+            chosen_id,
+            through,
+        ) in enumerate(built, start=1)
     ]
+
+
+def _representatives(
+    members: Sequence[Passage],
+    rank: npt.NDArray[np.int64],
+    by_cluster: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    keep: str,
+) -> list[int]:
+    """The member each cluster keeps, by the keep policy (ties to the first in reading order):
+    the same choice as :func:`representative`, made for all clusters at once."""
+    if keep == "first":
+        chosen: list[int] = by_cluster[starts].tolist()  # members are in reading order
+        return chosen
+    length = np.array([member.end - member.start for member in members], dtype=np.int64)
+    preference = np.zeros(len(members), dtype=np.int64)
+    if keep.startswith("source:"):
+        names = [name.strip() for name in keep.removeprefix("source:").split(",")]
+        ranks = {name: position for position, name in enumerate(names)}
+        preference = np.array([ranks.get(m.source, len(ranks)) for m in members], dtype=np.int64)
+    cluster_of = np.repeat(np.arange(len(starts)), np.diff(starts, append=len(by_cluster)))
+    best = np.lexsort((rank[by_cluster], -length[by_cluster], preference[by_cluster], cluster_of))
+    chosen = by_cluster[best[starts]].tolist()
+    return chosen
+
+
+@compiled
+def _components(
+    first: npt.NDArray[np.int64], second: npt.NDArray[np.int64], size: int
+) -> npt.NDArray[np.int64]:
+    """Union-find over the pairs: for each item, the smallest item of its connected group."""
+    parent = np.arange(size)
+    for pair in range(first.shape[0]):
+        x, y = first[pair], second[pair]
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x != y:
+            parent[max(x, y)] = min(x, y)
+    for item in range(size):
+        parent[item] = parent[parent[item]]  # roots are smaller than their items: one step
+    return parent

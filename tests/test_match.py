@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup.candidates import candidate_pairs, lsh_params
-from dedup.cluster import UnionFind, cluster_pairs
+from dedup.cluster import UnionFind, cluster_pairs, representative
 from dedup.fingerprint import shingles, signatures
-from dedup.models import Passage, PassageSpan, SpanTable
+from dedup.models import Cluster, Pair, Passage, PassageSpan, SpanTable
 from dedup.normalize import normalize
 from dedup.verify import Similarity, identical_chars, verify_pairs
 
@@ -166,3 +166,79 @@ def test_every_pair_is_scored_as_its_shingle_sets_say(texts: list[str], ngram: i
         assert pair.jaccard == len(a & b) / len(a | b)
         assert pair.containment == len(a & b) / min(len(a), len(b))
         assert pair.identical_chars == identical_chars(texts[first], texts[second], ngram)
+
+
+def _reference_clusters(
+    passages: dict[int, Passage], verified: list[Similarity], keep: str, largest: int
+) -> list[Cluster]:
+    """Clustering as it was written before it was vectorized: one object at a time."""
+    groups = UnionFind(max(passages, default=-1) + 1)
+    for pair in verified:
+        groups.union(pair.first, pair.second)
+    members: dict[int, list[int]] = {}
+    pairs: dict[int, list[Pair]] = {}
+    for index in sorted({i for pair in verified for i in (pair.first, pair.second)}):
+        members.setdefault(groups.find(index), []).append(index)
+    for pair in verified:
+        a, b = sorted((passages[pair.first], passages[pair.second]), key=lambda p: p.sort_key)
+        pairs.setdefault(groups.find(pair.first), []).append(
+            Pair(
+                a.id,
+                b.id,
+                pair.jaccard,
+                pair.containment,
+                pair.minhash_jaccard,
+                pair.identical_chars,
+            )
+        )
+    built = []
+    for root, indexes in members.items():
+        cluster_members = tuple(sorted((passages[i] for i in indexes), key=lambda p: p.sort_key))
+        order = {member.id: position for position, member in enumerate(cluster_members)}
+        found = tuple(sorted(pairs[root], key=lambda pair: (order[pair.a], order[pair.b])))
+        chosen = representative(cluster_members, keep).id
+        direct = {pair.a for pair in found if pair.b == chosen}
+        direct |= {pair.b for pair in found if pair.a == chosen}
+        through = tuple(m.id for m in cluster_members if m.id != chosen and m.id not in direct)
+        built.append((cluster_members, found, chosen, through, len(cluster_members) > largest))
+    built.sort(key=lambda c: (c[4], -len(c[0]), c[0][0].sort_key))
+    return [
+        Cluster(f"c{n}", chosen, found_members, found, through, giant)
+        for n, (found_members, found, chosen, through, giant) in enumerate(built, start=1)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["s1/a.txt", "s2/a.txt", "s3/b.txt"]),
+            st.integers(0, 30),
+            st.integers(1, 4),
+        ),
+        min_size=2,
+        max_size=14,
+        unique_by=lambda p: (p[0], p[1]),
+    ),
+    st.lists(st.tuples(st.integers(0, 13), st.integers(0, 13), st.floats(0, 1)), max_size=25),
+    st.sampled_from(["longest", "first", "source:s3,s1"]),
+    st.integers(1, 4),
+)
+def test_clusters_equal_the_one_object_at_a_time_reference(
+    spans: list[tuple[str, int, int]],
+    links: list[tuple[int, int, float]],
+    keep: str,
+    largest: int,
+) -> None:
+    passages = {
+        # Scan order is not reading order: number them backwards from the spans' order.
+        len(spans) - 1 - i: _passage(path, start * 10, "甲" * length)
+        for i, (path, start, length) in enumerate(spans)
+    }
+    verified = [
+        Similarity(x % len(spans), y % len(spans), score, score, score, int(score * 10))
+        for x, y, score in links
+        if x % len(spans) != y % len(spans)
+    ]
+    found = cluster_pairs(passages, verified, keep, largest)
+    assert found == _reference_clusters(passages, verified, keep, largest)
