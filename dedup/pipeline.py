@@ -32,6 +32,7 @@ from dedup.models import (
     Chapter,
     Cluster,
     Document,
+    DocumentKey,
     InputFile,
     Passage,
     PassageSpan,
@@ -59,7 +60,7 @@ from dedup.read import (
 )
 from dedup.read.containers import InputTooLarge
 from dedup.read.decode import DecodeFailure
-from dedup.segment import PassageWindow, split_chapters, split_passages
+from dedup.segment import ChapterWindows, chapter_windows, split_chapters, split_passages
 from dedup.verify import Similarity, verify_pairs
 
 
@@ -127,11 +128,13 @@ def _prepare_input(
             str(failure) or f"larger than {config.max_file_mb} MB; raise --max-file-mb to read it"
         )
         return _skipped_input(Skipped(result.path, reason), config)
-    kept = [window for window in windows if len(window.normalized) >= config.min_passage_chars]
-    stats.add("passages-converted", sum(w.converted_share >= CONVERTED_PASSAGE for w in kept))
+    lengths = np.fromiter(map(len, windows.texts), dtype=np.int64, count=len(windows.texts))
+    kept = np.flatnonzero(lengths >= config.min_passage_chars)
+    converted = int(np.count_nonzero(windows.converted[kept] >= CONVERTED_PASSAGE))
+    stats.add("passages-converted", converted)
 
     with timer("fingerprint"):
-        texts = tuple(window.normalized for window in kept)
+        texts = tuple(windows.texts[i] for i in kept.tolist())
         fingerprints = signatures(texts, config.ngram, config.num_perm, config.seed)
 
     entry = InputFile(
@@ -145,8 +148,8 @@ def _prepare_input(
         warnings=tuple(result.warnings),
         normalization=dict(sorted(stats.counts.items())),
     )
-    passages = SpanTable.of([window.passage for window in kept])
-    return PreparedInput(entry, None, passages, texts, fingerprints, len(windows) - len(kept))
+    passages = windows.spans.take(kept)
+    return PreparedInput(entry, None, passages, texts, fingerprints, len(lengths) - len(kept))
 
 
 def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
@@ -154,10 +157,54 @@ def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     return PreparedInput(None, skipped, SpanTable.of(()), (), empty, 0)
 
 
+@dataclass
+class _InputWindows:
+    """The passages of one input as they are cut, chapter by chapter, in columns."""
+
+    texts: list[str] = field(default_factory=list)
+    chapters: list[tuple[ChapterWindows, DocumentKey, int | None, str | None]] = field(
+        default_factory=list
+    )
+
+    def add(self, windows: ChapterWindows, document: Document, chapter: Chapter) -> None:
+        self.texts += windows.texts
+        key = (document.source, document.path, document.record, document.record_id)
+        self.chapters.append((windows, key, chapter.index, chapter.title))
+
+    @property
+    def converted(self) -> npt.NDArray[np.float64]:
+        return _joined([windows.converted for windows, *_rest in self.chapters], np.float64)
+
+    @property
+    def spans(self) -> SpanTable:
+        documents: dict[DocumentKey, int] = {}
+        titles: dict[str | None, int] = {}
+        sizes = [len(windows.texts) for windows, *_rest in self.chapters]
+
+        def each(values: list[int]) -> npt.NDArray[np.int64]:
+            return np.repeat(np.array(values, dtype=np.int64), sizes)
+
+        document = [documents.setdefault(key, len(documents)) for _w, key, _c, _t in self.chapters]
+        title = [titles.setdefault(title, len(titles)) for _w, _k, _c, title in self.chapters]
+        return SpanTable(
+            tuple(documents),
+            tuple(titles),
+            each(document),
+            each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),
+            each(title),
+            _joined([windows.starts for windows, *_rest in self.chapters], np.int64),
+            _joined([windows.ends for windows, *_rest in self.chapters], np.int64),
+        )
+
+
+def _joined(parts: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
 def _segment_and_normalize(
     result: ReadResult, config: ScanConfig, repeated: RepeatedLines, timer: StageTimer
-) -> tuple[list[PassageWindow], int, int, NormalizeStats]:
-    windows: list[PassageWindow] = []
+) -> tuple[_InputWindows, int, int, NormalizeStats]:
+    windows = _InputWindows()
     chapters_seen: set[tuple[int | None, int]] = set()
     stats = NormalizeStats()
     records = 0
@@ -191,9 +238,10 @@ def _segment_and_normalize(
                     normalized = normalize(document.text[block_start:block_end], normalize_config)
                 stats.merge(normalized.stats)
                 with timer("segment"):
-                    windows += split_passages(
+                    cut = chapter_windows(
                         document, block, normalized, config.passage_chars, config.passage_overlap
                     )
+                    windows.add(cut, document, block)
 
 
 # LSH is tuned for a Jaccard threshold of at most this (the default threshold), whatever

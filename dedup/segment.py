@@ -183,21 +183,28 @@ def window_bounds(
     Returns ``(start, end)`` pairs in normalized coordinates. Windows are at least half the
     target long (except a whole chapter shorter than that) and at most twice.
     """
+    return list(itertools.pairwise(_cuts_of(normalized, code_points(original), passage_chars)))
+
+
+def _cuts_of(
+    normalized: NormalizedText, original: npt.NDArray[np.uint32], passage_chars: int
+) -> list[int]:
+    """The window cuts of :func:`window_bounds`, from 0 to the end (``original`` as code points)."""
     size = len(normalized.text)
     min_len = passage_chars // 2
     max_len = passage_chars * 2
     if size <= max_len and size < passage_chars + min_len:
-        return [(0, size)] if size else []
+        return [0, size] if size else []
 
-    candidates = _sentence_ends(normalized, original)
+    candidates = _sentence_ends_in(original, normalized.offsets, _SENTENCE_END_TABLE)
     modulus = max(2, round((passage_chars - min_len) / _MEAN_SENTENCE))
     if len(candidates) < size // max_len * 2:
         # Text without sentence punctuation: every character boundary is a candidate.
         candidates = np.arange(1, size, dtype=np.int64)
         modulus = max(2, passage_chars - min_len)
     codes = code_points(normalized.text)
-    cuts = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
-    return list(itertools.pairwise(cuts))
+    cuts: list[int] = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
+    return cuts
 
 
 def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.int64]:
@@ -274,6 +281,69 @@ def _is_anchor(codes: npt.NDArray[np.uint32], position: int, modulus: int) -> bo
     return bool(crc32_utf8(codes, max(0, position - _ANCHOR_CONTEXT), position) % modulus == 0)
 
 
+@dataclass(frozen=True, slots=True)
+class ChapterWindows:
+    """The passages of one chapter as columns: what :func:`split_passages` makes objects of,
+    and what the scan keeps (passages by the million cost less as a few arrays)."""
+
+    texts: list[str]  # each passage's normalized text
+    starts: npt.NDArray[np.int64]  # its span in the file's decoded text
+    ends: npt.NDArray[np.int64]
+    converted: npt.NDArray[np.float64]  # share of its characters script conversion changed
+
+
+def chapter_windows(
+    document: Document,
+    chapter: Chapter,
+    normalized: NormalizedText,
+    passage_chars: int,
+    overlap: int = 0,
+) -> ChapterWindows:
+    """The passages of one chapter (see :func:`split_passages`), as columns."""
+    body = code_points(document.text[chapter.body_start : chapter.end])
+    cuts = _cuts_of(normalized, body, passage_chars)
+    if not cuts:
+        empty = np.empty(0, dtype=np.int64)
+        return ChapterWindows([], empty, empty, np.empty(0, dtype=np.float64))
+    ends = np.array(cuts[1:], dtype=np.int64)
+    starts = np.maximum(0, np.array(cuts[:-1], dtype=np.int64) - overlap)
+    converted_before = np.concatenate(([0], np.cumsum(normalized.converted)))
+    converted = (converted_before[ends] - converted_before[starts]) / np.maximum(1, ends - starts)
+    # A passage runs on to just before the next one, so it ends with its own punctuation;
+    # trailing blank lines and spaces are left out.
+    original_starts = normalized.offsets[starts]
+    limits = np.append(normalized.offsets[ends[:-1]], len(body))
+    original_ends = _without_trailing_space(body, original_starts, limits, _SPACE_TABLE)
+    text = normalized.text
+    base = document.base + chapter.body_start
+    return ChapterWindows(
+        [text[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)],
+        original_starts + base,
+        original_ends + base,
+        converted,
+    )
+
+
+# What str.strip() strips (checked against str.isspace over all of Unicode in the tests).
+_SPACE_TABLE = np.zeros(0x110000, dtype=np.bool_)
+_SPACE_TABLE[[code for code in range(0x3001) if chr(code).isspace()]] = True
+
+
+@compiled
+def _without_trailing_space(
+    codes: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    limits: npt.NDArray[np.int64],
+    space: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.int64]:
+    """Each ``limits[i]`` moved back over the whitespace before it, not past ``starts[i]``."""
+    ends = limits.copy()
+    for window in range(ends.shape[0]):
+        while ends[window] > starts[window] and space[codes[ends[window] - 1]]:
+            ends[window] -= 1
+    return ends
+
+
 def split_passages(
     document: Document,
     chapter: Chapter,
@@ -285,35 +355,27 @@ def split_passages(
     relative to ``chapter.body_start``. Passage offsets are in the whole file's text (a piece of
     a streamed file starts at ``document.base``). With ``overlap``, each passage also takes in
     that many characters of the one before it."""
-    body = document.text[chapter.body_start : chapter.end]
-    windows: list[PassageWindow] = []
-    bounds = window_bounds(normalized, body, passage_chars)
-    if not bounds:
-        return windows
-    cuts = np.array(bounds, dtype=np.int64)
-    starts = np.maximum(0, cuts[:, 0] - overlap)
-    ends = cuts[:, 1]
-    converted_before = np.concatenate(([0], np.cumsum(normalized.converted)))
-    converted_counts = (converted_before[ends] - converted_before[starts]).tolist()
-    original_starts = (chapter.body_start + normalized.offsets[starts]).tolist()
-    limits = [*(chapter.body_start + normalized.offsets[ends[:-1]]).tolist(), chapter.end]
-    for start, end, original_start, limit, converted_count in zip(
-        starts.tolist(), ends.tolist(), original_starts, limits, converted_counts, strict=True
-    ):
-        # The passage runs on to just before the next passage, so it ends with its own
-        # punctuation; trailing blank lines are left out.
-        original_end = original_start + len(document.text[original_start:limit].rstrip())
-        base = document.base
-        passage = PassageSpan(
-            source=document.source,
-            path=document.path,
-            record=document.record,
-            chapter=chapter.index,
-            title=chapter.title,
-            start=base + original_start,
-            end=base + original_end,
-            record_id=document.record_id,
+    windows = chapter_windows(document, chapter, normalized, passage_chars, overlap)
+    return [
+        PassageWindow(
+            PassageSpan(
+                source=document.source,
+                path=document.path,
+                record=document.record,
+                chapter=chapter.index,
+                title=chapter.title,
+                start=start,
+                end=end,
+                record_id=document.record_id,
+            ),
+            text,
+            converted,
         )
-        converted = converted_count / max(1, end - start)
-        windows.append(PassageWindow(passage, normalized.text[start:end], converted))
-    return windows
+        for text, start, end, converted in zip(
+            windows.texts,
+            windows.starts.tolist(),
+            windows.ends.tolist(),
+            windows.converted.tolist(),
+            strict=True,
+        )
+    ]

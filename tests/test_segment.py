@@ -291,3 +291,20 @@ def test_sentence_ends_in_one_pass_equal_the_vectorized_ones(original: str) -> N
     normalized = normalize(original)
     expected = _reference_sentence_ends(normalized.offsets, original, len(normalized.text))
     assert segment._sentence_ends(normalized, original).tolist() == expected
+
+
+def test_the_space_table_is_str_isspace_over_all_of_unicode() -> None:
+    spaces = [code for code in range(0x110000) if chr(code).isspace()]
+    assert np.flatnonzero(segment._SPACE_TABLE).tolist() == spaces
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="他说好。\n \t\u3000\r\x1c", max_size=40), st.data())
+def test_passages_end_where_rstrip_ends_them(text: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(text)))
+    limit = data.draw(st.integers(start, len(text)))
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    (end,) = segment._without_trailing_space(
+        codes, np.array([start]), np.array([limit]), segment._SPACE_TABLE
+    ).tolist()
+    assert end == start + len(text[start:limit].rstrip())
