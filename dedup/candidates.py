@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from datasketch.lsh import _optimal_param
 
+from dedup.arrays import sorted_unique
 from dedup.fingerprint import SignatureTable
 
 Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
@@ -60,7 +61,7 @@ def candidate_pairs(
         pairs = among[pairs]
     pairs.sort(axis=1)
     # One integer per pair: a 1-D unique is many times faster than unique over rows.
-    codes = np.unique(pairs[:, 0] * count + pairs[:, 1])
+    codes = sorted_unique(pairs[:, 0] * count + pairs[:, 1])
     return np.stack((codes // count, codes % count), axis=1)
 
 

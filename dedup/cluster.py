@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import sorted_unique
 from dedup.compiled import compiled
 from dedup.models import Cluster, Pair, Passage
 from dedup.verify import Similarity
@@ -73,12 +74,10 @@ def cluster_pairs(
         return []
     first = np.fromiter((pair.first for pair in verified), dtype=np.int64, count=len(verified))
     second = np.fromiter((pair.second for pair in verified), dtype=np.int64, count=len(verified))
-    indexes = np.unique(np.concatenate((first, second)))
+    indexes = sorted_unique(np.concatenate((first, second)))
     members = [passages[index] for index in indexes.tolist()]
-    # Members are numbered by reading order once, so that every later ordering is by integers.
-    keys = [member.sort_key for member in members]
-    rank = np.empty(len(members), dtype=np.int64)
-    rank[sorted(range(len(members)), key=keys.__getitem__)] = np.arange(len(members))
+    ids = [member.id for member in members]
+    rank = _reading_ranks(members)
     a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
     a, b = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
     component = _components(a, b, len(members))
@@ -90,6 +89,10 @@ def cluster_pairs(
     pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
     chosen = _representatives(members, rank, by_cluster, starts, keep)
 
+    scores = [
+        (pair.jaccard, pair.containment, pair.minhash_jaccard, pair.identical_chars)
+        for pair in verified
+    ]
     built = []
     groups = np.split(by_cluster, starts[1:])
     pair_groups = np.split(pair_order, pair_starts[1:])
@@ -97,20 +100,13 @@ def cluster_pairs(
         cluster_members = tuple(members[i] for i in group.tolist())
         pair_a, pair_b = a[pair_group], b[pair_group]
         cluster_pairs_ = tuple(
-            Pair(
-                members[x].id,
-                members[y].id,
-                verified[k].jaccard,
-                verified[k].containment,
-                verified[k].minhash_jaccard,
-                verified[k].identical_chars,
-            )
+            Pair(ids[x], ids[y], *scores[k])
             for x, y, k in zip(pair_a.tolist(), pair_b.tolist(), pair_group.tolist(), strict=True)
         )
         direct = set(pair_a[pair_b == representative_at].tolist())
         direct |= set(pair_b[pair_a == representative_at].tolist())
         through = tuple(
-            members[i].id for i in group.tolist() if i != representative_at and i not in direct
+            ids[i] for i in group.tolist() if i != representative_at and i not in direct
         )
         giant = len(cluster_members) > max_cluster_size
         built.append(
@@ -145,6 +141,25 @@ def cluster_pairs(
             through,
         ) in enumerate(built, start=1)
     ]
+
+
+def _reading_ranks(members: Sequence[Passage]) -> npt.NDArray[np.int64]:
+    """Each member's place in reading order (path, record, start, end), by one array sort."""
+    paths = {path: number for number, path in enumerate(sorted({m.path for m in members}))}
+    count = len(members)
+    by_order = np.lexsort(
+        (
+            np.fromiter((m.end for m in members), dtype=np.int64, count=count),
+            np.fromiter((m.start for m in members), dtype=np.int64, count=count),
+            np.fromiter(
+                (-1 if m.record is None else m.record for m in members), np.int64, count=count
+            ),
+            np.fromiter((paths[m.path] for m in members), dtype=np.int64, count=count),
+        )
+    )
+    rank = np.empty(count, dtype=np.int64)
+    rank[by_order] = np.arange(count)
+    return rank
 
 
 def _representatives(

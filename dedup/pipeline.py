@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
+from dedup.arrays import sorted_unique
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.config import ScanConfig
@@ -547,7 +548,7 @@ def _member_passages(
     """The passages of the verified pairs, by index, with their text read back from their
     files (each file read once, in the worker pool); and the files whose text is no longer
     where the scan found it (changed since), whose passages are left out."""
-    indexes = np.unique(
+    indexes = sorted_unique(
         np.fromiter((i for pair in verified for i in (pair.first, pair.second)), dtype=np.int64)
     )
     # Rows come in file order, so each file's members are one stretch of ``indexes``.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import sorted_unique
 from dedup.compiled import compiled
 from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
 
@@ -94,14 +95,6 @@ def _agreeing(a: str, start_a: int, b: str, start_b: int) -> int:
     return length
 
 
-def _sorted_unique(keys: Keys) -> Keys:
-    """np.unique for small arrays, without its hashing set-up."""
-    ordered = np.sort(keys)
-    if ordered.size < 2:
-        return ordered
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-
-
 def _member(keys: Keys, sorted_set: Keys) -> npt.NDArray[np.bool_]:
     """Which of ``keys`` are in ``sorted_set`` (sorted, unique): a binary search each."""
     if not sorted_set.size:
@@ -112,7 +105,7 @@ def _member(keys: Keys, sorted_set: Keys) -> npt.NDArray[np.bool_]:
 
 def sorted_unique_keys(text: str, ngram: int) -> Keys:
     """The text's shingle keys, sorted and unique (the set ``covered_chars`` compares with)."""
-    return _sorted_unique(shingle_keys(text, ngram))
+    return sorted_unique(shingle_keys(text, ngram))
 
 
 def identical_chars(a: str, b: str, ngram: int) -> int:
@@ -150,7 +143,7 @@ def verify_pairs(
     carry with small differences makes many pairs."""
     if not len(pairs):
         return []
-    involved = np.unique(pairs)
+    involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
     batch = [texts[index] for index in involved.tolist()]
     keys, offsets = shingle_key_batch(batch, ngram)
