@@ -271,35 +271,38 @@ def _plan_runs(
     runs = 0
     joined_size = 0
     position = 0
+    # Every character is first taken as converted alone (unchanged unless it is a changing
+    # character): right for all but the runs that hold a changing phrase character, which are
+    # found from their first such character and done whole before going on past them.
     while position < size:
         code = codes[position]
-        found = kind[code]
-        if not found & _PHRASE:
-            out[position] = alone[code] if found & _CHANGING else code
+        out[position] = alone[code]
+        if kind[code] != _PHRASE | _CHANGING:
             position += 1
             continue
-        start = position
-        dirty = False
-        while position < size and kind[codes[position]] & _PHRASE:
-            dirty |= (kind[codes[position]] & _CHANGING) != 0
-            out[position] = codes[position]
-            position += 1
-        if not dirty:
-            continue
-        value = _run_hash(codes, start, position)
+        start = position  # the characters before it in its run are unchanging: out is right
+        while start > 0 and kind[codes[start - 1]] & _PHRASE:
+            start -= 1
+        end = position + 1
+        while end < size and kind[codes[end]] & _PHRASE:
+            end += 1
+        value = _run_hash(codes, start, end)
         cached, _slot = _cached_run(
-            codes, start, position, value, slots, hashes, run_starts, lengths, originals
+            codes, start, end, value, slots, hashes, run_starts, lengths, originals
         )
         if cached >= 0:
             stored = run_starts[cached]
-            for offset in range(position - start):
+            for offset in range(end - start):
                 out[start + offset] = conversions[stored + offset]
-            continue
-        starts[runs] = start
-        ends[runs] = position
-        run_hashes[runs] = value
-        joined_size += position - start + (1 if runs else 0)
-        runs += 1
+        else:
+            for offset in range(position, end):
+                out[offset] = codes[offset]
+            starts[runs] = start
+            ends[runs] = end
+            run_hashes[runs] = value
+            joined_size += end - start + (1 if runs else 0)
+            runs += 1
+        position = end
     joined = np.empty(joined_size, dtype=np.uint32)
     cursor = 0
     for run in range(runs):
