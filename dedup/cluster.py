@@ -23,7 +23,7 @@ import numpy.typing as npt
 from dedup.arrays import sorted_unique
 from dedup.compiled import compiled
 from dedup.models import Cluster, Pair, Passage
-from dedup.verify import Similarity
+from dedup.verify import Similarity, SimilarityTable
 
 
 class UnionFind:
@@ -70,10 +70,10 @@ def cluster_pairs(
 ) -> list[Cluster]:
     """Clusters of the verified pairs; ``passages`` holds (at least) every passage a pair names,
     by its index."""
-    if not verified:
+    if not len(verified):
         return []
-    first = np.fromiter((pair.first for pair in verified), dtype=np.int64, count=len(verified))
-    second = np.fromiter((pair.second for pair in verified), dtype=np.int64, count=len(verified))
+    table = SimilarityTable.of(verified)
+    first, second = table.first, table.second
     indexes = sorted_unique(np.concatenate((first, second)))
     members = [passages[index] for index in indexes.tolist()]
     ids = [member.id for member in members]
@@ -89,10 +89,15 @@ def cluster_pairs(
     pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
     chosen = _representatives(members, rank, by_cluster, starts, keep)
 
-    scores = [
-        (pair.jaccard, pair.containment, pair.minhash_jaccard, pair.identical_chars)
-        for pair in verified
-    ]
+    scores = list(
+        zip(
+            table.jaccard.tolist(),
+            table.containment.tolist(),
+            table.minhash_jaccard.tolist(),
+            table.identical_chars.tolist(),
+            strict=True,
+        )
+    )
     built = []
     groups = np.split(by_cluster, starts[1:])
     pair_groups = np.split(pair_order, pair_starts[1:])

@@ -62,7 +62,7 @@ from dedup.read import (
 from dedup.read.containers import InputTooLarge
 from dedup.read.decode import DecodeFailure
 from dedup.segment import ChapterWindows, chapter_windows, split_chapters, split_passages
-from dedup.verify import Similarity, verify_pairs
+from dedup.verify import SimilarityTable, verify_table
 
 
 @dataclass
@@ -495,8 +495,18 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             )
             pairs = _without_overlapping(pairs, spans)
         with timer("verify"):
-            verified = copies + verify_pairs(
-                pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+            verified = SimilarityTable.concatenate(
+                [
+                    copies,
+                    verify_table(
+                        pairs,
+                        texts,
+                        fingerprints,
+                        config.ngram,
+                        config.threshold,
+                        config.containment,
+                    ),
+                ]
             )
         # Normalized texts and signatures are done with: free them before texts are read back.
         prepared.normalized.clear()
@@ -509,7 +519,10 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
                 verified, spans, prepared.files, file_of, config, executor
             )
             if changed:
-                verified = [p for p in verified if p.first in members and p.second in members]
+                kept = np.fromiter(members, dtype=np.int64, count=len(members))
+                verified = verified.where(
+                    np.isin(verified.first, kept) & np.isin(verified.second, kept)
+                )
                 prepared.skipped += [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
         with timer("cluster"):
             clusters = cluster_pairs(members, verified, config.keep, config.max_cluster_size)
@@ -538,7 +551,7 @@ CHANGED_WHILE_SCANNING = (
 
 
 def _member_passages(
-    verified: Sequence[Similarity],
+    verified: SimilarityTable,
     spans: SpanTable,
     files: Sequence[FoundFile],
     file_of: npt.NDArray[np.int64],
@@ -548,9 +561,7 @@ def _member_passages(
     """The passages of the verified pairs, by index, with their text read back from their
     files (each file read once, in the worker pool); and the files whose text is no longer
     where the scan found it (changed since), whose passages are left out."""
-    indexes = sorted_unique(
-        np.fromiter((i for pair in verified for i in (pair.first, pair.second)), dtype=np.int64)
-    )
+    indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
     # Rows come in file order, so each file's members are one stretch of ``indexes``.
     file_numbers, firsts = np.unique(file_of[indexes], return_index=True)
     groups = np.split(indexes, firsts[1:]) if len(indexes) else []
@@ -596,29 +607,31 @@ def passage_texts(
     return texts
 
 
-def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], list[Similarity]]:
+def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
     """The first passage of every distinct normalized text, and a verified link from each later
     copy to that first one (Jaccard, containment and MinHash estimate 1)."""
     # Group by Python's string hash (fast, cached on the strings), then confirm each copy by
     # comparing texts. The hash is salted per process, so a group whose texts differ (a
     # collision) is regrouped by the texts themselves: the result never depends on the salt.
     hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
-    _values, first_of_group, group = np.unique(hashes, return_index=True, return_inverse=True)
-    first = first_of_group[group.reshape(-1)]
-    pairs = [
-        (original, copy)
-        for original, copy in zip(first.tolist(), range(len(texts)), strict=True)
-        if original != copy
-    ]
-    if any(texts[original] != texts[copy] for original, copy in pairs):
+    by_hash = np.argsort(hashes, kind="stable")
+    ordered = hashes[by_hash]
+    starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1]))
+    # Each text's group is led by the first text with its hash (stable sort: the lowest index).
+    leader = np.empty(len(texts), dtype=np.int64)
+    leader[by_hash] = np.repeat(by_hash[starts], np.diff(np.append(starts, len(texts))))
+    copies = np.flatnonzero(leader != np.arange(len(texts)))
+    originals = leader[copies]
+    if any(texts[o] != texts[c] for o, c in zip(originals.tolist(), copies.tolist(), strict=True)):
         first_of: dict[str, int] = {}
-        pairs = [(first_of.setdefault(text, i), i) for i, text in enumerate(texts)]
-        pairs = [(original, copy) for original, copy in pairs if original != copy]
-    links = [
-        Similarity(original, copy, 1.0, 1.0, 1.0, len(texts[copy])) for original, copy in pairs
-    ]
+        leader = np.array([first_of.setdefault(t, i) for i, t in enumerate(texts)], np.int64)
+        copies = np.flatnonzero(leader != np.arange(len(texts)))
+        originals = leader[copies]
+    ones = np.ones(len(copies), dtype=np.float64)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    links = SimilarityTable(originals, copies, ones, ones, ones, lengths[copies])
     distinct = np.ones(len(texts), dtype=np.bool_)
-    distinct[[copy for _original, copy in pairs]] = False
+    distinct[copies] = False
     return np.flatnonzero(distinct).astype(np.int64), links
 
 

@@ -8,8 +8,9 @@ share a key with probability about 2**-64, so the values are exact in practice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,72 @@ class Similarity:
     containment: float
     minhash_jaccard: float
     identical_chars: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SimilarityTable(Sequence[Similarity]):
+    """Verified pairs as columns: a dump in which every scene has copies has about one pair per
+    passage, and a million objects cost seconds to make and to read back."""
+
+    first: npt.NDArray[np.int64]
+    second: npt.NDArray[np.int64]
+    jaccard: npt.NDArray[np.float64]
+    containment: npt.NDArray[np.float64]
+    minhash_jaccard: npt.NDArray[np.float64]
+    identical_chars: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, pairs: Sequence[Similarity]) -> SimilarityTable:
+        if isinstance(pairs, SimilarityTable):
+            return pairs
+        rows = [
+            (p.first, p.second, p.jaccard, p.containment, p.minhash_jaccard, p.identical_chars)
+            for p in pairs
+        ]
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+        return cls(
+            np.array(columns[0], dtype=np.int64),
+            np.array(columns[1], dtype=np.int64),
+            np.array(columns[2], dtype=np.float64),
+            np.array(columns[3], dtype=np.float64),
+            np.array(columns[4], dtype=np.float64),
+            np.array(columns[5], dtype=np.int64),
+        )
+
+    @classmethod
+    def concatenate(cls, tables: Sequence[SimilarityTable]) -> SimilarityTable:
+        return cls(*(np.concatenate([getattr(t, name) for t in tables]) for name in _COLUMNS))
+
+    def where(self, rows: npt.NDArray[np.bool_] | npt.NDArray[np.int64]) -> SimilarityTable:
+        return SimilarityTable(*(getattr(self, name)[rows] for name in _COLUMNS))
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    @overload
+    def __getitem__(self, row: int) -> Similarity: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[Similarity]: ...
+
+    def __getitem__(self, row: int | slice) -> Similarity | Sequence[Similarity]:
+        if isinstance(row, slice):
+            return list(self.where(np.arange(len(self))[row]))
+        return Similarity(
+            int(self.first[row]),
+            int(self.second[row]),
+            float(self.jaccard[row]),
+            float(self.containment[row]),
+            float(self.minhash_jaccard[row]),
+            int(self.identical_chars[row]),
+        )
+
+    def __iter__(self) -> Iterator[Similarity]:
+        columns = (getattr(self, name).tolist() for name in _COLUMNS)
+        return (Similarity(*row) for row in zip(*columns, strict=True))
+
+
+_COLUMNS = ("first", "second", "jaccard", "containment", "minhash_jaccard", "identical_chars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +208,20 @@ def verify_pairs(
     The shingle sets of the passages involved are built once, in one batch, and every pair is
     scored by one compiled loop (merging two sorted key arrays), since a scene that many sites
     carry with small differences makes many pairs."""
+    return list(verify_table(pairs, texts, signatures, ngram, threshold, containment))
+
+
+def verify_table(
+    pairs: npt.NDArray[np.int64],
+    texts: Sequence[str],
+    signatures: npt.NDArray[np.uint32] | SignatureTable,
+    ngram: int,
+    threshold: float,
+    containment: float,
+) -> SimilarityTable:
+    """:func:`verify_pairs`, as a table."""
     if not len(pairs):
-        return []
+        return SimilarityTable.of([])
     involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
     batch = [texts[index] for index in involved.tolist()]
@@ -154,17 +233,14 @@ def verify_pairs(
     )
     passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
     estimates = _estimates(pairs[passed], signatures)
-    return [
-        Similarity(first, second, similarity, containing, estimate, chars)
-        for (first, second), similarity, containing, estimate, chars in zip(
-            pairs[passed].tolist(),
-            jaccard[passed].tolist(),
-            contained[passed].tolist(),
-            estimates.tolist(),
-            identical[passed].tolist(),
-            strict=True,
-        )
-    ]
+    return SimilarityTable(
+        pairs[passed, 0].astype(np.int64),
+        pairs[passed, 1].astype(np.int64),
+        jaccard[passed].astype(np.float64),
+        contained[passed].astype(np.float64),
+        estimates.astype(np.float64),
+        identical[passed].astype(np.int64),
+    )
 
 
 @compiled

@@ -13,7 +13,7 @@ from dedup.cluster import UnionFind, cluster_pairs, representative
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Cluster, Pair, Passage, PassageSpan, SpanTable
 from dedup.normalize import normalize
-from dedup.verify import Similarity, identical_chars, verify_pairs
+from dedup.verify import Similarity, SimilarityTable, identical_chars, verify_pairs, verify_table
 
 
 def test_lsh_params_are_datasketchs() -> None:
@@ -242,3 +242,18 @@ def test_clusters_equal_the_one_object_at_a_time_reference(
     ]
     found = cluster_pairs(passages, verified, keep, largest)
     assert found == _reference_clusters(passages, verified, keep, largest)
+
+
+def test_a_similarity_table_holds_the_pairs_it_was_made_of(seed_with_ads: str) -> None:
+    texts = _windows(seed_with_ads)
+    texts += [text[3:] for text in texts]  # each window again, a little shorter
+    sigs = signatures(texts, 5, 128, 1)
+    pairs = candidate_pairs(sigs, *lsh_params(0.5, 128))
+    table = verify_table(pairs, texts, sigs, 5, 0.5, 0.8)
+    verified = verify_pairs(pairs, texts, sigs, 5, 0.5, 0.8)
+    assert len(verified) >= len(texts) // 2
+    assert list(table) == verified == list(SimilarityTable.of(verified))
+    assert table[-1] == verified[-1] and table[1:3] == verified[1:3]
+    both = SimilarityTable.concatenate([table, table])
+    assert list(both) == verified + verified
+    assert list(table.where(table.jaccard < 1.0)) == [p for p in verified if p.jaccard < 1.0]
