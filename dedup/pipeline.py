@@ -8,6 +8,7 @@ timed; results never depend on the number of workers or the order of the input p
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import re
 import time
@@ -333,8 +334,28 @@ def _workers(config: ScanConfig, files: int) -> Iterator[ProcessPoolExecutor | N
     # workers start with the lookup tables built and the loops compiled.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context) as executor:
-        yield executor
+    # What exists now lives as long as the scan: out of the collector's sight, the workers'
+    # collections neither walk it nor copy the pages it is on.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context) as executor:
+            yield executor
+    finally:
+        gc.unfreeze()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a stage makes records by the million (passages,
+    pairs; none of them in a reference cycle): each collection would walk all of them again.
+    At 769k clustered passages this took clustering from 4.9 s to 2.7 s."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -512,20 +533,23 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         prepared.normalized.clear()
         del texts, fingerprints, copies
         prepared.signatures = SignatureTable(config.num_perm)
-        with timer("member texts"):
-            # Only the passages that cluster are shown with their text: read it back now rather
-            # than carry the text of every passage of the dump through the scan.
-            members, changed = _member_passages(
-                verified, spans, prepared.files, file_of, config, executor
-            )
-            if changed:
-                kept = np.fromiter(members, dtype=np.int64, count=len(members))
-                verified = verified.where(
-                    np.isin(verified.first, kept) & np.isin(verified.second, kept)
+        # One pause for both stages: objects made while the collector is off are all young, and
+        # the first collection after it is back on would walk the passages before clustering.
+        with _collector_paused():
+            with timer("member texts"):
+                # Only the passages that cluster are shown with their text: read it back now rather
+                # than carry the text of every passage of the dump through the scan.
+                members, changed = _member_passages(
+                    verified, spans, prepared.files, file_of, config, executor
                 )
-                prepared.skipped += [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
-        with timer("cluster"):
-            clusters = cluster_pairs(members, verified, config.keep, config.max_cluster_size)
+                if changed:
+                    kept = np.fromiter(members, dtype=np.int64, count=len(members))
+                    verified = verified.where(
+                        np.isin(verified.first, kept) & np.isin(verified.second, kept)
+                    )
+                    prepared.skipped += [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
+            with timer("cluster"):
+                clusters = cluster_pairs(members, verified, config.keep, config.max_cluster_size)
 
     inputs = tuple(prepared.inputs)
     all_skipped = sorted([*skipped, *prepared.skipped], key=lambda entry: entry.path)
