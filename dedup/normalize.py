@@ -43,6 +43,7 @@ __all__ = [
     "NormalizeStats",
     "NormalizedText",
     "line_key",
+    "line_key_array",
     "line_keys",
     "normalize",
     "prepare_tables",
@@ -174,21 +175,24 @@ def line_keys(text: str) -> list[int | None]:
     hold, so one table lookup replaces a regular expression per line, and lower case is a
     table lookup too, except for the few letters whose lower case depends on their neighbours
     or is longer than one character (then ``str.lower`` does it)."""
-    codes = code_points(text)
+    return [key if key >= 0 else None for key in line_key_array(code_points(text)).tolist()]
+
+
+def line_key_array(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
+    """:func:`line_keys` of the text whose code points are ``codes``, -1 where None."""
     keys, exact = _line_crcs(
         codes, _content_table(), _lower_table(), _contextual_lower_table(), _MIN_LINE_KEY_CHARS
     )
-    if not exact:
-        kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
-        lowered = code_points(from_code_points(codes[kept]).lower())
-        # Every character of the lowered text counts (İ's lower case brings a combining dot).
-        everything = np.ones(_UNICODE_SIZE, dtype=np.bool_)
-        everything[ord("\n")] = False
-        nothing = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
-        keys, _exact = _line_crcs(
-            lowered, everything, _identity_table(), nothing, _MIN_LINE_KEY_CHARS
-        )
-    return [key if key >= 0 else None for key in keys.tolist()]
+    if exact:
+        return keys
+    kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
+    lowered = code_points(from_code_points(codes[kept]).lower())
+    # Every character of the lowered text counts (İ's lower case brings a combining dot).
+    everything = np.ones(_UNICODE_SIZE, dtype=np.bool_)
+    everything[ord("\n")] = False
+    nothing = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
+    keys, _exact = _line_crcs(lowered, everything, _identity_table(), nothing, _MIN_LINE_KEY_CHARS)
+    return keys
 
 
 @functools.cache
@@ -605,5 +609,10 @@ def chapter_line_keys(section: str) -> set[int]:
 
 def repeated_line_keys(chapters: int, counts: dict[int, int]) -> frozenset[int]:
     """The line keys a source repeats often enough to be boilerplate."""
-    needed = max(REPEATED_MIN_CHAPTERS, int(np.ceil(REPEATED_MIN_SHARE * chapters)))
+    needed = repeated_lines_needed(chapters)
     return frozenset(key for key, count in counts.items() if count >= needed)
+
+
+def repeated_lines_needed(chapters: int) -> int:
+    """In how many of a source's ``chapters`` a line must occur to be boilerplate."""
+    return max(REPEATED_MIN_CHAPTERS, int(np.ceil(REPEATED_MIN_SHARE * chapters)))

@@ -12,7 +12,6 @@ import gc
 import multiprocessing
 import re
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from tqdm import tqdm
 from dedup.arrays import sorted_unique
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
+from dedup.codepoints import code_points
 from dedup.config import ScanConfig
 from dedup.errors import InputPathError
 from dedup.fingerprint import SignatureTable, signatures
@@ -47,9 +47,10 @@ from dedup.normalize import (
     NormalizeConfig,
     NormalizeStats,
     chapter_line_keys,
+    line_key_array,
     normalize,
     prepare_tables,
-    repeated_line_keys,
+    repeated_lines_needed,
 )
 from dedup.read import (
     RECORD_FORMATS,
@@ -257,7 +258,8 @@ CANDIDATE_CEILING = 0.4
 # this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
 CONVERTED_PASSAGE = 0.02
 RepeatedLines = dict[str, frozenset[int]]
-LineCounts = dict[str, tuple[int, Counter[int]]]
+# Per source: how many chapters, and each line key with the number of chapters it occurs in.
+LineCounts = dict[str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
 
 
 def count_line_keys(file: FoundFile, config: ScanConfig) -> LineCounts:
@@ -266,25 +268,46 @@ def count_line_keys(file: FoundFile, config: ScanConfig) -> LineCounts:
 
 
 def _count_line_keys(results: Iterable[ReadResult]) -> LineCounts:
-    counts: LineCounts = {}
+    found: dict[str, tuple[int, list[npt.NDArray[np.int64]]]] = {}
     for result in results:
         for document in result.documents:
-            chapters, keys = counts.get(document.source, (0, Counter()))
+            chapters, keys = found.get(document.source, (0, []))
+            codes = code_points(document.text)
             for chapter in split_chapters(document):
-                keys.update(chapter_line_keys(document.text[chapter.body_start : chapter.end]))
+                body = line_key_array(codes[chapter.body_start : chapter.end])
+                keys.append(sorted_unique(body[body >= 0]))  # once per chapter
                 chapters += 1
-            counts[document.source] = (chapters, keys)
-    return counts
+            found[document.source] = (chapters, keys)
+    return {source: (chapters, *_key_counts(keys)) for source, (chapters, keys) in found.items()}
+
+
+def _key_counts(
+    keys: list[npt.NDArray[np.int64]], counts: list[npt.NDArray[np.int64]] | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each distinct key of ``keys`` with the sum of its ``counts`` (1 each by default)."""
+    if not keys:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    joined = np.concatenate(keys)
+    weights = np.concatenate(counts) if counts else np.ones(len(joined), dtype=np.int64)
+    if not len(joined):
+        return joined, weights
+    order = np.argsort(joined, kind="stable")
+    joined, weights = joined[order], weights[order]
+    starts = np.flatnonzero(np.append(True, joined[1:] != joined[:-1]))
+    return joined[starts], np.add.reduceat(weights, starts)
 
 
 def _repeated_lines(all_counts: Iterable[LineCounts]) -> RepeatedLines:
-    totals: LineCounts = {}
+    totals: dict[str, tuple[int, list[npt.NDArray[np.int64]], list[npt.NDArray[np.int64]]]] = {}
     for counts in all_counts:
-        for source, (chapters, keys) in counts.items():
-            seen, total = totals.get(source, (0, Counter()))
-            total.update(keys)
-            totals[source] = (seen + chapters, total)
-    return {source: repeated_line_keys(n, dict(keys)) for source, (n, keys) in totals.items()}
+        for source, (chapters, keys, times) in counts.items():
+            seen, all_keys, all_times = totals.get(source, (0, [], []))
+            totals[source] = (seen + chapters, [*all_keys, keys], [*all_times, times])
+    repeated: RepeatedLines = {}
+    for source, (chapters, all_keys, all_times) in totals.items():
+        keys, times = _key_counts(all_keys, all_times)
+        repeated[source] = frozenset(keys[times >= repeated_lines_needed(chapters)].tolist())
+    return repeated
 
 
 def _learn_repeated_lines(
