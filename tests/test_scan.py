@@ -208,3 +208,17 @@ def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
         assert {member.source for member in cluster.members} == {"a", "c"}
         for member in cluster.members:
             assert seed_simplified[member.start : member.end] == member.text
+
+
+def test_a_scan_gives_the_garbage_collector_back_as_it_found_it(samples: Path) -> None:
+    import gc
+
+    assert gc.isenabled()
+    dedup.scan([str(samples)], jobs=2)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        dedup.scan([str(samples)], jobs=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
