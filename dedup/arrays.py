@@ -7,7 +7,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["sorted_unique"]
+__all__ = ["key_counts", "sorted_unique"]
 
 T = TypeVar("T", bound=np.generic)
 
@@ -19,3 +19,20 @@ def sorted_unique(values: npt.NDArray[T]) -> npt.NDArray[T]:
     if ordered.size < 2:
         return ordered
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def key_counts(
+    keys: list[npt.NDArray[np.int64]], counts: list[npt.NDArray[np.int64]] | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each distinct key of ``keys`` (sorted) with the sum of its ``counts`` (1 each when
+    ``counts`` is None)."""
+    if not keys:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    joined = np.concatenate(keys)
+    weights = np.concatenate(counts) if counts else np.ones(len(joined), dtype=np.int64)
+    if not len(joined):
+        return joined, weights
+    order = np.argsort(joined, kind="stable")
+    joined, weights = joined[order], weights[order]
+    starts = np.flatnonzero(np.append(True, joined[1:] != joined[:-1]))
+    return joined[starts], np.add.reduceat(weights, starts)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from dedup.arrays import sorted_unique
+from dedup.arrays import key_counts, sorted_unique
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.codepoints import code_points
@@ -278,23 +278,7 @@ def _count_line_keys(results: Iterable[ReadResult]) -> LineCounts:
                 keys.append(sorted_unique(body[body >= 0]))  # once per chapter
                 chapters += 1
             found[document.source] = (chapters, keys)
-    return {source: (chapters, *_key_counts(keys)) for source, (chapters, keys) in found.items()}
-
-
-def _key_counts(
-    keys: list[npt.NDArray[np.int64]], counts: list[npt.NDArray[np.int64]] | None = None
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Each distinct key of ``keys`` with the sum of its ``counts`` (1 each by default)."""
-    if not keys:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    joined = np.concatenate(keys)
-    weights = np.concatenate(counts) if counts else np.ones(len(joined), dtype=np.int64)
-    if not len(joined):
-        return joined, weights
-    order = np.argsort(joined, kind="stable")
-    joined, weights = joined[order], weights[order]
-    starts = np.flatnonzero(np.append(True, joined[1:] != joined[:-1]))
-    return joined[starts], np.add.reduceat(weights, starts)
+    return {source: (chapters, *key_counts(keys)) for source, (chapters, keys) in found.items()}
 
 
 def _repeated_lines(all_counts: Iterable[LineCounts]) -> RepeatedLines:
@@ -305,7 +289,7 @@ def _repeated_lines(all_counts: Iterable[LineCounts]) -> RepeatedLines:
             totals[source] = (seen + chapters, [*all_keys, keys], [*all_times, times])
     repeated: RepeatedLines = {}
     for source, (chapters, all_keys, all_times) in totals.items():
-        keys, times = _key_counts(all_keys, all_times)
+        keys, times = key_counts(all_keys, all_times)
         repeated[source] = frozenset(keys[times >= repeated_lines_needed(chapters)].tolist())
     return repeated
 

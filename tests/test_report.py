@@ -19,6 +19,7 @@ from dedup import ScanConfig
 from dedup.cli import cli
 from dedup.explain import explain
 from dedup.fingerprint import shingles
+from dedup.models import Cluster, Passage
 from dedup.normalize import normalize
 from dedup.report.html import render_html
 from dedup.report.rebuild import rebuild
@@ -276,3 +277,37 @@ def test_a_capped_page_says_where_the_other_clusters_are(
     dom = _chromium(tmp_path, (out / "index.html").as_uri(), "--dump-dom")
     shown = len(_page_data((out / "index.html").read_text("utf-8"))["clusters"])
     assert f"holds the {shown} largest of {len(report.clusters)} clusters" in dom
+
+
+def _cluster_of_sources(number: int, sources: list[str], text: str) -> Cluster:
+    members = tuple(
+        Passage(f"{s}/x.txt:0-{len(text)}", s, f"{s}/x.txt", None, 0, None, 0, len(text), text)
+        for s in sources
+    )
+    return Cluster(f"c{number}", members[0].id, members, ())
+
+
+@pytest.mark.parametrize("batch", [1 << 22, 50])
+def test_source_overlap_counts_every_pair_of_sources_sharing_a_cluster(
+    seed_simplified: str, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dedup.report import html
+
+    monkeypatch.setattr(html, "_OVERLAP_BATCH", batch)  # 50: folds part way, as a big dump does
+    text = seed_simplified[:200]
+    names = [f"site-{n:02d}" for n in range(40)]
+    clusters = [
+        _cluster_of_sources(1, names, text),  # 40 sources: counted in arrays
+        _cluster_of_sources(2, names[5:30], text),
+        _cluster_of_sources(3, ["site-03", "site-07"], text),  # small: counted one by one
+        _cluster_of_sources(4, ["site-07", "site-03", "site-39"], text),
+    ]
+    expected: dict[tuple[str, str], int] = {}
+    for cluster in clusters:
+        for a in cluster.sources:
+            for b in cluster.sources:
+                if a <= b:
+                    expected[(a, b)] = expected.get((a, b), 0) + 1
+    found = html.source_overlap(clusters)
+    assert found == [[a, b, n] for (a, b), n in sorted(expected.items())]
+    assert ["site-03", "site-07", 3] in found and ["site-00", "site-39", 1] in found

@@ -19,11 +19,15 @@ import hashlib
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+import numpy.typing as npt
+
+from dedup.arrays import key_counts
 from dedup.models import Cluster, Report
 from dedup.normalize import NormalizeConfig
 from dedup.report.palette import cluster_palette
@@ -90,17 +94,11 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         passages[entry.source] += entry.passages
     duplicated: Counter[str] = Counter()
     duplicated_characters: Counter[str] = Counter()
-    overlap: Counter[tuple[str, str]] = Counter()
     histogram = [0] * HISTOGRAM_BINS
     for cluster in report.clusters:
         for member in cluster.members:
             duplicated[member.source] += 1
             duplicated_characters[member.source] += len(member.text)
-        sources = cluster.sources  # computed on each access
-        for a in sources:
-            for b in sources:
-                if a <= b:
-                    overlap[(a, b)] += 1
         for pair in cluster.pairs:
             histogram[min(HISTOGRAM_BINS - 1, int(pair.jaccard * HISTOGRAM_BINS))] += 1
     return {
@@ -119,12 +117,49 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
             }
             for source in sorted(set(files) | set(duplicated))
         ],
-        "overlap": [[a, b, count] for (a, b), count in sorted(overlap.items())],
+        "overlap": source_overlap(report.clusters),
         "histogram": histogram,
         "skipped": [entry.to_dict() for entry in report.skipped],
         "clusters_total": len(report.clusters),
         **({"clusters": list(cluster_data(report))} if clusters else {}),
     }
+
+
+def source_overlap(clusters: Sequence[Cluster]) -> list[list[Any]]:
+    """``[a, b, n]``: sources a <= b (a source with itself too) share n clusters. A cluster
+    carried by k sources holds k(k+1)/2 such pairs (a thousand mirrors of one scene: half a
+    million), so large clusters are counted in arrays."""
+    names = sorted({source for cluster in clusters for source in cluster.sources})
+    index = {name: number for number, name in enumerate(names)}
+    size = len(names)
+    small: Counter[int] = Counter()
+    keys: list[npt.NDArray[np.int64]] = []
+    counts: list[npt.NDArray[np.int64]] = []
+    pending = 0
+    for cluster in clusters:
+        ids = [index[source] for source in cluster.sources]  # ascending, as names are
+        if len(ids) <= _SMALL_CLUSTER_SOURCES:
+            small.update(a * size + b for position, a in enumerate(ids) for b in ids[position:])
+            continue
+        array = np.array(ids, dtype=np.int64)
+        first, second = np.triu_indices(len(ids))
+        keys.append(array[first] * size + array[second])
+        counts.append(np.ones(len(first), dtype=np.int64))
+        pending += len(first)
+        if pending > _OVERLAP_BATCH:  # fold what has come so far, to bound memory
+            merged_keys, merged_counts = key_counts(keys, counts)
+            keys, counts, pending = [merged_keys], [merged_counts], len(merged_keys)
+    keys.append(np.fromiter(small.keys(), dtype=np.int64, count=len(small)))
+    counts.append(np.fromiter(small.values(), dtype=np.int64, count=len(small)))
+    codes, totals = key_counts(keys, counts)
+    return [
+        [names[code // size], names[code % size], total]
+        for code, total in zip(codes.tolist(), totals.tolist(), strict=True)
+    ]
+
+
+_SMALL_CLUSTER_SOURCES = 16
+_OVERLAP_BATCH = 1 << 22
 
 
 def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
