@@ -4,6 +4,7 @@ between identical runs. ``load_report`` reads report.json back, so outputs can b
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -25,16 +26,20 @@ def report_to_json(report: Report) -> str:
     return buffer.getvalue()
 
 
-def write_report_json(report: Report, out: TextIO) -> None:
+def write_report_json(report: Report, out: TextIO, lines: TextIO | None = None) -> None:
     """report.json, written as it is built: the top level indented, then one cluster per line
     (a report of a large dump holds gigabytes of text; each cluster is encoded on its own, by
-    json's C encoder, and written before the next is)."""
+    json's C encoder, and written before the next is). The same lines, one per cluster, are
+    clusters.jsonl: given ``lines``, they go there too, encoded once for both."""
     top = report.to_dict(clusters=False)
     head = json.dumps(top, ensure_ascii=False, indent=2)
     out.write(head[: -len("\n}")] + ',\n  "clusters": [')
     for number, cluster in enumerate(report.clusters):
+        line = json.dumps(cluster.to_dict(), ensure_ascii=False)
         out.write(",\n" if number else "\n")
-        out.write(json.dumps(cluster.to_dict(), ensure_ascii=False))
+        out.write(line)
+        if lines is not None:
+            lines.write(line + "\n")
     out.write("\n  ]\n}\n" if report.clusters else "]\n}\n")
 
 
@@ -52,17 +57,25 @@ def write_report(
 ) -> list[Path]:
     """Write report.json, run.json and the file outputs in ``formats`` into ``directory``."""
     from dedup.report.html import write_html
-    from dedup.report.tables import write_tables
+    from dedup.report.tables import CLUSTERS_JSONL, write_tables
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    with open(directory / REPORT_FILE, "w", encoding="utf-8") as handle:
-        write_report_json(report, handle)
+    with contextlib.ExitStack() as files:
+        handle = files.enter_context(open(directory / REPORT_FILE, "w", encoding="utf-8"))
+        lines = None
+        if "jsonl" in formats:
+            lines = files.enter_context(
+                open(directory / CLUSTERS_JSONL, "w", encoding="utf-8", newline="")
+            )
+        write_report_json(report, handle, lines)
     (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
     written += [directory / REPORT_FILE, directory / RUN_FILE]
     if "html" in formats:
         written.append(write_html(report, directory))
-    written += write_tables(report, directory, set(formats))
+    written += write_tables(report, directory, set(formats) - {"jsonl"})
+    if "jsonl" in formats:
+        written.append(directory / CLUSTERS_JSONL)
     return written
 
 
