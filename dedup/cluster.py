@@ -16,6 +16,7 @@ Rules (documented in docs/report-format.md):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -89,13 +90,14 @@ def cluster_pairs(
     pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
     chosen = _representatives(members, rank, by_cluster, starts, keep)
 
-    scores = list(
-        zip(
-            table.jaccard.tolist(),
-            table.containment.tolist(),
-            table.minhash_jaccard.tolist(),
-            table.identical_chars.tolist(),
-            strict=True,
+    # One Python object per distinct value: a million exact copies all score 1.0.
+    jaccard, containment, estimate, identical = (
+        _shared_values(column)
+        for column in (
+            table.jaccard,
+            table.containment,
+            table.minhash_jaccard,
+            table.identical_chars,
         )
     )
     built = []
@@ -105,7 +107,7 @@ def cluster_pairs(
         cluster_members = tuple(members[i] for i in group.tolist())
         pair_a, pair_b = a[pair_group], b[pair_group]
         cluster_pairs_ = tuple(
-            Pair(ids[x], ids[y], *scores[k])
+            Pair(ids[x], ids[y], jaccard[k], containment[k], estimate[k], identical[k])
             for x, y, k in zip(pair_a.tolist(), pair_b.tolist(), pair_group.tolist(), strict=True)
         )
         direct = set(pair_a[pair_b == representative_at].tolist())
@@ -146,6 +148,11 @@ def cluster_pairs(
             through,
         ) in enumerate(built, start=1)
     ]
+
+
+def _shared_values(column: npt.NDArray[Any]) -> list[Any]:
+    values: dict[Any, Any] = {}
+    return [values.setdefault(value, value) for value in column.tolist()]
 
 
 def _reading_ranks(members: Sequence[Passage]) -> npt.NDArray[np.int64]:
