@@ -111,10 +111,21 @@ def _content_table() -> npt.NDArray[np.bool_]:
     """Which code points carry content: letters and numbers (not private-use glyphs, which
     anti-scraping fonts use, and not the placeholders over censored words)."""
     table = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
-    for code in range(_TABLE_LIMIT):
-        if unicodedata.category(chr(code))[0] in "LN":
-            table[code] = True
+    categories = map(unicodedata.category, _all_characters())
+    table[:_TABLE_LIMIT] = np.fromiter(
+        map(_CONTENT_CATEGORIES.__contains__, categories), dtype=np.bool_, count=_TABLE_LIMIT
+    )
     return table
+
+
+_CONTENT_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No"})
+
+
+@functools.cache
+def _all_characters() -> str:
+    """Every code point below _TABLE_LIMIT, in order, as one string: the tables are built by
+    mapping functions over it at C speed rather than by a Python loop over code points."""
+    return "".join(map(chr, range(_TABLE_LIMIT)))
 
 
 @functools.cache
@@ -199,10 +210,13 @@ def line_key_array(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
 def _lower_table() -> npt.NDArray[np.uint32]:
     """Each content character's lower case, where that is one character."""
     table = _identity_table().copy()
-    for code in np.flatnonzero(_content_table()).tolist():
-        lowered = chr(code).lower()
-        if len(lowered) == 1:
-            table[code] = ord(lowered)
+    codes = np.flatnonzero(_content_table())
+    lowered = list(map(str.lower, map(chr, codes.tolist())))
+    single = np.fromiter(map(len, lowered), dtype=np.int64, count=len(codes)) == 1
+    table[codes[single]] = np.fromiter(
+        (ord(char) for char, one in zip(lowered, single.tolist(), strict=True) if one),
+        dtype=np.uint32,
+    )
     return table
 
 
@@ -211,9 +225,9 @@ def _contextual_lower_table() -> npt.NDArray[np.bool_]:
     """Content characters ``str.lower`` does not map one for one: İ becomes two characters,
     and Σ becomes ς or σ by the letters around it."""
     table = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
-    for code in np.flatnonzero(_content_table()).tolist():
-        if len(chr(code).lower()) != 1:
-            table[code] = True
+    codes = np.flatnonzero(_content_table())
+    lengths = np.fromiter(map(len, map(str.lower, map(chr, codes.tolist()))), np.int64)
+    table[codes[lengths != 1]] = True
     table[ord("Σ")] = True
     return table
 
@@ -545,12 +559,14 @@ def _ascii_lower_table() -> npt.NDArray[np.uint32]:
 @functools.cache
 def _nfkc_single() -> dict[int, int]:
     """Code points NFKC maps to one other character, and the ones it expands (value -1)."""
+    normalized = np.fromiter(
+        map(functools.partial(unicodedata.is_normalized, "NFKC"), _all_characters()),
+        dtype=np.bool_,
+        count=_TABLE_LIMIT,
+    )
     mapping: dict[int, int] = {}
-    for code in range(_TABLE_LIMIT):
-        char = chr(code)
-        if unicodedata.is_normalized("NFKC", char):
-            continue
-        mapped = unicodedata.normalize("NFKC", char)
+    for code in np.flatnonzero(~normalized).tolist():
+        mapped = unicodedata.normalize("NFKC", chr(code))
         mapping[code] = ord(mapped) if len(mapped) == 1 else -1
     return mapping
 
