@@ -264,12 +264,10 @@ def _line_crcs(
     return keys, True
 
 
-def _keyed_lines(text: str) -> Iterator[tuple[int, int, int | None]]:
-    """(start, end, line_key) of every line of ``text``."""
-    start = 0
-    for line, key in zip(text.split("\n"), line_keys(text), strict=True):
-        yield start, start + len(line), key
-        start += len(line) + 1
+@functools.lru_cache(maxsize=64)
+def _key_array(keys: frozenset[int]) -> npt.NDArray[np.int64]:
+    """A source's repeated line keys as a sorted array (one per source, made once)."""
+    return np.array(sorted(keys), dtype=np.int64)
 
 
 def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
@@ -311,8 +309,13 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
     if config.on("boilerplate") and original:
         _drop_boilerplate(original, codes, keep, stats, config.explain)
     if config.on("repeated-lines") and config.repeated_lines:
-        for start, end, key in _keyed_lines(original):
-            if key is not None and key in config.repeated_lines:
+        keys = line_key_array(codes)
+        repeated = np.flatnonzero(np.isin(keys, _key_array(config.repeated_lines)))
+        if len(repeated):
+            newlines = np.flatnonzero(codes == ord("\n"))
+            starts = np.concatenate(([0], newlines + 1))
+            ends = np.append(newlines, len(original))
+            for start, end in zip(starts[repeated].tolist(), ends[repeated].tolist(), strict=True):
                 keep[start:end] = False
                 stats.add(
                     "repeated-lines", 1, original[start:end].strip() if config.explain else None
