@@ -307,8 +307,7 @@ def chapter_windows(
         return ChapterWindows([], empty, empty, np.empty(0, dtype=np.float64))
     ends = np.array(cuts[1:], dtype=np.int64)
     starts = np.maximum(0, np.array(cuts[:-1], dtype=np.int64) - overlap)
-    converted_before = np.concatenate(([0], np.cumsum(normalized.converted)))
-    converted = (converted_before[ends] - converted_before[starts]) / np.maximum(1, ends - starts)
+    converted = _counts_between(normalized.converted, starts, ends) / np.maximum(1, ends - starts)
     # A passage runs on to just before the next one, so it ends with its own punctuation;
     # trailing blank lines and spaces are left out.
     original_starts = normalized.offsets[starts]
@@ -322,6 +321,18 @@ def chapter_windows(
         original_ends + base,
         converted,
     )
+
+
+@compiled
+def _counts_between(
+    flags: npt.NDArray[np.bool_], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """How many of ``flags[starts[i]:ends[i]]`` are set, for each window (windows may overlap)."""
+    counts = np.zeros(starts.shape[0], dtype=np.int64)
+    for window in range(starts.shape[0]):
+        for position in range(starts[window], ends[window]):
+            counts[window] += flags[position]
+    return counts
 
 
 # What str.strip() strips (checked against str.isspace over all of Unicode in the tests).
