@@ -103,9 +103,81 @@ def _headings(text: str) -> list[_Heading]:
 
 def _heading_line_candidates(text: str) -> list[int]:
     """The starts of the lines that could be headings: both patterns match a whole line from
-    its start, and only a line holding a heading keyword can match."""
-    starts = {text.rfind("\n", 0, match.start()) + 1 for match in _HEADING_KEYWORD.finditer(text)}
-    return sorted(starts)
+    its start, and only a line holding a heading keyword (_HEADING_KEYWORD) can match. The
+    keyword is looked for by a compiled loop that does what that pattern does (tested against
+    it), several times faster than the pattern's own scan."""
+    starts: list[int] = _keyword_line_starts(
+        code_points(text), _NUMERAL_TABLE, _KEYWORD_END_TABLE, _PAIR_FIRST_TABLE, _KEYWORD_PAIRS
+    ).tolist()
+    return starts
+
+
+def _table(chars: str) -> npt.NDArray[np.bool_]:
+    table = np.zeros(0x110000, dtype=np.bool_)
+    table[[ord(char) for char in chars]] = True
+    return table
+
+
+_NUMERAL_TABLE = _table(
+    "0123456789０１２３４５６７８９零〇○一二三四五六七八九十百千万萬两兩壹贰貳叁參肆伍陆陸柒捌玖拾佰仟"
+)
+_KEYWORD_END_TABLE = _table("章回节節卷部集篇")
+_PAIRS = ("楔子", "序章", "引子", "尾声", "尾聲", "后记", "後記", "番外")
+_PAIR_FIRST_TABLE = _table("".join(pair[0] for pair in _PAIRS))
+_HAPTER = np.array([ord(char) for char in "hapter"], dtype=np.uint32)  # Chapter, any case
+_KEYWORD_PAIRS = np.array(sorted((ord(p[0]) << 21) | ord(p[1]) for p in _PAIRS), dtype=np.int64)
+
+
+@compiled
+def _keyword_line_starts(
+    codes: npt.NDArray[np.uint32],
+    numeral: npt.NDArray[np.bool_],
+    keyword_end: npt.NDArray[np.bool_],
+    pair_first: npt.NDArray[np.bool_],
+    pairs: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """The start of each line holding a match of _HEADING_KEYWORD, once, in order."""
+    size = codes.shape[0]
+    starts = np.empty(size, dtype=np.int64)
+    count = 0
+    line_start = 0
+    for index in range(size):
+        code = codes[index]
+        if code == 10:
+            line_start = index + 1
+            continue
+        if count and starts[count - 1] == line_start:
+            continue  # this line is a candidate already
+        found = False
+        if code == 0x7B2C:  # 第, spaces, a numeral, numerals and spaces, 章/回/节/節/卷/部/集/篇
+            after = index + 1
+            while after < size and _is_space(codes[after]):
+                after += 1
+            if after < size and numeral[codes[after]]:
+                after += 1
+                while after < size and (numeral[codes[after]] or _is_space(codes[after])):
+                    after += 1
+                found = after < size and keyword_end[codes[after]]
+        elif pair_first[code]:  # 楔子, 序章, ...
+            if index + 1 < size:
+                key = (np.int64(code) << 21) | np.int64(codes[index + 1])
+                at = np.searchsorted(pairs, key)
+                found = at < pairs.shape[0] and pairs[at] == key
+        elif (code == 0x63 or code == 0x43) and index + 7 < size:  # c/C, "hapter", space/tab
+            found = codes[index + 7] == 0x20 or codes[index + 7] == 9
+            for offset in range(6):
+                letter = codes[index + 1 + offset]
+                if letter != _HAPTER[offset] and letter != _HAPTER[offset] - 32:
+                    found = False
+        if found:
+            starts[count] = line_start
+            count += 1
+    return starts[:count].copy()
+
+
+@compiled
+def _is_space(code: np.uint32) -> bool:
+    return bool(code == 0x20 or code == 9 or code == 0x3000)
 
 
 def _clean_title(line: str) -> str:

@@ -308,3 +308,17 @@ def test_passages_end_where_rstrip_ends_them(text: str, data: st.DataObject) -> 
         codes, np.array([start]), np.array([limit]), segment._SPACE_TABLE
     ).tolist()
     assert end == start + len(text[start:limit].rstrip())
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*_HEADING_PIECES, "CHAPTER", "cHaPtEr", "hapter", "楔", "子"]), max_size=30
+    )
+)
+def test_heading_keywords_found_by_the_loop_are_those_the_pattern_finds(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    by_pattern = sorted(
+        {text.rfind("\n", 0, m.start()) + 1 for m in segment._HEADING_KEYWORD.finditer(text)}
+    )
+    assert segment._heading_line_candidates(text) == by_pattern
