@@ -451,24 +451,19 @@ def _drop_boilerplate(
     trigger strings occurs: most chapters have no ads, and finding which triggers occur at all
     (by their first two characters, in one vectorized pass) is far cheaper than a regular
     expression or a substring search per trigger."""
-    present = _present_bigrams(codes)
+    present = _present_triggers(codes)
     if not present and not _patterns_always_tried():
         return  # the common case: no trigger occurs at all
     lowered: str | None = None
     folded: str | None = None
     folded_codes = _fold(codes, _halfwidth_table())
-    lowered_codes = _fold(folded_codes, _ascii_lower_table())
-    for (pattern, triggers), bigrams in zip(
-        boilerplate_patterns(), _pattern_bigrams(), strict=True
-    ):
-        if triggers:
-            candidates = [
-                t for t, b in zip(triggers, bigrams, strict=True) if b < 0 or b in present
-            ]
-            if not candidates:
+    for pattern, triggers in boilerplate_patterns():
+        if triggers and not any(trigger in present for trigger in triggers):
+            short = [trigger for trigger in triggers if len(trigger) < 2]
+            if not short:
                 continue
-            lowered = lowered or from_code_points(lowered_codes)
-            if not any(trigger in lowered for trigger in candidates):
+            lowered = lowered or from_code_points(_fold(folded_codes, _ascii_lower_table()))
+            if not any(trigger in lowered for trigger in short):
                 continue
         folded = folded or from_code_points(folded_codes)
         for match in pattern.finditer(folded):
@@ -479,28 +474,50 @@ def _drop_boilerplate(
 
 
 def _bigram(text: str) -> int:
-    """The first two characters of a trigger as one number (-1 for a shorter trigger)."""
-    return (ord(text[0]) << 21) | ord(text[1]) if len(text) >= 2 else -1
-
-
-@functools.cache
-def _pattern_bigrams() -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(map(_bigram, triggers)) for _pattern, triggers in boilerplate_patterns())
+    """The first two characters of a trigger as one number."""
+    return (ord(text[0]) << 21) | ord(text[1])
 
 
 @functools.cache
 def _patterns_always_tried() -> bool:
-    """Whether some pattern has no trigger, or one too short to have a first two characters."""
-    return any(not bigrams or min(bigrams) < 0 for bigrams in _pattern_bigrams())
+    """Whether some pattern has no trigger, or one too short to be found by its first two
+    characters (those are looked for by a substring search)."""
+    return any(not t or min(map(len, t)) < 2 for _pattern, t in boilerplate_patterns())
+
+
+@dataclass(frozen=True, slots=True)
+class _Triggers:
+    """The triggers of two characters or more, for the compiled search: grouped by their first
+    two characters (sorted ``bigrams``; group ``g`` is ``order[starts[g]:starts[g + 1]]``), each
+    trigger's code points at ``codes[offsets[t]:offsets[t + 1]]``."""
+
+    texts: tuple[str, ...]
+    first: npt.NDArray[np.bool_]  # which characters start a trigger
+    bigrams: npt.NDArray[np.int64]
+    starts: npt.NDArray[np.int64]
+    order: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.uint32]
+    offsets: npt.NDArray[np.int64]
 
 
 @functools.cache
-def _trigger_bigrams() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-    """Which characters start a trigger, and the sorted first two characters of every trigger."""
-    triggers = [t for _pattern, found in boilerplate_patterns() for t in found if len(t) >= 2]
-    starts = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
-    starts[[ord(t[0]) for t in triggers]] = True
-    return starts, np.unique(np.array([_bigram(t) for t in triggers], dtype=np.int64))
+def _triggers() -> _Triggers:
+    texts = tuple(sorted({t for _p, found in boilerplate_patterns() for t in found if len(t) >= 2}))
+    keys = np.array([_bigram(t) for t in texts], dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    bigrams, starts = np.unique(keys[order], return_index=True)
+    first = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
+    first[[ord(t[0]) for t in texts]] = True
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    return _Triggers(
+        texts,
+        first,
+        bigrams.astype(np.int64),
+        np.append(starts, len(texts)).astype(np.int64),
+        order.astype(np.int64),
+        code_points("".join(texts)),
+        np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+    )
 
 
 @functools.cache
@@ -508,29 +525,57 @@ def _halfwidth_lower_table() -> npt.NDArray[np.uint32]:
     return _ascii_lower_table()[_halfwidth_table()]
 
 
-def _present_bigrams(codes: npt.NDArray[np.uint32]) -> set[int]:
-    """The trigger bigrams (see _bigram) that occur in ``codes`` once full-width ASCII is folded
-    to half-width and ASCII to lower case, as triggers are written."""
-    starts, bigrams = _trigger_bigrams()
-    found = _find_bigrams(codes, _halfwidth_lower_table(), starts, bigrams)
-    return set(bigrams[found].tolist())
+def _present_triggers(codes: npt.NDArray[np.uint32]) -> set[str]:
+    """The triggers (of two characters or more) that occur in ``codes`` once full-width ASCII
+    is folded to half-width and ASCII to lower case, as triggers are written."""
+    triggers = _triggers()
+    found = _find_triggers(
+        codes,
+        _halfwidth_lower_table(),
+        triggers.first,
+        triggers.bigrams,
+        triggers.starts,
+        triggers.order,
+        triggers.codes,
+        triggers.offsets,
+    )
+    return {triggers.texts[i] for i in np.flatnonzero(found).tolist()}
 
 
 @compiled
-def _find_bigrams(
+def _find_triggers(
     codes: npt.NDArray[np.uint32],
     fold: npt.NDArray[np.uint32],
-    starts: npt.NDArray[np.bool_],
+    first: npt.NDArray[np.bool_],
     bigrams: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    order: npt.NDArray[np.int64],
+    trigger_codes: npt.NDArray[np.uint32],
+    offsets: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.bool_]:
-    found = np.zeros(bigrams.shape[0], dtype=np.bool_)
-    for index in range(codes.shape[0] - 1):
-        first = fold[codes[index]]
-        if starts[first]:
-            key = (np.int64(first) << 21) | fold[codes[index + 1]]
-            at = np.searchsorted(bigrams, key)
-            if at < bigrams.shape[0] and bigrams[at] == key:
-                found[at] = True
+    """Which triggers occur in the folded text: at each position whose first two characters
+    start some trigger, the triggers with those two are compared in full."""
+    found = np.zeros(order.shape[0], dtype=np.bool_)
+    size = codes.shape[0]
+    for index in range(size - 1):
+        head = fold[codes[index]]
+        if not first[head]:
+            continue
+        key = (np.int64(head) << 21) | fold[codes[index + 1]]
+        group = np.searchsorted(bigrams, key)
+        if group == bigrams.shape[0] or bigrams[group] != key:
+            continue
+        for member in range(starts[group], starts[group + 1]):
+            trigger = order[member]
+            start, end = offsets[trigger], offsets[trigger + 1]
+            if found[trigger] or index + end - start > size:
+                continue
+            same = True
+            for offset in range(2, end - start):
+                if fold[codes[index + offset]] != trigger_codes[start + offset]:
+                    same = False
+                    break
+            found[trigger] = same
     return found
 
 

@@ -208,12 +208,11 @@ def test_the_fused_pass_equals_the_separate_steps_on_real_chapters(
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from("小说天堂網址ｗＷw.ｃcCoOmM。未完待续 \n第"), max_size=60))
-def test_trigger_bigrams_found_in_one_pass_are_those_of_the_folded_text(text: str) -> None:
-    _starts, bigrams = normalize_module._trigger_bigrams()
+def test_triggers_found_in_one_pass_are_those_in_the_folded_text(text: str) -> None:
     folded = text.translate(normalize_module._halfwidth()).translate(
         {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
     )
-    pairs = {normalize_module._bigram(folded[i : i + 2]) for i in range(len(folded) - 1)}
-    expected = pairs & set(bigrams.tolist())
-    assert normalize_module._present_bigrams(code_points(text)) == expected
-    assert expected or "小说" not in folded  # the alphabet does reach triggers
+    triggers = {t for _p, found in normalize_module.boilerplate_patterns() for t in found}
+    expected = {t for t in triggers if len(t) >= 2 and t in folded}
+    assert normalize_module._present_triggers(code_points(text)) == expected
+    assert expected or "小说天堂" not in folded  # the alphabet does reach triggers
