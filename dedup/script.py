@@ -147,12 +147,15 @@ def _convert_runs(
     codes: npt.NDArray[np.uint32], config: str, tables: _Tables
 ) -> npt.NDArray[np.uint32]:
     cache = _run_cache(config)
-    out, joined, starts, ends, hashes = _plan_runs(codes, tables.kind, tables.alone, *cache)
+    out, joined, starts, ends, hashes = _plan_runs(
+        codes, tables.kind, tables.alone, *cache.arrays()
+    )
     if not len(starts):
         return out
     converted = code_points(_converter(config).convert(from_code_points(joined)))
     if _place_runs(out, converted, starts, ends):
-        _remember_runs(codes, out, starts, ends, hashes, *cache)
+        cache.make_room(len(starts), int((ends - starts).sum()))
+        _remember_runs(codes, out, starts, ends, hashes, *cache.arrays())
         return out
     # Some rule changed a run's length: that run is converted one character at a time.
     runs = from_code_points(joined).split("\n")
@@ -166,33 +169,54 @@ def _convert_runs(
 
 
 # The run cache of a process, per configuration: at most this many runs, and this many
-# characters of them (about 40 MB when full; pages are only touched as it fills).
+# characters of them (about 50 MB when full).
 _CACHE_RUNS = 1 << 19
 _CACHE_CHARS = 1 << 21
-# slots (run number + 1, 0 when free; twice as many as runs, so probes stay short), run hashes,
-# run starts and lengths in the stores, the runs and their conversions, and how many runs and
-# characters are stored.
-_RunCache = tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.uint64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.uint32],
-    npt.NDArray[np.uint32],
-    npt.NDArray[np.int64],
-]
+_FIRST_RUNS = 1 << 12  # it starts small and doubles as it fills
+# A run's record: its hash, where it is in the store, its length (0: a free slot). Records sit
+# in the slots themselves (twice as many slots as runs, so probes stay short), and the store
+# holds each run followed by its conversion: a lookup touches one record and one stretch of
+# the store, and a table only as large as the runs it holds stays in the processor's caches,
+# which matters since a Traditional text looks up a run every few characters.
+_HASH, _STORED, _LENGTH = 0, 1, 2
+
+
+@dataclass
+class _RunCache:
+    records: npt.NDArray[np.int64]
+    store: npt.NDArray[np.uint32]
+    used: npt.NDArray[np.int64]  # runs and store positions taken
+    runs: int  # the most it will hold
+    chars: int
+
+    def arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        return self.records, self.store, self.used
+
+    def make_room(self, runs: int, chars: int) -> None:
+        """Grow (up to the limits) so that ``runs`` more runs of ``chars`` characters fit."""
+        slots = self.records.shape[0]
+        while 2 * (int(self.used[0]) + runs) > slots and slots < 2 * self.runs:
+            slots *= 2
+        if slots != self.records.shape[0]:
+            self.records = _rehashed(self.records, slots)
+        size = self.store.shape[0]
+        while int(self.used[1]) + 2 * chars > size and size < 2 * self.chars:
+            size *= 2
+        if size != self.store.shape[0]:
+            store = np.zeros(min(size, 2 * self.chars), dtype=np.uint32)
+            store[: self.store.shape[0]] = self.store
+            self.store = store
 
 
 def _new_run_cache(runs: int = _CACHE_RUNS, chars: int = _CACHE_CHARS) -> _RunCache:
     """An empty run cache; ``runs`` must be a power of two."""
-    return (
-        np.zeros(2 * runs, dtype=np.int64),
-        np.zeros(runs, dtype=np.uint64),
-        np.zeros(runs, dtype=np.int64),
-        np.zeros(runs, dtype=np.int64),
-        np.zeros(chars, dtype=np.uint32),
-        np.zeros(chars, dtype=np.uint32),
+    first = min(runs, _FIRST_RUNS)
+    return _RunCache(
+        np.zeros((2 * first, 4), dtype=np.int64),
+        np.zeros(min(2 * chars, 8 * first), dtype=np.uint32),
         np.zeros(2, dtype=np.int64),
+        runs,
+        chars,
     )
 
 
@@ -202,12 +226,28 @@ def _run_cache(config: str) -> _RunCache:
 
 
 @compiled
-def _run_hash(codes: npt.NDArray[np.uint32], start: int, end: int) -> np.uint64:
-    """FNV-1a over the code points of a run."""
+def _rehashed(records: npt.NDArray[np.int64], slots: int) -> npt.NDArray[np.int64]:
+    """The records in a table of ``slots`` slots (a power of two)."""
+    table = np.zeros((slots, 4), dtype=np.int64)
+    mask = slots - 1
+    for old in range(records.shape[0]):
+        if records[old, _LENGTH] == 0:
+            continue
+        slot = records[old, _HASH] & mask
+        while table[slot, _LENGTH] != 0:
+            slot = (slot + 1) & mask
+        for column in range(4):
+            table[slot, column] = records[old, column]
+    return table
+
+
+@compiled
+def _run_hash(codes: npt.NDArray[np.uint32], start: int, end: int) -> np.int64:
+    """FNV-1a over the code points of a run (as a signed 64-bit number)."""
     value = np.uint64(0xCBF29CE484222325)
     for position in range(start, end):
         value = (value ^ np.uint64(codes[position])) * np.uint64(0x100000001B3)
-    return value
+    return np.int64(value)
 
 
 @compiled
@@ -215,27 +255,25 @@ def _cached_run(
     codes: npt.NDArray[np.uint32],
     start: int,
     end: int,
-    value: np.uint64,
-    slots: npt.NDArray[np.int64],
-    hashes: npt.NDArray[np.uint64],
-    run_starts: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    originals: npt.NDArray[np.uint32],
-) -> tuple[int, np.int64]:
-    """(the stored run equal to ``codes[start:end]`` or -1, the free slot where it would go)."""
-    mask = slots.shape[0] - 1
-    slot = np.int64(value & np.uint64(mask))
-    while slots[slot] != 0:
-        run = slots[slot] - 1
-        if hashes[run] == value and lengths[run] == end - start:
-            stored = run_starts[run]
+    value: np.int64,
+    records: npt.NDArray[np.int64],
+    store: npt.NDArray[np.uint32],
+) -> tuple[int, int]:
+    """(where the conversion of the stored run equal to ``codes[start:end]`` begins in the
+    store, or -1; the slot it is in, or the free slot where it would go)."""
+    mask = records.shape[0] - 1
+    slot = value & mask
+    length = end - start
+    while records[slot, _LENGTH] != 0:
+        if records[slot, _HASH] == value and records[slot, _LENGTH] == length:
+            stored = records[slot, _STORED]
             same = True
-            for offset in range(end - start):
-                if originals[stored + offset] != codes[start + offset]:
+            for offset in range(length):
+                if store[stored + offset] != codes[start + offset]:
                     same = False
                     break
             if same:
-                return run, slot
+                return stored + length, slot
         slot = (slot + 1) & mask
     return -1, slot
 
@@ -245,19 +283,15 @@ def _plan_runs(
     codes: npt.NDArray[np.uint32],
     kind: npt.NDArray[np.uint8],
     alone: npt.NDArray[np.uint32],
-    slots: npt.NDArray[np.int64],
-    hashes: npt.NDArray[np.uint64],
-    run_starts: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    originals: npt.NDArray[np.uint32],
-    conversions: npt.NDArray[np.uint32],
+    records: npt.NDArray[np.int64],
+    store: npt.NDArray[np.uint32],
     used: npt.NDArray[np.int64],
 ) -> tuple[
     npt.NDArray[np.uint32],
     npt.NDArray[np.uint32],
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
-    npt.NDArray[np.uint64],
+    npt.NDArray[np.int64],
 ]:
     """One pass over the text: characters outside phrases converted alone (into ``out``, the
     rest copied), runs already in the cache converted from it, and the other runs of phrase
@@ -267,7 +301,7 @@ def _plan_runs(
     out = np.empty(size, dtype=np.uint32)
     starts = np.empty(size, dtype=np.int64)
     ends = np.empty(size, dtype=np.int64)
-    run_hashes = np.empty(size, dtype=np.uint64)
+    run_hashes = np.empty(size, dtype=np.int64)
     runs = 0
     joined_size = 0
     position = 0
@@ -287,13 +321,10 @@ def _plan_runs(
         while end < size and kind[codes[end]] & _PHRASE:
             end += 1
         value = _run_hash(codes, start, end)
-        cached, _slot = _cached_run(
-            codes, start, end, value, slots, hashes, run_starts, lengths, originals
-        )
-        if cached >= 0:
-            stored = run_starts[cached]
+        converted, _slot = _cached_run(codes, start, end, value, records, store)
+        if converted >= 0:
             for offset in range(end - start):
-                out[start + offset] = conversions[stored + offset]
+                out[start + offset] = store[converted + offset]
         else:
             for offset in range(position, end):
                 out[offset] = codes[offset]
@@ -321,13 +352,9 @@ def _remember_runs(
     out: npt.NDArray[np.uint32],
     starts: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64],
-    run_hashes: npt.NDArray[np.uint64],
-    slots: npt.NDArray[np.int64],
-    hashes: npt.NDArray[np.uint64],
-    run_starts: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    originals: npt.NDArray[np.uint32],
-    conversions: npt.NDArray[np.uint32],
+    run_hashes: npt.NDArray[np.int64],
+    records: npt.NDArray[np.int64],
+    store: npt.NDArray[np.uint32],
     used: npt.NDArray[np.int64],
 ) -> None:
     """Store each run ``codes[start:end]`` with its conversion ``out[start:end]``, until the
@@ -335,24 +362,20 @@ def _remember_runs(
     for run in range(starts.shape[0]):
         start, end = starts[run], ends[run]
         length = end - start
-        if used[0] >= hashes.shape[0] or used[1] + length > originals.shape[0]:
+        if 2 * used[0] >= records.shape[0] or used[1] + 2 * length > store.shape[0]:
             return
-        cached, slot = _cached_run(
-            codes, start, end, run_hashes[run], slots, hashes, run_starts, lengths, originals
-        )
-        if cached >= 0:
+        converted, slot = _cached_run(codes, start, end, run_hashes[run], records, store)
+        if converted >= 0:
             continue  # the same run came up twice in one text
-        number = used[0]
         stored = used[1]
         for offset in range(length):
-            originals[stored + offset] = codes[start + offset]
-            conversions[stored + offset] = out[start + offset]
-        hashes[number] = run_hashes[run]
-        run_starts[number] = stored
-        lengths[number] = length
-        slots[slot] = number + 1
-        used[0] = number + 1
-        used[1] = stored + length
+            store[stored + offset] = codes[start + offset]
+            store[stored + length + offset] = out[start + offset]
+        records[slot, _HASH] = run_hashes[run]
+        records[slot, _STORED] = stored
+        records[slot, _LENGTH] = length
+        used[0] += 1
+        used[1] = stored + 2 * length
 
 
 @compiled

@@ -114,13 +114,13 @@ def test_a_small_run_cache_fills_up_and_still_converts_as_opencc_does(
     monkeypatch.setattr(script, "_run_cache", caches.__getitem__)
     for text in (seed_traditional[:2000], seed_traditional[:2000], seed_traditional):
         assert convert(text, CONFIGS) == whole(text)
-    runs, chars = caches["tw2s"][-1].tolist()
+    runs, chars = caches["tw2s"].used.tolist()
     assert runs == 8 or chars > 30  # it did fill up
 
 
 def test_runs_remembered_from_one_text_convert_the_next(seed_traditional: str) -> None:
     first = convert(seed_traditional, CONFIGS)
-    runs_before = script._run_cache("tw2s")[-1][0]
+    runs_before = script._run_cache("tw2s").used[0]
     assert runs_before > 0
     assert convert(seed_traditional, CONFIGS) == first == whole(seed_traditional)
-    assert script._run_cache("tw2s")[-1][0] == runs_before  # every run came from the cache
+    assert script._run_cache("tw2s").used[0] == runs_before  # every run came from the cache
