@@ -34,7 +34,7 @@ from dedup.codepoints import code_points, from_code_points
 from dedup.compiled import compiled
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
-from dedup.crc import crc32_utf8
+from dedup.crc import CRC_START, crc32_update
 from dedup.script import convert, convert_codes
 
 __all__ = [
@@ -247,20 +247,21 @@ def _line_crcs(
     for code in codes:
         lines += code == 10
     keys = np.empty(lines, dtype=np.int64)
-    line_content = np.empty(codes.shape[0], dtype=np.uint32)
     line = 0
     length = 0
+    crc = CRC_START
     for code in codes:
         if code == 10:
-            keys[line] = crc32_utf8(line_content, 0, length) if length >= shortest else -1
+            keys[line] = crc ^ CRC_START if length >= shortest else -1
             line += 1
             length = 0
+            crc = CRC_START
         elif content[code]:
             if contextual[code]:
                 return keys, False
-            line_content[length] = lower[code]
+            crc = crc32_update(crc, np.int64(lower[code]))
             length += 1
-    keys[line] = crc32_utf8(line_content, 0, length) if length >= shortest else -1
+    keys[line] = crc ^ CRC_START if length >= shortest else -1
     return keys, True
 
 
