@@ -519,22 +519,13 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             )
             pairs = _without_overlapping(pairs, spans)
         with timer("verify"):
-            verified = SimilarityTable.concatenate(
-                [
-                    copies,
-                    verify_table(
-                        pairs,
-                        texts,
-                        fingerprints,
-                        config.ngram,
-                        config.threshold,
-                        config.containment,
-                    ),
-                ]
+            similar = verify_table(
+                pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
             )
+            verified = SimilarityTable.concatenate([copies, similar])
         # Normalized texts and signatures are done with: free them before texts are read back.
         prepared.normalized.clear()
-        del texts, fingerprints, copies
+        del texts, fingerprints, copies, similar
         prepared.signatures = SignatureTable(config.num_perm)
         with timer("member texts"):
             # Only the passages that cluster are shown with their text: read it back now rather

@@ -206,8 +206,8 @@ def verify_pairs(
     """The pairs whose exact Jaccard similarity reaches ``threshold`` or whose containment
     reaches ``containment``, with both, the MinHash estimate and the identical characters.
     The shingle sets of the passages involved are built once, in one batch, and every pair is
-    scored by one compiled loop (merging two sorted key arrays), since a scene that many sites
-    carry with small differences makes many pairs."""
+    scored by one compiled loop (against a small hash table of one passage's keys), since a
+    scene that many sites carry with small differences makes many pairs."""
     return list(verify_table(pairs, texts, signatures, ngram, threshold, containment))
 
 
