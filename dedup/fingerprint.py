@@ -147,12 +147,10 @@ def _shingle_keys_into(
 class SignatureTable:
     """The signatures of all passages of a scan, kept in the arrays they arrived in from the
     workers: joining them into one array would hold every signature twice at that moment (and
-    the freed parts rarely go back to the system), and copying costs the main process a page
-    fault per 4 KB of fresh memory (about 2 s per GB of text here). Only small parts (from
-    small files) are joined as they come, so that the parts stay few."""
+    the freed parts rarely go back to the system). Small parts are joined as they come, so the
+    parts stay few."""
 
-    JOIN_BYTES = 8 << 20  # small parts are joined once they add up to this
-    SMALL_PART = 64 << 10  # a part this large is kept as it came
+    JOIN_BYTES = 8 << 20
 
     def __init__(self, num_perm: int, parts: Sequence[Signatures] = ()) -> None:
         self.num_perm = num_perm
@@ -173,11 +171,6 @@ class SignatureTable:
         return self._starts[-1] + sum(len(part) for part in self._pending)
 
     def append(self, part: Signatures) -> None:
-        if part.nbytes >= self.SMALL_PART:
-            self._join_pending()  # what came before it stays before it
-            self._parts.append(part)
-            self._starts.append(self._starts[-1] + len(part))
-            return
         self._pending.append(part)
         if sum(p.nbytes for p in self._pending) >= self.JOIN_BYTES:
             self._join_pending()

@@ -57,12 +57,10 @@ def test_chunk_boundaries_do_not_change_signatures(
     assert (together[len(texts) - len(_passages(seed_simplified)) - 2] == 2**32 - 1).all()
 
 
-@pytest.mark.parametrize("small_part", [64 << 10, 1000])
 def test_a_signature_table_reads_like_the_joined_array(
-    monkeypatch: pytest.MonkeyPatch, seed_simplified: str, small_part: int
+    monkeypatch: pytest.MonkeyPatch, seed_simplified: str
 ) -> None:
     monkeypatch.setattr(SignatureTable, "JOIN_BYTES", 2000)  # join some parts, not all
-    monkeypatch.setattr(SignatureTable, "SMALL_PART", small_part)  # 1000: keep the larger ones
     texts = [seed_simplified[i : i + 300] for i in range(0, len(seed_simplified) - 300, 37)]
     parts = [
         signatures(texts[i : i + size], 3, 16, 1)
