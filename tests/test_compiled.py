@@ -30,3 +30,18 @@ def test_without_a_writable_cache_the_loop_is_compiled_anyway(
     loop = module.compiled(total)
     assert loop(np.arange(10)) == 45
     assert hasattr(loop, "signatures") and loop.signatures  # compiled by numba, not plain Python
+
+
+def test_loops_use_512_bit_vectors_only_where_the_processor_has_them() -> None:
+    wide = "+64bit,+avx,+avx2,+avx512f,+avx512bw,+sse4.2"
+    assert module.full_width_features(wide) == wide + ",-prefer-256-bit"
+    assert module.full_width_features("+64bit,+avx,+avx2,-avx512f,+sse4.2") is None
+    assert module.full_width_features("+64bit,+avx,+avx2,+avx512fp16") is None
+
+
+def test_the_chosen_cpu_features_are_what_numba_compiles_for() -> None:
+    from llvmlite import binding
+
+    host = binding.get_host_cpu_features().flatten()
+    features = numba.core.registry.cpu_target.target_context.codegen().magic_tuple()[2]
+    assert features == (module.full_width_features(host) or host)
