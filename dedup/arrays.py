@@ -7,7 +7,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["key_counts", "sorted_unique"]
+__all__ = ["concatenated", "key_counts", "sorted_unique"]
 
 T = TypeVar("T", bound=np.generic)
 
@@ -19,6 +19,11 @@ def sorted_unique(values: npt.NDArray[T]) -> npt.NDArray[T]:
     if ordered.size < 2:
         return ordered
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def concatenated(parts: list[npt.NDArray[T]], dtype: type[T]) -> npt.NDArray[T]:
+    """``np.concatenate(parts)``, or an empty array of ``dtype`` when there are none."""
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
 def key_counts(

@@ -13,6 +13,8 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import concatenated
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
@@ -104,6 +106,7 @@ class SpanTable(Sequence[PassageSpan]):
 
     @classmethod
     def of(cls, spans: Sequence[PassageSpan]) -> SpanTable:
+        """The table of ``spans``."""
         documents: dict[DocumentKey, int] = {}
         titles: dict[str | None, int] = {}
         columns = np.array(
@@ -134,18 +137,14 @@ class SpanTable(Sequence[PassageSpan]):
             title_index = [titles.setdefault(t, len(titles)) for t in table.titles]
             document_rows.append(np.array(document_index, dtype=np.int64)[table.document])
             title_rows.append(np.array(title_index, dtype=np.int64)[table.title])
-
-        def joined(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
-            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-
         return cls(
             tuple(documents),
             tuple(titles),
-            joined(document_rows),
-            joined([table.chapter for table in tables]),
-            joined(title_rows),
-            joined([table.start for table in tables]),
-            joined([table.end for table in tables]),
+            concatenated(document_rows, np.int64),
+            concatenated([table.chapter for table in tables], np.int64),
+            concatenated(title_rows, np.int64),
+            concatenated([table.start for table in tables], np.int64),
+            concatenated([table.end for table in tables], np.int64),
         )
 
     def __len__(self) -> int:

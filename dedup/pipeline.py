@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from dedup.arrays import key_counts, sorted_unique
+from dedup.arrays import concatenated, key_counts, sorted_unique
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.codepoints import code_points
@@ -176,7 +176,7 @@ class _InputWindows:
 
     @property
     def converted(self) -> npt.NDArray[np.float64]:
-        return _joined([windows.converted for windows, *_rest in self.chapters], np.float64)
+        return concatenated([windows.converted for windows, *_rest in self.chapters], np.float64)
 
     @property
     def spans(self) -> SpanTable:
@@ -195,13 +195,9 @@ class _InputWindows:
             each(document),
             each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),
             each(title),
-            _joined([windows.starts for windows, *_rest in self.chapters], np.int64),
-            _joined([windows.ends for windows, *_rest in self.chapters], np.int64),
+            concatenated([windows.starts for windows, *_rest in self.chapters], np.int64),
+            concatenated([windows.ends for windows, *_rest in self.chapters], np.int64),
         )
-
-
-def _joined(parts: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
-    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
 def _segment_and_normalize(
