@@ -26,41 +26,7 @@ from dedup.compiled import compiled
 from dedup.models import Cluster, Pair, Passage
 from dedup.verify import Similarity, SimilarityTable
 
-
-class UnionFind:
-    def __init__(self, size: int) -> None:
-        self.parent = list(range(size))
-
-    def find(self, item: int) -> int:
-        root = item
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[item] != root:  # path compression
-            self.parent[item], item = root, self.parent[item]
-        return root
-
-    def union(self, first: int, second: int) -> None:
-        a, b = self.find(first), self.find(second)
-        if a != b:
-            # The smaller index becomes the root, so the result never depends on pair order.
-            self.parent[max(a, b)] = min(a, b)
-
-
 KEEP_POLICIES = ("longest", "first", "source:NAME,...")
-
-
-def representative(members: Sequence[Passage], keep: str = "longest") -> Passage:
-    """The member to keep, by the keep policy (see the module docstring)."""
-    if keep == "first":
-        return min(members, key=lambda member: member.sort_key)
-    if keep.startswith("source:"):
-        preference = [name.strip() for name in keep.removeprefix("source:").split(",")]
-        rank = {name: position for position, name in enumerate(preference)}
-        return min(
-            members,
-            key=lambda m: (rank.get(m.source, len(rank)), -(m.end - m.start), m.sort_key),
-        )
-    return min(members, key=lambda member: (-(member.end - member.start), member.sort_key))
 
 
 def cluster_pairs(
@@ -181,8 +147,8 @@ def _representatives(
     starts: npt.NDArray[np.int64],
     keep: str,
 ) -> list[int]:
-    """The member each cluster keeps, by the keep policy (ties to the first in reading order):
-    the same choice as :func:`representative`, made for all clusters at once."""
+    """The member each cluster keeps, by the keep policy (see the module docstring), for all
+    clusters at once."""
     if keep == "first":
         chosen: list[int] = by_cluster[starts].tolist()  # members are in reading order
         return chosen

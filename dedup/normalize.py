@@ -667,17 +667,6 @@ REPEATED_MIN_CHAPTERS = 3
 REPEATED_MIN_SHARE = 0.1
 
 
-def chapter_line_keys(section: str) -> set[int]:
-    """The keys of the lines of one chapter, each counted once per chapter."""
-    return {key for key in line_keys(section) if key is not None}
-
-
-def repeated_line_keys(chapters: int, counts: dict[int, int]) -> frozenset[int]:
-    """The line keys a source repeats often enough to be boilerplate."""
-    needed = repeated_lines_needed(chapters)
-    return frozenset(key for key, count in counts.items() if count >= needed)
-
-
 def repeated_lines_needed(chapters: int) -> int:
     """In how many of a source's ``chapters`` a line must occur to be boilerplate."""
     return max(REPEATED_MIN_CHAPTERS, int(np.ceil(REPEATED_MIN_SHARE * chapters)))

@@ -46,7 +46,6 @@ from dedup.models import (
 from dedup.normalize import (
     NormalizeConfig,
     NormalizeStats,
-    chapter_line_keys,
     line_key_array,
     normalize,
     prepare_tables,
@@ -396,7 +395,7 @@ def _warm_up(config: ScanConfig) -> None:
     tiny chapter, once, before the workers fork, so that they inherit them all."""
     prepare_tables()
     text = "第一章 预热\n" + "他说什么著書，一路预热。" * 100
-    chapter_line_keys(text)
+    line_key_array(code_points(text))
     document = Document("warm-up", "warm-up", None, text)
     for chapter in split_chapters(document):
         body = text[chapter.body_start : chapter.end]

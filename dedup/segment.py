@@ -279,12 +279,6 @@ def _cuts_of(
     return cuts
 
 
-def _sentence_ends(normalized: NormalizedText, original: str) -> npt.NDArray[np.int64]:
-    """Where runs of sentence-ending punctuation in ``original`` end, as positions strictly
-    inside the normalized text."""
-    return _sentence_ends_in(code_points(original), normalized.offsets, _SENTENCE_END_TABLE)
-
-
 @compiled
 def _sentence_ends_in(
     codes: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64], is_end: npt.NDArray[np.bool_]

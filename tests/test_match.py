@@ -8,8 +8,9 @@ from datasketch import MinHashLSH
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dedup import cluster
 from dedup.candidates import candidate_pairs, lsh_params
-from dedup.cluster import UnionFind, cluster_pairs, representative
+from dedup.cluster import cluster_pairs
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Cluster, Pair, Passage, PassageSpan, SpanTable
 from dedup.normalize import normalize
@@ -88,11 +89,9 @@ def test_clusters_are_deterministic_and_pick_the_longest_member() -> None:
 
 
 def test_union_find_joins_chains() -> None:
-    groups = UnionFind(5)
-    groups.union(3, 4)
-    groups.union(4, 1)
-    assert groups.find(3) == groups.find(1) == 1
-    assert groups.find(0) != groups.find(2)
+    groups = cluster._components(np.array([3, 4]), np.array([4, 1]), 5)
+    assert groups[3] == groups[1] == 1
+    assert groups[0] != groups[2]
 
 
 def test_boilerplate_repeated_thousands_of_times_stays_linear(seed_with_ads: str) -> None:
@@ -172,16 +171,23 @@ def _reference_clusters(
     passages: dict[int, Passage], verified: list[Similarity], keep: str, largest: int
 ) -> list[Cluster]:
     """Clustering as it was written before it was vectorized: one object at a time."""
-    groups = UnionFind(max(passages, default=-1) + 1)
+    parent = list(range(max(passages, default=-1) + 1))
+
+    def find(item: int) -> int:
+        while parent[item] != item:
+            item = parent[item]
+        return item
+
     for pair in verified:
-        groups.union(pair.first, pair.second)
+        a, b = find(pair.first), find(pair.second)
+        parent[max(a, b)] = min(a, b)
     members: dict[int, list[int]] = {}
     pairs: dict[int, list[Pair]] = {}
     for index in sorted({i for pair in verified for i in (pair.first, pair.second)}):
-        members.setdefault(groups.find(index), []).append(index)
+        members.setdefault(find(index), []).append(index)
     for pair in verified:
         a, b = sorted((passages[pair.first], passages[pair.second]), key=lambda p: p.sort_key)
-        pairs.setdefault(groups.find(pair.first), []).append(
+        pairs.setdefault(find(pair.first), []).append(
             Pair(
                 a.id,
                 b.id,
@@ -196,7 +202,7 @@ def _reference_clusters(
         cluster_members = tuple(sorted((passages[i] for i in indexes), key=lambda p: p.sort_key))
         order = {member.id: position for position, member in enumerate(cluster_members)}
         found = tuple(sorted(pairs[root], key=lambda pair: (order[pair.a], order[pair.b])))
-        chosen = representative(cluster_members, keep).id
+        chosen = _reference_representative(cluster_members, keep).id
         direct = {pair.a for pair in found if pair.b == chosen}
         direct |= {pair.b for pair in found if pair.a == chosen}
         through = tuple(m.id for m in cluster_members if m.id != chosen and m.id not in direct)
@@ -206,6 +212,17 @@ def _reference_clusters(
         Cluster(f"c{n}", chosen, found_members, found, through, giant)
         for n, (found_members, found, chosen, through, giant) in enumerate(built, start=1)
     ]
+
+
+def _reference_representative(members: tuple[Passage, ...], keep: str) -> Passage:
+    if keep == "first":
+        return min(members, key=lambda member: member.sort_key)
+    if keep.startswith("source:"):
+        rank = {name: n for n, name in enumerate(keep.removeprefix("source:").split(","))}
+        return min(
+            members, key=lambda m: (rank.get(m.source, len(rank)), -(m.end - m.start), m.sort_key)
+        )
+    return min(members, key=lambda member: (-(member.end - member.start), member.sort_key))
 
 
 @settings(max_examples=300, deadline=None)

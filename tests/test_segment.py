@@ -290,7 +290,12 @@ def _reference_sentence_ends(offsets: np.ndarray, original: str, size: int) -> l
 def test_sentence_ends_in_one_pass_equal_the_vectorized_ones(original: str) -> None:
     normalized = normalize(original)
     expected = _reference_sentence_ends(normalized.offsets, original, len(normalized.text))
-    assert segment._sentence_ends(normalized, original).tolist() == expected
+    found = segment._sentence_ends_in(
+        np.frombuffer(original.encode("utf-32-le"), dtype=np.uint32),
+        normalized.offsets,
+        segment._SENTENCE_END_TABLE,
+    )
+    assert found.tolist() == expected
 
 
 def test_the_space_table_is_str_isspace_over_all_of_unicode() -> None:
