@@ -158,19 +158,8 @@ class SpanTable(Sequence[PassageSpan]):
 
     def __getitem__(self, row: int | slice) -> PassageSpan | Sequence[PassageSpan]:
         if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(len(self)))]
-        source, path, record, record_id = self.documents[self.document[row]]
-        chapter = int(self.chapter[row])
-        return PassageSpan(
-            source=source,
-            path=path,
-            record=record,
-            chapter=None if chapter < 0 else chapter,
-            title=self.titles[self.title[row]],
-            start=int(self.start[row]),
-            end=int(self.end[row]),
-            record_id=record_id,
-        )
+            return self.rows(np.arange(len(self))[row])
+        return self.rows(np.array([row], dtype=np.int64))[0]
 
     def __iter__(self) -> Iterator[PassageSpan]:
         return iter(self.rows(np.arange(len(self))))

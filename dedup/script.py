@@ -148,14 +148,14 @@ def _convert_runs(
 ) -> npt.NDArray[np.uint32]:
     cache = _run_cache(config)
     out, joined, starts, ends, hashes = _plan_runs(
-        codes, tables.kind, tables.alone, *cache.arrays()
+        codes, tables.kind, tables.alone, cache.records, cache.store
     )
     if not len(starts):
         return out
     converted = code_points(_converter(config).convert(from_code_points(joined)))
     if _place_runs(out, converted, starts, ends):
         cache.make_room(len(starts), int((ends - starts).sum()))
-        _remember_runs(codes, out, starts, ends, hashes, *cache.arrays())
+        _remember_runs(codes, out, starts, ends, hashes, cache.records, cache.store, cache.used)
         return out
     # Some rule changed a run's length: that run is converted one character at a time.
     runs = from_code_points(joined).split("\n")
@@ -188,9 +188,6 @@ class _RunCache:
     used: npt.NDArray[np.int64]  # runs and store positions taken
     runs: int  # the most it will hold
     chars: int
-
-    def arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-        return self.records, self.store, self.used
 
     def make_room(self, runs: int, chars: int) -> None:
         """Grow (up to the limits) so that ``runs`` more runs of ``chars`` characters fit."""
@@ -285,7 +282,6 @@ def _plan_runs(
     alone: npt.NDArray[np.uint32],
     records: npt.NDArray[np.int64],
     store: npt.NDArray[np.uint32],
-    used: npt.NDArray[np.int64],
 ) -> tuple[
     npt.NDArray[np.uint32],
     npt.NDArray[np.uint32],

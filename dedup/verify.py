@@ -79,14 +79,7 @@ class SimilarityTable(Sequence[Similarity]):
     def __getitem__(self, row: int | slice) -> Similarity | Sequence[Similarity]:
         if isinstance(row, slice):
             return list(self.where(np.arange(len(self))[row]))
-        return Similarity(
-            int(self.first[row]),
-            int(self.second[row]),
-            float(self.jaccard[row]),
-            float(self.containment[row]),
-            float(self.minhash_jaccard[row]),
-            int(self.identical_chars[row]),
-        )
+        return next(iter(self.where(np.array([row], dtype=np.int64))))
 
     def __iter__(self) -> Iterator[Similarity]:
         columns = (getattr(self, name).tolist() for name in _COLUMNS)
