@@ -97,23 +97,32 @@ def signature_stage(
         signatures(texts, config.ngram, config.num_perm, config.seed)
 
     signatures(texts[:10], config.ngram, config.num_perm, config.seed)  # compiled before timing
-    try:
-        from rensa import RMinHash
-    except ImportError:
+    rensa_run = rensa_signatures(texts, config)
+    if rensa_run is None:
         return min(_seconds(ours) for _ in range(rounds)), None
-    shingle_lists = [shingles(text, config.ngram) for text in texts]
-
-    def rensa_run() -> None:
-        for items in shingle_lists:
-            sketch = RMinHash(num_perm=config.num_perm, seed=config.seed)
-            sketch.update(items)
-            sketch.digest()
-
     timings = sorted(
         ((_seconds(rensa_run), _seconds(ours)) for _ in range(rounds)), key=lambda t: t[0] / t[1]
     )
     theirs, mine = timings[len(timings) // 2]
     return mine, theirs
+
+
+def rensa_signatures(texts: list[str], config: ScanConfig) -> Callable[[], None] | None:
+    """A run of rensa's RMinHash over the texts' shingles (the lists made here, not in the
+    run), or None when rensa is not installed."""
+    try:
+        from rensa import RMinHash
+    except ImportError:
+        return None
+    shingle_lists = [shingles(text, config.ngram) for text in texts]
+
+    def run() -> None:
+        for items in shingle_lists:
+            sketch = RMinHash(num_perm=config.num_perm, seed=config.seed)
+            sketch.update(items)
+            sketch.digest()
+
+    return run
 
 
 def _seconds(run: Callable[[], object]) -> float:

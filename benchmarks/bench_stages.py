@@ -25,6 +25,7 @@ from pathlib import Path
 import opencc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_scan import rensa_signatures
 from dedup import script
 from dedup.config import ScanConfig
 from dedup.fingerprint import shingles, signatures
@@ -124,19 +125,10 @@ def bench_book(
         lambda: signatures(texts, config.ngram, config.num_perm, config.seed), repeat
     )
     line = f"  signatures of {len(texts):,} passages: dedup {len(texts) / ours:,.0f}/s"
-    try:
-        from rensa import RMinHash
-    except ImportError:
+    rensa_run = rensa_signatures(texts, config)
+    if rensa_run is None:
         line += " (pip install rensa to compare with rensa)"
     else:
-        lists = [shingles(text, config.ngram) for text in texts]
-
-        def rensa_run() -> None:
-            for items in lists:
-                sketch = RMinHash(num_perm=config.num_perm, seed=config.seed)
-                sketch.update(items)
-                sketch.digest()
-
         # Rounds alternate the two, so that both see the machine in the same state; the
         # ratio of each round is kept and the median reported with the range.
         ratios = []
