@@ -623,6 +623,8 @@ def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], Similari
     # Group by Python's string hash (fast, cached on the strings), then confirm each copy by
     # comparing texts. The hash is salted per process, so a group whose texts differ (a
     # collision) is regrouped by the texts themselves: the result never depends on the salt.
+    if not texts:  # a dump with no passage at all (every input skipped, say)
+        return np.empty(0, dtype=np.int64), SimilarityTable.of([])
     hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
     by_hash = np.argsort(hashes, kind="stable")
     ordered = hashes[by_hash]

@@ -114,3 +114,19 @@ def test_each_command_offers_the_options_that_apply_to_it() -> None:
     assert "--keep" not in explain_help and "--threshold" not in explain_help
     normalize_help = runner.invoke(cli, ["normalize", "--help"]).stdout
     assert "--skip-step" in normalize_help and "--ngram" not in normalize_help
+
+
+def test_a_dump_of_nothing_but_bad_inputs_is_reported_not_a_crash(tmp_path: Path) -> None:
+    dump = tmp_path / "dump" / "site"
+    dump.mkdir(parents=True)
+    (dump / "empty.txt").write_bytes(b"")
+    (dump / "junk.txt").write_bytes(b"\x00\x01\xff\xfe\x00garbage\x00" * 50)
+    (dump / "broken.jsonl").write_text('{"text": "第一章', "utf-8")
+    out = tmp_path / "report"
+    for jobs in ("1", "2"):
+        result = CliRunner().invoke(cli, ["scan", str(dump.parent), "--out", str(out), "-j", jobs])
+        assert result.exit_code == 0, result.output
+        report = json.loads((out / "report.json").read_text("utf-8"))
+        assert report["clusters"] == [] and report["summary"]["passages"] == 0
+        skipped = {Path(entry["path"]).name for entry in report["skipped"]}
+        assert {"empty.txt", "junk.txt", "broken.jsonl"} <= skipped
