@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import multiprocessing
 import re
 import time
@@ -62,7 +63,13 @@ from dedup.read import (
 )
 from dedup.read.containers import InputTooLarge
 from dedup.read.decode import DecodeFailure
-from dedup.segment import ChapterWindows, chapter_windows, split_chapters, split_passages
+from dedup.segment import (
+    ChapterTable,
+    ChapterWindows,
+    chapter_windows,
+    split_chapters,
+    split_passages,
+)
 from dedup.verify import SimilarityTable, verify_table
 
 
@@ -101,28 +108,38 @@ class PreparedFile:
 
 
 def prepare_file(
-    file: FoundFile, config: ScanConfig, repeated: RepeatedLines | None = None
+    file: FoundFile,
+    config: ScanConfig,
+    repeated: RepeatedLines | None = None,
+    chapters: FileChapters = (),
 ) -> PreparedFile:
-    """read -> segment -> normalize -> fingerprint for one file (every input inside it)."""
+    """read -> segment -> normalize -> fingerprint for one file (every input inside it);
+    ``chapters`` are those the learn pass found in it, if it ran."""
     timer = StageTimer()
     results = read_file(file, config)
     prepared: list[PreparedInput] = []
-    while True:
+    for number in itertools.count():
         with timer("read"):
             result = next(results, None)
         if result is None:
-            return PreparedFile(tuple(prepared), timer.seconds)
-        prepared.append(_prepare_input(result, config, repeated or {}, timer))
+            break
+        known = chapters[number] if number < len(chapters) else ()
+        prepared.append(_prepare_input(result, config, repeated or {}, known, timer))
+    return PreparedFile(tuple(prepared), timer.seconds)
 
 
 def _prepare_input(
-    result: ReadResult, config: ScanConfig, repeated: RepeatedLines, timer: StageTimer
+    result: ReadResult,
+    config: ScanConfig,
+    repeated: RepeatedLines,
+    known: Sequence[ChapterTable | None],
+    timer: StageTimer,
 ) -> PreparedInput:
     if result.skipped is not None:
         return _skipped_input(result.skipped, config)
     try:
         windows, chapter_count, records, stats = _segment_and_normalize(
-            result, config, repeated, timer
+            result, config, repeated, known, timer
         )
     except (DecodeFailure, InputTooLarge) as failure:
         # Only a large file read as a stream can fail part way; none of it is used.
@@ -200,7 +217,11 @@ class _InputWindows:
 
 
 def _segment_and_normalize(
-    result: ReadResult, config: ScanConfig, repeated: RepeatedLines, timer: StageTimer
+    result: ReadResult,
+    config: ScanConfig,
+    repeated: RepeatedLines,
+    known: Sequence[ChapterTable | None],
+    timer: StageTimer,
 ) -> tuple[_InputWindows, int, int, NormalizeStats]:
     windows = _InputWindows()
     chapters_seen: set[tuple[int | None, int]] = set()
@@ -209,16 +230,20 @@ def _segment_and_normalize(
     carry: Chapter | None = None  # the chapter a streamed piece goes on with
     next_index = 0
     documents = iter(result.documents)
-    while True:
+    for number in itertools.count():
         with timer("read"):  # a streamed file is read as its documents are asked for
             document = next(documents, None)
         if document is None:
-            return windows, len(chapters_seen), records, stats
+            break
         records += not document.continued
         with timer("segment"):
             if not document.continued:
                 carry, next_index = None, 0
-            chapters = split_chapters(document, carry, next_index)
+            table = known[number] if number < len(known) else None
+            if table is not None and table.text_length == len(document.text):
+                chapters = table.chapters()  # a document read afresh, as the learn pass read it
+            else:
+                chapters = split_chapters(document, carry, next_index)
         numbers = [c.index for c in chapters if c.index is not None]
         chapters_seen.update((document.record, number) for number in numbers)
         if chapters:
@@ -240,6 +265,7 @@ def _segment_and_normalize(
                         document, block, normalized, config.passage_chars, config.passage_overlap
                     )
                     windows.add(cut, document, block)
+    return windows, len(chapters_seen), records, stats
 
 
 # LSH is tuned for a Jaccard threshold of at most this (the default threshold), whatever
@@ -255,31 +281,51 @@ CONVERTED_PASSAGE = 0.02
 RepeatedLines = dict[str, frozenset[int]]
 # Per source: how many chapters, and each line key with the number of chapters it occurs in.
 LineCounts = dict[str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+# Per input of a file, in the order it is read, per document: the chapters found in it (None
+# for a later piece of a file read in pieces, whose chapters go on from the piece before).
+FileChapters = tuple[tuple[ChapterTable | None, ...], ...]
 
 
-def count_line_keys(file: FoundFile, config: ScanConfig) -> LineCounts:
+@dataclass(frozen=True, slots=True)
+class LearnedFile:
+    """What the learn pass found in one file: its line counts, and its chapters for the main
+    pass to reuse."""
+
+    line_counts: LineCounts
+    chapters: FileChapters
+
+
+def count_line_keys(file: FoundFile, config: ScanConfig) -> LearnedFile:
     """Per source: how many chapters, and in how many of them each line occurs."""
     return _count_line_keys(read_file(file, config))
 
 
-def _count_line_keys(results: Iterable[ReadResult]) -> LineCounts:
+def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
     found: dict[str, tuple[int, list[npt.NDArray[np.int64]]]] = {}
+    file_chapters = []
     for result in results:
+        tables: list[ChapterTable | None] = []
         for document in result.documents:
             chapters, keys = found.get(document.source, (0, []))
             codes = code_points(document.text)
-            for chapter in split_chapters(document):
+            document_chapters = split_chapters(document)
+            tables.append(
+                None if document.continued else ChapterTable.of(document, document_chapters)
+            )
+            for chapter in document_chapters:
                 body = line_key_array(codes[chapter.body_start : chapter.end])
                 keys.append(sorted_unique(body[body >= 0]))  # once per chapter
                 chapters += 1
             found[document.source] = (chapters, keys)
-    return {source: (chapters, *key_counts(keys)) for source, (chapters, keys) in found.items()}
+        file_chapters.append(tuple(tables))
+    counts = {source: (chapters, *key_counts(keys)) for source, (chapters, keys) in found.items()}
+    return LearnedFile(counts, tuple(file_chapters))
 
 
-def _repeated_lines(all_counts: Iterable[LineCounts]) -> RepeatedLines:
+def _repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:
     totals: dict[str, tuple[int, list[npt.NDArray[np.int64]], list[npt.NDArray[np.int64]]]] = {}
-    for counts in all_counts:
-        for source, (chapters, keys, times) in counts.items():
+    for file in learned:
+        for source, (chapters, keys, times) in file.line_counts.items():
             seen, all_keys, all_times = totals.get(source, (0, [], []))
             totals[source] = (seen + chapters, [*all_keys, keys], [*all_times, times])
     repeated: RepeatedLines = {}
@@ -291,15 +337,18 @@ def _repeated_lines(all_counts: Iterable[LineCounts]) -> RepeatedLines:
 
 def _learn_repeated_lines(
     files: Sequence[FoundFile], config: ScanConfig, executor: Executor | None
-) -> RepeatedLines:
+) -> tuple[RepeatedLines, list[FileChapters]]:
+    """The lines each source repeats, and the chapters of each file (none when the step is
+    off and the pass does not run)."""
     if "repeated-lines" in config.skip_steps:
-        return {}
+        return {}, [() for _file in files]
     mapped = (
         executor.map(count_line_keys, files, repeat(config), chunksize=1)
         if executor
         else map(count_line_keys, files, repeat(config))
     )
-    return _repeated_lines(mapped)
+    learned = list(mapped)
+    return _repeated_lines(learned), [file.chapters for file in learned]
 
 
 # A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
@@ -416,11 +465,15 @@ def _prepare_all(
         "leave": False,
     }
     with timer("learn-lines"):
-        repeated = _learn_repeated_lines(files, config, executor)
+        repeated, chapters = _learn_repeated_lines(files, config, executor)
     if executor is None:
-        results: Iterable[PreparedFile] = map(prepare_file, files, repeat(config), repeat(repeated))
+        results: Iterable[PreparedFile] = map(
+            prepare_file, files, repeat(config), repeat(repeated), chapters
+        )
     else:
-        results = executor.map(prepare_file, files, repeat(config), repeat(repeated), chunksize=1)
+        results = executor.map(
+            prepare_file, files, repeat(config), repeat(repeated), chapters, chunksize=1
+        )
     prepared = Prepared(SignatureTable(config.num_perm))
     for file, result in zip(files, tqdm(results, desc="read+fingerprint", **progress), strict=True):
         prepared.add(file, result)

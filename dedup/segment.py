@@ -228,6 +228,34 @@ def split_chapters(
     return sections
 
 
+@dataclass(frozen=True, slots=True)
+class ChapterTable:
+    """The chapters :func:`split_chapters` found in a document, as columns, with the length of
+    the text they were found in: what the pass that learns repeated lines hands on to the pass
+    that cuts passages, so that headings are looked for once per document, not twice (a table
+    costs far less than Chapter objects to send between processes)."""
+
+    text_length: int
+    bounds: npt.NDArray[np.int64]  # per chapter: index (-1 for None), start, body start, end
+    titles: tuple[str | None, ...]
+
+    @classmethod
+    def of(cls, document: Document, chapters: list[Chapter]) -> ChapterTable:
+        bounds = np.array(
+            [(-1 if c.index is None else c.index, c.start, c.body_start, c.end) for c in chapters],
+            dtype=np.int64,
+        ).reshape(-1, 4)
+        return cls(len(document.text), bounds, tuple(c.title for c in chapters))
+
+    def chapters(self) -> list[Chapter]:
+        return [
+            Chapter(None if index < 0 else index, title, start, body_start, end)
+            for (index, start, body_start, end), title in zip(
+                self.bounds.tolist(), self.titles, strict=True
+            )
+        ]
+
+
 def _join_pages(headings: list[_Heading]) -> list[_Heading]:
     """Drop the headings of a chapter's later pages: same title, give or take a page marker."""
     joined: list[_Heading] = []

@@ -222,3 +222,45 @@ def test_a_scan_gives_the_garbage_collector_back_as_it_found_it(samples: Path) -
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
+    monkeypatch: pytest.MonkeyPatch, samples: Path
+) -> None:
+    """Headings are looked for once per file: the learn pass hands its chapters on, and the
+    passages are those the main pass finds by looking for the headings itself."""
+    from dataclasses import replace
+
+    from dedup import pipeline
+    from dedup.config import ScanConfig
+    from dedup.read import discover_inputs
+
+    config = ScanConfig()
+    files, _skipped = discover_inputs([str(samples)])
+    learned = [pipeline.count_line_keys(file, config) for file in files]
+    repeated = pipeline._repeated_lines(learned)
+    looked_for = [pipeline.prepare_file(file, config, repeated) for file in files]
+
+    calls = []
+    split_chapters = pipeline.split_chapters
+    monkeypatch.setattr(
+        pipeline, "split_chapters", lambda *args: calls.append(args) or split_chapters(*args)
+    )
+    handed_on = [
+        pipeline.prepare_file(file, config, repeated, found.chapters)
+        for file, found in zip(files, learned, strict=True)
+    ]
+    assert calls == []
+    assert sum(len(item.passages) for prepared in handed_on for item in prepared.inputs) > 100
+    for ours, theirs in zip(handed_on, looked_for, strict=True):
+        for mine, reference in zip(ours.inputs, theirs.inputs, strict=True):
+            assert list(mine.passages) == list(reference.passages)
+            assert mine.normalized == reference.normalized
+
+    # A table made from another text (the file changed between the passes) is not used.
+    stale = tuple(
+        tuple(replace(table, text_length=table.text_length + 1) for table in tables if table)
+        for tables in learned[0].chapters
+    )
+    pipeline.prepare_file(files[0], config, repeated, stale)
+    assert calls

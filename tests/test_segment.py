@@ -327,3 +327,25 @@ def test_heading_keywords_found_by_the_loop_are_those_the_pattern_finds(pieces: 
         {text.rfind("\n", 0, m.start()) + 1 for m in segment._HEADING_KEYWORD.finditer(text)}
     )
     assert segment._heading_line_candidates(text) == by_pattern
+
+
+def test_a_chapter_table_gives_back_the_chapters_it_was_made_of(
+    hongloumeng_simplified: str,
+) -> None:
+    body = "　　却说那人走进庙里，只见一个老道士坐在蒲团上，闭着眼睛念经，并不理会他。" * 5
+    volumes = (
+        f"前言{body}\n第一卷 开篇\n{body}\n第一回 入庙\n{body}\n第二卷 下山\n第二回 回家\n{body}"
+    )
+    for text in (volumes, hongloumeng_simplified):
+        document = Document("x.txt", "s", None, text)
+        chapters = split_chapters(document)
+        assert len(chapters) > 2
+        table = segment.ChapterTable.of(document, chapters)
+        assert table.text_length == len(text)
+        assert table.chapters() == chapters
+    assert [c.index for c in split_chapters(Document("x.txt", "s", None, volumes))] == [
+        None,
+        None,
+        0,
+        1,
+    ]
