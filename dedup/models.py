@@ -7,7 +7,7 @@ decoded text of that file or record, so every later stage can point back at what
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, overload
 
 import numpy as np
@@ -174,7 +174,7 @@ class SpanTable(Sequence[PassageSpan]):
     def passages(self, rows: npt.NDArray[np.int64], texts: Sequence[str]) -> list[Passage]:
         """The passages of ``rows``, with their ``texts``."""
         return [
-            Passage(
+            new_passage(
                 passage_id(path, record, start, end),
                 source,
                 path,
@@ -258,6 +258,58 @@ class Passage:
 # In a report a passage is a cluster "member"; the library uses both names for the same record.
 Member = Passage
 
+# A frozen dataclass's __init__ sets each field through object.__setattr__, which looks the
+# field up by name: 1.3 us for a Passage. A scan makes passages and pairs by the million (all
+# the members and pairs of its clusters), so they are made here by setting the slots directly,
+# which takes half that. The objects are the same (tested against the dataclass's __init__).
+_new = object.__new__
+
+
+def _slot_setters(cls: type) -> tuple[Any, ...]:
+    return tuple(cls.__dict__[field.name].__set__ for field in fields(cls))
+
+
+# One name per slot, in the order of the fields (a field added to Passage fails here, loudly).
+(
+    _set_passage_id,
+    _set_passage_source,
+    _set_passage_path,
+    _set_passage_record,
+    _set_passage_chapter,
+    _set_passage_title,
+    _set_passage_start,
+    _set_passage_end,
+    _set_passage_text,
+    _set_passage_record_id,
+) = _slot_setters(Passage)
+
+
+def new_passage(
+    id: str,
+    source: str,
+    path: str,
+    record: int | None,
+    chapter: int | None,
+    title: str | None,
+    start: int,
+    end: int,
+    text: str,
+    record_id: str | None = None,
+) -> Passage:
+    """``Passage(...)``, made faster (see above)."""
+    passage: Passage = _new(Passage)
+    _set_passage_id(passage, id)
+    _set_passage_source(passage, source)
+    _set_passage_path(passage, path)
+    _set_passage_record(passage, record)
+    _set_passage_chapter(passage, chapter)
+    _set_passage_title(passage, title)
+    _set_passage_start(passage, start)
+    _set_passage_end(passage, end)
+    _set_passage_text(passage, text)
+    _set_passage_record_id(passage, record_id)
+    return passage
+
 
 def reading_order(path: str, record: int | None, start: int, end: int) -> tuple[str, int, int, int]:
     """The sort key of a passage: by file, record and position (ids would sort offsets as
@@ -330,6 +382,35 @@ class Pair:
             "minhash_jaccard": round(self.minhash_jaccard, 4),
             "identical_chars": self.identical_chars,
         }
+
+
+(
+    _set_pair_a,
+    _set_pair_b,
+    _set_pair_jaccard,
+    _set_pair_containment,
+    _set_pair_minhash_jaccard,
+    _set_pair_identical_chars,
+) = _slot_setters(Pair)
+
+
+def new_pair(
+    a: str,
+    b: str,
+    jaccard: float,
+    containment: float,
+    minhash_jaccard: float,
+    identical_chars: int = 0,
+) -> Pair:
+    """``Pair(...)``, made faster (see new_passage)."""
+    pair: Pair = _new(Pair)
+    _set_pair_a(pair, a)
+    _set_pair_b(pair, b)
+    _set_pair_jaccard(pair, jaccard)
+    _set_pair_containment(pair, containment)
+    _set_pair_minhash_jaccard(pair, minhash_jaccard)
+    _set_pair_identical_chars(pair, identical_chars)
+    return pair
 
 
 @dataclass(frozen=True, slots=True)

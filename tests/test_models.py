@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dedup import pipeline
 from dedup.config import ScanConfig
@@ -48,3 +49,25 @@ def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: P
     texts = [f"text {i}" for i in rows.tolist()]
     passages = table.passages(rows, texts)
     assert passages == [span.with_text(text) for span, text in zip(expected, texts, strict=True)]
+
+
+def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified: str) -> None:
+    from dataclasses import FrozenInstanceError, astuple, fields
+
+    from dedup.models import Pair, Passage, new_pair, new_passage
+
+    text = seed_simplified[:300]
+    for cls, make, values in (
+        (
+            Passage,
+            new_passage,
+            ("a.txt#3:0-300", "site", "a.txt", 3, 7, "第八章", 0, 300, text, "x"),
+        ),
+        (Pair, new_pair, ("a.txt:0-300", "b.txt:5-305", 0.75, 0.875, 0.7421875, 299)),
+    ):
+        made, reference = make(*values), cls(*values)
+        assert type(made) is cls
+        assert made == reference and hash(made) == hash(reference)
+        assert astuple(made) == values == tuple(getattr(made, f.name) for f in fields(cls))
+        with pytest.raises(FrozenInstanceError):
+            setattr(made, fields(cls)[0].name, "changed")
