@@ -16,6 +16,7 @@ Rules (documented in docs/report-format.md):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
 from dedup.compiled import compiled
-from dedup.models import Cluster, Pair, Passage
+from dedup.models import Cluster, Passage, new_pair
 from dedup.verify import Similarity, SimilarityTable
 
 KEEP_POLICIES = ("longest", "first", "source:NAME,...")
@@ -42,9 +43,10 @@ def cluster_pairs(
     table = SimilarityTable.of(verified)
     first, second = table.first, table.second
     indexes = sorted_unique(np.concatenate((first, second)))
-    members = [passages[index] for index in indexes.tolist()]
-    ids = [member.id for member in members]
-    rank = _reading_ranks(members)
+    members = list(map(passages.__getitem__, indexes.tolist()))
+    ids = list(map(attrgetter("id"), members))
+    member_starts, member_ends = _column(members, "start"), _column(members, "end")
+    rank = _reading_ranks(members, member_starts, member_ends)
     a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
     a, b = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
     component = _components(a, b, len(members))
@@ -54,11 +56,12 @@ def cluster_pairs(
     starts = np.flatnonzero(np.diff(component[by_cluster], prepend=-1))
     pair_order = np.lexsort((np.arange(len(a)), rank[b], rank[a], component[a]))
     pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
-    chosen = _representatives(members, rank, by_cluster, starts, keep)
+    chosen = _representatives(members, member_ends - member_starts, rank, by_cluster, starts, keep)
 
-    # One Python object per distinct value: a million exact copies all score 1.0.
-    jaccard, containment, estimate, identical = (
-        _shared_values(column)
+    # The pairs as objects, in cluster order, in one pass (one Python object per distinct
+    # score: a million exact copies all score 1.0); the members likewise.
+    scores = (
+        _shared_values(column[pair_order])
         for column in (
             table.jaccard,
             table.containment,
@@ -66,73 +69,66 @@ def cluster_pairs(
             table.identical_chars,
         )
     )
-    built = []
-    groups = np.split(by_cluster, starts[1:])
-    pair_groups = np.split(pair_order, pair_starts[1:])
-    for group, pair_group, representative_at in zip(groups, pair_groups, chosen, strict=True):
-        cluster_members = tuple(members[i] for i in group.tolist())
-        pair_a, pair_b = a[pair_group], b[pair_group]
-        cluster_pairs_ = tuple(
-            Pair(ids[x], ids[y], jaccard[k], containment[k], estimate[k], identical[k])
-            for x, y, k in zip(pair_a.tolist(), pair_b.tolist(), pair_group.tolist(), strict=True)
-        )
-        direct = set(pair_a[pair_b == representative_at].tolist())
-        direct |= set(pair_b[pair_a == representative_at].tolist())
-        through = tuple(
-            ids[i] for i in group.tolist() if i != representative_at and i not in direct
-        )
-        giant = len(cluster_members) > max_cluster_size
-        built.append(
-            (
-                giant,
-                -len(group),
-                int(rank[group[0]]),
-                cluster_members,
-                cluster_pairs_,
-                members[representative_at].id,
-                through,
-            )
-        )
+    pair_ids = (map(ids.__getitem__, ends[pair_order].tolist()) for ends in (a, b))
+    pair_objects = list(map(new_pair, *pair_ids, *scores))
+    ordered_members = list(map(members.__getitem__, by_cluster.tolist()))
+
+    # Members with no verified pair with their cluster's representative.
+    sizes = np.diff(np.append(starts, len(by_cluster)))
+    representative = np.empty(len(members), dtype=np.int64)
+    representative[by_cluster] = np.repeat(np.array(chosen, dtype=np.int64), sizes)
+    direct = np.zeros(len(members), dtype=np.bool_)
+    direct[a[b == representative[a]]] = True
+    direct[b[a == representative[b]]] = True
+    through = (~direct & (np.arange(len(members)) != representative))[by_cluster]
+    through_counts = np.add.reduceat(through.astype(np.int64), starts)
+    through_ids = [ids[i] for i in by_cluster[through].tolist()]
+    through_starts = np.concatenate(([0], np.cumsum(through_counts))).tolist()
+
     # Biggest clusters first (giant ones last); among equals, by the first member in reading order.
-    built.sort(key=lambda c: c[:3])
+    giant = sizes > max_cluster_size
+    order = np.lexsort((rank[by_cluster[starts]], -sizes, giant))
+    member_bounds = [*starts.tolist(), len(by_cluster)]
+    pair_bounds = [*pair_starts.tolist(), len(a)]
     return [
         Cluster(
             id=f"c{number}",
-            representative=chosen_id,
-            members=cluster_members,
-            pairs=cluster_pairs_,
-            linked_through_others=through,
-            giant=giant,
+            representative=ids[chosen[cluster]],
+            members=tuple(ordered_members[member_bounds[cluster] : member_bounds[cluster + 1]]),
+            pairs=tuple(pair_objects[pair_bounds[cluster] : pair_bounds[cluster + 1]]),
+            linked_through_others=tuple(
+                through_ids[through_starts[cluster] : through_starts[cluster + 1]]
+            ),
+            giant=bool(giant[cluster]),
         )
-        for number, (
-            giant,
-            _size,
-            _first,
-            cluster_members,
-            cluster_pairs_,
-            chosen_id,
-            through,
-        ) in enumerate(built, start=1)
+        for number, cluster in enumerate(order.tolist(), start=1)
     ]
 
 
 def _shared_values(column: npt.NDArray[Any]) -> list[Any]:
-    values: dict[Any, Any] = {}
-    return [values.setdefault(value, value) for value in column.tolist()]
+    """The column as Python numbers, one object per distinct value."""
+    values, inverse = np.unique(column, return_inverse=True)
+    return list(map(values.tolist().__getitem__, inverse.reshape(-1).tolist()))
 
 
-def _reading_ranks(members: Sequence[Passage]) -> npt.NDArray[np.int64]:
+def _column(members: Sequence[Passage], name: str) -> npt.NDArray[np.int64]:
+    return np.fromiter(map(attrgetter(name), members), dtype=np.int64, count=len(members))
+
+
+def _reading_ranks(
+    members: Sequence[Passage], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
     """Each member's place in reading order (path, record, start, end), by one array sort."""
-    paths = {path: number for number, path in enumerate(sorted({m.path for m in members}))}
+    member_paths = list(map(attrgetter("path"), members))
+    paths = {path: number for number, path in enumerate(sorted(set(member_paths)))}
+    records = list(map(attrgetter("record"), members))
     count = len(members)
     by_order = np.lexsort(
         (
-            np.fromiter((m.end for m in members), dtype=np.int64, count=count),
-            np.fromiter((m.start for m in members), dtype=np.int64, count=count),
-            np.fromiter(
-                (-1 if m.record is None else m.record for m in members), np.int64, count=count
-            ),
-            np.fromiter((paths[m.path] for m in members), dtype=np.int64, count=count),
+            ends,
+            starts,
+            np.fromiter(map({None: -1}.get, records, records), dtype=np.int64, count=count),
+            np.fromiter(map(paths.__getitem__, member_paths), dtype=np.int64, count=count),
         )
     )
     rank = np.empty(count, dtype=np.int64)
@@ -142,6 +138,7 @@ def _reading_ranks(members: Sequence[Passage]) -> npt.NDArray[np.int64]:
 
 def _representatives(
     members: Sequence[Passage],
+    length: npt.NDArray[np.int64],
     rank: npt.NDArray[np.int64],
     by_cluster: npt.NDArray[np.int64],
     starts: npt.NDArray[np.int64],
@@ -152,7 +149,6 @@ def _representatives(
     if keep == "first":
         chosen: list[int] = by_cluster[starts].tolist()  # members are in reading order
         return chosen
-    length = np.array([member.end - member.start for member in members], dtype=np.int64)
     preference = np.zeros(len(members), dtype=np.int64)
     if keep.startswith("source:"):
         names = [name.strip() for name in keep.removeprefix("source:").split(",")]
