@@ -18,7 +18,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -638,10 +638,10 @@ def _member_passages(
     members: dict[int, Passage] = {}
     changed: list[str] = []
     for file, group, group_texts in zip(found_files, groups, texts, strict=True):
-        if any(text is None for text in group_texts):
+        if None in group_texts:
             changed.append(file.path)
             continue
-        passages = spans.passages(group, [text or "" for text in group_texts])
+        passages = spans.passages(group, cast(list[str], group_texts))
         members.update(zip(group.tolist(), passages, strict=True))
     return members, changed
 
