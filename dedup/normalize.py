@@ -104,6 +104,11 @@ class NormalizedText:
     offsets: npt.NDArray[np.int64]
     converted: npt.NDArray[np.bool_]
     stats: NormalizeStats
+    # The code points of ``text`` and of the original, as normalize had them: passages are cut
+    # from these, and encoding each chapter again cost a tenth of the cutting. None when
+    # unknown (the original's, for text converted to Traditional at the end).
+    codes: npt.NDArray[np.uint32] | None = None
+    original_codes: npt.NDArray[np.uint32] | None = None
 
 
 @functools.cache
@@ -335,8 +340,9 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
             stats.add("placeholders", int(counts[0]))
             stats.add("punctuation", int(counts[1]))
             stats.add("width", int(counts[2]))
-            return _convert_and_finish(original, kept, kept_offsets, config, stats)
+            return _convert_and_finish(original, codes, kept, kept_offsets, config, stats)
 
+    original_codes = codes
     offsets = np.arange(len(original), dtype=np.int64)
     if config.on("placeholders"):
         placeholder = _table_mask(codes, _placeholder_table()) & keep
@@ -361,7 +367,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         folded = _fold(codes, _width_table())
         stats.add("width", int(np.count_nonzero(folded != codes)))
         codes = folded
-    return _convert_and_finish(original, codes, offsets, config, stats)
+    return _convert_and_finish(original, original_codes, codes, offsets, config, stats)
 
 
 # With these steps on (the default), dropping placeholders and punctuation and folding widths
@@ -408,6 +414,7 @@ def _keep_and_fold(
 
 def _convert_and_finish(
     original: str,
+    original_codes: npt.NDArray[np.uint32],
     codes: npt.NDArray[np.uint32],
     offsets: npt.NDArray[np.int64],
     config: NormalizeConfig,
@@ -427,11 +434,12 @@ def _convert_and_finish(
         stats.add("variants", int(np.count_nonzero(folded != codes)))
         codes = folded
     text = from_code_points(codes)
+    text_codes: npt.NDArray[np.uint32] | None = codes
     if config.on("script") and config.script == "traditional":
-        text = convert(text, (TO_TRADITIONAL_CONFIG,))
+        text, text_codes = convert(text, (TO_TRADITIONAL_CONFIG,)), None
     if config.explain:
         _explain_examples(original, text, offsets, converted, stats)
-    return NormalizedText(text, offsets, converted, stats)
+    return NormalizedText(text, offsets, converted, stats, text_codes, original_codes)
 
 
 def prepare_tables() -> None:

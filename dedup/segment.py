@@ -301,7 +301,7 @@ def _cuts_of(
         # Text without sentence punctuation: every character boundary is a candidate.
         candidates = np.arange(1, size, dtype=np.int64)
         modulus = max(2, passage_chars - min_len)
-    codes = code_points(normalized.text)
+    codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
     cuts: list[int] = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
     return cuts
 
@@ -393,7 +393,9 @@ def chapter_windows(
     overlap: int = 0,
 ) -> ChapterWindows:
     """The passages of one chapter (see :func:`split_passages`), as columns."""
-    body = code_points(document.text[chapter.body_start : chapter.end])
+    body = normalized.original_codes
+    if body is None or len(body) != chapter.end - chapter.body_start:
+        body = code_points(document.text[chapter.body_start : chapter.end])
     cuts = _cuts_of(normalized, body, passage_chars)
     if not cuts:
         empty = np.empty(0, dtype=np.int64)

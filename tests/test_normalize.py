@@ -216,3 +216,17 @@ def test_triggers_found_in_one_pass_are_those_in_the_folded_text(text: str) -> N
     expected = {t for t in triggers if len(t) >= 2 and t in folded}
     assert normalize_module._present_triggers(code_points(text)) == expected
     assert expected or "小说天堂" not in folded  # the alphabet does reach triggers
+
+
+def test_normalized_text_carries_the_code_points_it_was_made_from(seed_traditional: str) -> None:
+    from dedup.codepoints import code_points
+
+    for script in ("simplified", "traditional"):
+        normalized = normalize(seed_traditional, NormalizeConfig(script=script))
+        assert normalized.original_codes is not None
+        assert normalized.original_codes.tolist() == code_points(seed_traditional).tolist()
+        if script == "simplified":
+            assert normalized.codes is not None
+            assert normalized.codes.tolist() == code_points(normalized.text).tolist()
+        else:  # converted to Traditional at the end: not the codes normalize had
+            assert normalized.codes is None
