@@ -308,7 +308,7 @@ def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
         for document in result.documents:
             chapters, keys = found.get(document.source, (0, []))
             codes = code_points(document.text)
-            document_chapters = split_chapters(document)
+            document_chapters = split_chapters(document, codes=codes)
             tables.append(
                 None if document.continued else ChapterTable.of(document, document_chapters)
             )

@@ -88,9 +88,9 @@ class _Heading:
     volume: bool
 
 
-def _headings(text: str) -> list[_Heading]:
+def _headings(text: str, codes: npt.NDArray[np.uint32] | None = None) -> list[_Heading]:
     found = []
-    for line_start in _heading_line_candidates(text):
+    for line_start in _heading_line_candidates(text, codes):
         for pattern, volume in ((HEADING_PATTERN, False), (VOLUME_PATTERN, True)):
             match = pattern.match(text, line_start)
             if match:
@@ -100,13 +100,17 @@ def _headings(text: str) -> list[_Heading]:
     return sorted(found, key=lambda heading: heading.start)
 
 
-def _heading_line_candidates(text: str) -> list[int]:
+def _heading_line_candidates(text: str, codes: npt.NDArray[np.uint32] | None = None) -> list[int]:
     """The starts of the lines that could be headings: both patterns match a whole line from
     its start, and only a line holding a heading keyword (_HEADING_KEYWORD) can match. The
     keyword is looked for by a compiled loop that does what that pattern does (tested against
     it), several times faster than the pattern's own scan."""
     starts: list[int] = _keyword_line_starts(
-        code_points(text), _NUMERAL_TABLE, _KEYWORD_END_TABLE, _PAIR_FIRST_TABLE, _KEYWORD_PAIRS
+        code_points(text) if codes is None else codes,
+        _NUMERAL_TABLE,
+        _KEYWORD_END_TABLE,
+        _PAIR_FIRST_TABLE,
+        _KEYWORD_PAIRS,
     ).tolist()
     return starts
 
@@ -184,7 +188,10 @@ def _clean_title(line: str) -> str:
 
 
 def split_chapters(
-    document: Document, carry: Chapter | None = None, first_index: int = 0
+    document: Document,
+    carry: Chapter | None = None,
+    first_index: int = 0,
+    codes: npt.NDArray[np.uint32] | None = None,
 ) -> list[Chapter]:
     """Chapters by heading; text before the first heading is a chapter with index None.
 
@@ -194,9 +201,10 @@ def split_chapters(
 
     ``carry`` is the last chapter of the previous piece of a file read in pieces: text before
     the first heading goes on with it; ``first_index`` is the number the next chapter takes.
+    ``codes`` are the text's code points, if the caller has them.
     """
     text = document.text
-    headings = _headings(text)
+    headings = _headings(text, codes)
     kept: list[_Heading] = []
     for position, heading in enumerate(headings):
         following = headings[position + 1].start if position + 1 < len(headings) else len(text)
