@@ -131,24 +131,36 @@ def convert(text: str, configs: tuple[str, ...]) -> str:
 
 
 def convert_codes(
-    codes: npt.NDArray[np.uint32], configs: tuple[str, ...]
+    codes: npt.NDArray[np.uint32],
+    configs: tuple[str, ...],
+    breaks: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.uint32]:
-    """:func:`convert` on an array of code points."""
+    """:func:`convert` on an array of code points; with ``breaks`` (ascending positions), the
+    texts between them are converted each on its own, as if in separate calls."""
+    breaks = _NO_BREAKS if breaks is None else breaks
     for config in configs:
         tables = _tables(config)
         if tables is None:
-            codes = code_points(_convert_whole(from_code_points(codes), config))
+            codes = np.concatenate(
+                [
+                    code_points(_convert_whole(from_code_points(piece), config))
+                    for piece in np.split(codes, breaks)
+                ]
+            ).astype(np.uint32)
         else:
-            codes = _convert_runs(codes, config, tables)
+            codes = _convert_runs(codes, config, tables, breaks)
     return codes
 
 
+_NO_BREAKS = np.empty(0, dtype=np.int64)
+
+
 def _convert_runs(
-    codes: npt.NDArray[np.uint32], config: str, tables: _Tables
+    codes: npt.NDArray[np.uint32], config: str, tables: _Tables, breaks: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.uint32]:
     cache = _run_cache(config)
     out, joined, starts, ends, hashes = _plan_runs(
-        codes, tables.kind, tables.alone, cache.records, cache.store
+        codes, tables.kind, tables.alone, cache.records, cache.store, breaks
     )
     if not len(starts):
         return out
@@ -282,6 +294,7 @@ def _plan_runs(
     alone: npt.NDArray[np.uint32],
     records: npt.NDArray[np.int64],
     store: npt.NDArray[np.uint32],
+    breaks: npt.NDArray[np.int64],
 ) -> tuple[
     npt.NDArray[np.uint32],
     npt.NDArray[np.uint32],
@@ -292,7 +305,7 @@ def _plan_runs(
     """One pass over the text: characters outside phrases converted alone (into ``out``, the
     rest copied), runs already in the cache converted from it, and the other runs of phrase
     characters that hold a changing one (``starts``, ``ends``, their hashes), joined by
-    newlines into ``joined`` for OpenCC."""
+    newlines into ``joined`` for OpenCC. No run reaches across a position in ``breaks``."""
     size = codes.shape[0]
     out = np.empty(size, dtype=np.uint32)
     starts = np.empty(size, dtype=np.int64)
@@ -301,6 +314,7 @@ def _plan_runs(
     runs = 0
     joined_size = 0
     position = 0
+    piece = 0  # breaks[piece - 1] <= position < breaks[piece]: the text position is in
     # Every character is first taken as converted alone (unchanged unless it is a changing
     # character): right for all but the runs that hold a changing phrase character, which are
     # found from their first such character and done whole before going on past them.
@@ -310,11 +324,15 @@ def _plan_runs(
         if kind[code] != _PHRASE | _CHANGING:
             position += 1
             continue
+        while piece < breaks.shape[0] and breaks[piece] <= position:
+            piece += 1
+        low = breaks[piece - 1] if piece > 0 else 0
+        high = breaks[piece] if piece < breaks.shape[0] else size
         start = position  # the characters before it in its run are unchanging: out is right
-        while start > 0 and kind[codes[start - 1]] & _PHRASE:
+        while start > low and kind[codes[start - 1]] & _PHRASE:
             start -= 1
         end = position + 1
-        while end < size and kind[codes[end]] & _PHRASE:
+        while end < high and kind[codes[end]] & _PHRASE:
             end += 1
         value = _run_hash(codes, start, end)
         converted, _slot = _cached_run(codes, start, end, value, records, store)

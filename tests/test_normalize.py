@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import opencc
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dedup import normalize as normalize_module
@@ -223,10 +223,62 @@ def test_normalized_text_carries_the_code_points_it_was_made_from(seed_tradition
 
     for script in ("simplified", "traditional"):
         normalized = normalize(seed_traditional, NormalizeConfig(script=script))
-        assert normalized.original_codes is not None
+        assert normalized.original_codes is not None and normalized.codes is not None
         assert normalized.original_codes.tolist() == code_points(seed_traditional).tolist()
-        if script == "simplified":
-            assert normalized.codes is not None
-            assert normalized.codes.tolist() == code_points(normalized.text).tolist()
-        else:  # converted to Traditional at the end: not the codes normalize had
-            assert normalized.codes is None
+        assert normalized.codes.tolist() == code_points(normalized.text).tolist()
+
+
+def _each_alone(texts: list[str], config: NormalizeConfig) -> tuple[list[NormalizedText], Any]:
+    alone = [normalize(text, config) for text in texts]
+    stats = normalize_module.NormalizeStats()
+    for normalized in alone:
+        stats.merge(normalized.stats)
+    return alone, stats.counts
+
+
+def _assert_many_is_each_alone(texts: list[str], config: NormalizeConfig) -> None:
+    many, stats = normalize_module.normalize_many(texts, config)
+    alone, counts = _each_alone(texts, config)
+    assert len(many) == len(alone)
+    for together, apart in zip(many, alone, strict=True):
+        assert together.text == apart.text
+        assert together.offsets.tolist() == apart.offsets.tolist()
+        assert together.converted.tolist() == apart.converted.tolist()
+        assert together.codes is not None and apart.codes is not None
+        assert together.codes.tolist() == apart.codes.tolist()
+        assert together.original_codes is not None and apart.original_codes is not None
+        assert together.original_codes.tolist() == apart.original_codes.tolist()
+    assert stats.counts == counts
+
+
+_BATCH_ALPHABET = [
+    *"爲羣纔為群才著裡裏甚麼妳牠衞囘說話乾隆皇帝頭髮發展，。「」 \n\u3000ＡＢ１２abc*□×○㈠ΣσİPS:：",
+    *("www.x.com", "更新时间：", "2024-01-01 12:00", "求月票", "本章未完，请点击下一页继续阅读"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_BATCH_ALPHABET), max_size=12).map("".join), max_size=6),
+    st.sampled_from(["simplified", "traditional"]),
+)
+@example(["本章更新时间：", "2024-01-01 12:00 他说"], "simplified")  # \s* would span the join
+@example(["乾", "隆皇帝的頭"], "simplified")  # 乾隆 is a phrase: 乾 alone becomes 干
+def test_chapters_normalized_together_are_as_if_normalized_alone(
+    texts: list[str], script: str
+) -> None:
+    repeated = {key for key in line_keys("\n".join(texts))[:2] if key is not None}
+    for lines in (frozenset(), frozenset(repeated)):
+        config = NormalizeConfig(script=script, repeated_lines=lines)  # type: ignore[arg-type]
+        _assert_many_is_each_alone(texts, config)
+
+
+def test_real_chapters_cut_anywhere_normalize_together_as_alone(
+    seed_traditional: str, seed_with_ads: str, hongloumeng_simplified: str
+) -> None:
+    """Cut mid-phrase everywhere: no conversion or pattern reaches from one piece into the next."""
+    for text in (seed_traditional, seed_with_ads, hongloumeng_simplified[:20_000]):
+        for step in (7, 37, 1000):
+            pieces = [text[start : start + step] for start in range(0, len(text), step)]
+            for script in ("simplified", "traditional"):
+                _assert_many_is_each_alone(pieces, NormalizeConfig(script=script))  # type: ignore[arg-type]
