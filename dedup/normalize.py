@@ -413,8 +413,8 @@ def normalize_many(
     kept, offsets, counts = _keep_and_fold(
         codes, keep, _placeholder_table(), _content_table(), _expanding_table(), _width_table()
     )
-    if counts[3]:  # a character NFKC expands: the slow path, text by text
-        return _one_by_one(texts, config)
+    if counts[3]:  # a character NFKC expands: the slow path for the texts that hold one
+        return _apart_where_expanding(texts, config, codes, keep, starts, starts + lengths)
     stats.add("placeholders", int(counts[0]))
     stats.add("punctuation", int(counts[1]))
     stats.add("width", int(counts[2]))
@@ -436,6 +436,32 @@ def normalize_many(
             )
         )
     return results, stats
+
+
+def _apart_where_expanding(
+    texts: Sequence[str],
+    config: NormalizeConfig,
+    codes: npt.NDArray[np.uint32],
+    keep: npt.NDArray[np.bool_],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+) -> tuple[list[NormalizedText], NormalizeStats]:
+    """normalize_many where some texts keep a character NFKC expands: those alone, the rest
+    together (``texts[i]`` is ``codes[starts[i]:ends[i]]``)."""
+    found = np.concatenate(([0], np.cumsum(_table_mask(codes, _expanding_table()) & keep)))
+    expanding = found[ends] > found[starts]
+    slow = np.flatnonzero(expanding).tolist()
+    fast = np.flatnonzero(~expanding).tolist()
+    results: list[NormalizedText | None] = [None] * len(texts)
+    stats = NormalizeStats()
+    for numbers, (done, done_stats) in (
+        (slow, _one_by_one([texts[i] for i in slow], config)),
+        (fast, normalize_many([texts[i] for i in fast], config)),
+    ):
+        for number, normalized in zip(numbers, done, strict=True):
+            results[number] = normalized
+        stats.merge(done_stats)
+    return [normalized for normalized in results if normalized is not None], stats
 
 
 def _one_by_one(
