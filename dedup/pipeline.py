@@ -98,6 +98,7 @@ class PreparedInput:
     skipped: Skipped | None
     passages: SpanTable
     normalized: tuple[str, ...]
+    hashes: npt.NDArray[np.int64]  # of the normalized texts (equal texts, equal hashes)
     signatures: npt.NDArray[np.uint32]
     too_short: int
 
@@ -169,12 +170,16 @@ def _prepare_input(
         normalization=dict(sorted(stats.counts.items())),
     )
     passages = windows.spans.take(kept)
-    return PreparedInput(entry, None, passages, texts, fingerprints, len(lengths) - len(kept))
+    hashes = windows.hashes[kept]
+    return PreparedInput(
+        entry, None, passages, texts, hashes, fingerprints, len(lengths) - len(kept)
+    )
 
 
 def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     empty = np.empty((0, config.num_perm), dtype=np.uint32)
-    return PreparedInput(None, skipped, SpanTable.of(()), (), empty, 0)
+    no_hashes = np.empty(0, dtype=np.int64)
+    return PreparedInput(None, skipped, SpanTable.of(()), (), no_hashes, empty, 0)
 
 
 @dataclass
@@ -194,6 +199,10 @@ class _InputWindows:
     @property
     def converted(self) -> npt.NDArray[np.float64]:
         return concatenated([windows.converted for windows, *_rest in self.chapters], np.float64)
+
+    @property
+    def hashes(self) -> npt.NDArray[np.int64]:
+        return concatenated([windows.hashes for windows, *_rest in self.chapters], np.int64)
 
     @property
     def spans(self) -> SpanTable:
@@ -441,6 +450,7 @@ class Prepared:
     files: list[FoundFile] = field(default_factory=list)
     spans_per_file: list[int] = field(default_factory=list)
     normalized: list[str] = field(default_factory=list)
+    hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
@@ -451,6 +461,7 @@ class Prepared:
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
             self.normalized += item.normalized
+            self.hashes.append(item.hashes)
             self.signatures.append(item.signatures)
             if item.entry is not None:
                 self.inputs.append(item.entry)
@@ -585,7 +596,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             # Exact copies (the same normalized text) are linked directly; LSH and verification
             # run once per distinct text, so a scene copied by a hundred sites costs a hundred
             # links, not ten thousand pairs.
-            distinct, copies = _exact_copies(texts)
+            distinct, copies = _exact_copies(texts, concatenated(prepared.hashes, np.int64))
             candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
             pairs = candidate_pairs(
                 fingerprints, *lsh_params(candidate_threshold, config.num_perm), among=distinct
@@ -598,6 +609,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             verified = SimilarityTable.concatenate([copies, similar])
         # Normalized texts and signatures are done with: free them before texts are read back.
         prepared.normalized.clear()
+        prepared.hashes.clear()
         del texts, fingerprints, copies, similar
         prepared.signatures = SignatureTable(config.num_perm)
         with timer("member texts"):
@@ -695,15 +707,19 @@ def passage_texts(
     return texts
 
 
-def _exact_copies(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
+def _exact_copies(
+    texts: Sequence[str], hashes: npt.NDArray[np.int64] | None = None
+) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
     """The first passage of every distinct normalized text, and a verified link from each later
-    copy to that first one (Jaccard, containment and MinHash estimate 1)."""
-    # Group by Python's string hash (fast, cached on the strings), then confirm each copy by
-    # comparing texts. The hash is salted per process, so a group whose texts differ (a
-    # collision) is regrouped by the texts themselves: the result never depends on the salt.
+    copy to that first one (Jaccard, containment and MinHash estimate 1). ``hashes`` are the
+    texts' hashes if known (the workers make them), else Python's string hashes."""
+    # Group by hash, then confirm each copy by comparing texts: a group whose texts differ (a
+    # collision) is regrouped by the texts themselves, so the result never depends on the hash
+    # (Python's is salted per process).
     if not texts:  # a dump with no passage at all (every input skipped, say)
         return np.empty(0, dtype=np.int64), SimilarityTable.of([])
-    hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
+    if hashes is None:
+        hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
     by_hash = np.argsort(hashes, kind="stable")
     ordered = hashes[by_hash]
     starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1]))

@@ -294,7 +294,10 @@ def window_bounds(
 
 
 def _cuts_of(
-    normalized: NormalizedText, original: npt.NDArray[np.uint32], passage_chars: int
+    normalized: NormalizedText,
+    original: npt.NDArray[np.uint32],
+    passage_chars: int,
+    codes: npt.NDArray[np.uint32] | None = None,
 ) -> list[int]:
     """The window cuts of :func:`window_bounds`, from 0 to the end (``original`` as code points)."""
     size = len(normalized.text)
@@ -309,7 +312,8 @@ def _cuts_of(
         # Text without sentence punctuation: every character boundary is a candidate.
         candidates = np.arange(1, size, dtype=np.int64)
         modulus = max(2, passage_chars - min_len)
-    codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
+    if codes is None:
+        codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
     cuts: list[int] = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
     return cuts
 
@@ -391,6 +395,9 @@ class ChapterWindows:
     starts: npt.NDArray[np.int64]  # its span in the file's decoded text
     ends: npt.NDArray[np.int64]
     converted: npt.NDArray[np.float64]  # share of its characters script conversion changed
+    # A hash of each normalized text (equal texts, equal hashes: a scan finds exact copies by
+    # it, made here in the workers rather than by hashing every string in the main process).
+    hashes: npt.NDArray[np.int64]
 
 
 def chapter_windows(
@@ -404,10 +411,11 @@ def chapter_windows(
     body = normalized.original_codes
     if body is None or len(body) != chapter.end - chapter.body_start:
         body = code_points(document.text[chapter.body_start : chapter.end])
-    cuts = _cuts_of(normalized, body, passage_chars)
+    codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
+    cuts = _cuts_of(normalized, body, passage_chars, codes)
     if not cuts:
         empty = np.empty(0, dtype=np.int64)
-        return ChapterWindows([], empty, empty, np.empty(0, dtype=np.float64))
+        return ChapterWindows([], empty, empty, np.empty(0, dtype=np.float64), empty)
     ends = np.array(cuts[1:], dtype=np.int64)
     starts = np.maximum(0, np.array(cuts[:-1], dtype=np.int64) - overlap)
     converted = _counts_between(normalized.converted, starts, ends) / np.maximum(1, ends - starts)
@@ -423,7 +431,22 @@ def chapter_windows(
         original_starts + base,
         original_ends + base,
         converted,
+        _window_hashes(codes, starts, ends),
     )
+
+
+@compiled
+def _window_hashes(
+    codes: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """FNV-1a (64 bits) over the code points of each window ``codes[starts[i]:ends[i]]``."""
+    hashes = np.empty(starts.shape[0], dtype=np.int64)
+    for window in range(starts.shape[0]):
+        value = np.uint64(0xCBF29CE484222325)
+        for position in range(starts[window], ends[window]):
+            value = (value ^ np.uint64(codes[position])) * np.uint64(0x100000001B3)
+        hashes[window] = np.int64(value)
+    return hashes
 
 
 @compiled

@@ -8,9 +8,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import dedup
+from dedup.codepoints import code_points
 from dedup.read.decode import decode_bytes
 
 EXPECTED_FILE_PAIRS = {
@@ -172,11 +174,21 @@ class _Colliding(str):
 
 def test_exact_copies_do_not_depend_on_string_hashes(seed_simplified: str) -> None:
     from dedup.pipeline import _exact_copies
+    from dedup.segment import _window_hashes
 
     a, b = seed_simplified[:300], seed_simplified[300:600]
     texts = [a, b, a, b, b]
-    for kind in (str, _Colliding):
-        distinct, links = _exact_copies([kind(text) for text in texts])
+    codes = code_points("".join(texts))
+    starts = np.arange(0, 1500, 300, dtype=np.int64)
+    from_the_workers = _window_hashes(codes, starts, starts + 300)
+    assert len(set(from_the_workers.tolist())) == 2
+    for kind, hashes in (
+        (str, None),
+        (_Colliding, None),
+        (str, from_the_workers),
+        (str, np.zeros(len(texts), dtype=np.int64)),  # every text collides
+    ):
+        distinct, links = _exact_copies([kind(text) for text in texts], hashes)
         assert distinct.tolist() == [0, 1]
         assert [(link.first, link.second) for link in links] == [(0, 2), (1, 3), (1, 4)]
         assert all(link.jaccard == 1.0 and link.identical_chars == 300 for link in links)
