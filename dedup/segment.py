@@ -300,22 +300,51 @@ def _cuts_of(
     codes: npt.NDArray[np.uint32] | None = None,
 ) -> list[int]:
     """The window cuts of :func:`window_bounds`, from 0 to the end (``original`` as code points)."""
-    size = len(normalized.text)
-    min_len = passage_chars // 2
-    max_len = passage_chars * 2
-    if size <= max_len and size < passage_chars + min_len:
-        return [0, size] if size else []
-
-    candidates = _sentence_ends_in(original, normalized.offsets, _SENTENCE_END_TABLE)
-    modulus = max(2, round((passage_chars - min_len) / _MEAN_SENTENCE))
-    if len(candidates) < size // max_len * 2:
-        # Text without sentence punctuation: every character boundary is a candidate.
-        candidates = np.arange(1, size, dtype=np.int64)
-        modulus = max(2, passage_chars - min_len)
     if codes is None:
         codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
-    cuts: list[int] = _cuts(codes, candidates, min_len, max_len, modulus).tolist()
+    cuts: list[int] = _choose_cuts(
+        original, normalized.offsets, codes, passage_chars, *_moduli(passage_chars)
+    ).tolist()
     return cuts
+
+
+def _moduli(passage_chars: int) -> tuple[int, int, npt.NDArray[np.bool_]]:
+    """How often a sentence end is a cut, how often any character is (text without sentence
+    punctuation), and which characters end a sentence."""
+    min_len = passage_chars // 2
+    return (
+        max(2, round((passage_chars - min_len) / _MEAN_SENTENCE)),
+        max(2, passage_chars - min_len),
+        _SENTENCE_END_TABLE,
+    )
+
+
+@compiled
+def _choose_cuts(
+    body: npt.NDArray[np.uint32],
+    offsets: npt.NDArray[np.int64],
+    codes: npt.NDArray[np.uint32],
+    passage_chars: int,
+    sentence_modulus: int,
+    char_modulus: int,
+    is_end: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.int64]:
+    """The window cuts, from 0 to the end, of the normalized text ``codes`` whose characters
+    come from ``body[offsets]``; none for an empty text."""
+    size = codes.shape[0]
+    min_len = passage_chars // 2
+    max_len = passage_chars * 2
+    if size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if size <= max_len and size < passage_chars + min_len:
+        return np.array([0, size], dtype=np.int64)
+    candidates = _sentence_ends_in(body, offsets, is_end)
+    modulus = sentence_modulus
+    if candidates.shape[0] < size // max_len * 2:
+        # Text without sentence punctuation: every character boundary is a candidate.
+        candidates = np.arange(1, size).astype(np.int64)
+        modulus = char_modulus
+    return _cuts(codes, candidates, min_len, max_len, modulus)
 
 
 @compiled
@@ -412,27 +441,67 @@ def chapter_windows(
     if body is None or len(body) != chapter.end - chapter.body_start:
         body = code_points(document.text[chapter.body_start : chapter.end])
     codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
-    cuts = _cuts_of(normalized, body, passage_chars, codes)
-    if not cuts:
-        empty = np.empty(0, dtype=np.int64)
-        return ChapterWindows([], empty, empty, np.empty(0, dtype=np.float64), empty)
-    ends = np.array(cuts[1:], dtype=np.int64)
-    starts = np.maximum(0, np.array(cuts[:-1], dtype=np.int64) - overlap)
-    converted = _counts_between(normalized.converted, starts, ends) / np.maximum(1, ends - starts)
-    # A passage runs on to just before the next one, so it ends with its own punctuation;
-    # trailing blank lines and spaces are left out.
-    original_starts = normalized.offsets[starts]
-    limits = np.append(normalized.offsets[ends[:-1]], len(body))
-    original_ends = _without_trailing_space(body, original_starts, limits, _SPACE_TABLE)
+    starts, ends, original_starts, original_ends, converted, hashes = _window_arrays(
+        body,
+        normalized.offsets,
+        codes,
+        normalized.converted,
+        passage_chars,
+        *_moduli(passage_chars),
+        overlap,
+        _SPACE_TABLE,
+    )
     text = normalized.text
     base = document.base + chapter.body_start
     return ChapterWindows(
         [text[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)],
         original_starts + base,
         original_ends + base,
-        converted,
-        _window_hashes(codes, starts, ends),
+        converted / np.maximum(1, ends - starts),
+        hashes,
     )
+
+
+@compiled
+def _window_arrays(
+    body: npt.NDArray[np.uint32],
+    offsets: npt.NDArray[np.int64],
+    codes: npt.NDArray[np.uint32],
+    converted: npt.NDArray[np.bool_],
+    passage_chars: int,
+    sentence_modulus: int,
+    char_modulus: int,
+    is_end: npt.NDArray[np.bool_],
+    overlap: int,
+    space: npt.NDArray[np.bool_],
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]:
+    """A chapter's windows in one compiled call (its cuts, then each window's span in the
+    original, its converted characters and its hash): five calls from Python cost more than
+    cutting a chapter of a few thousand characters. ``body`` is the original text's code
+    points, ``codes`` the normalized ones; returned: normalized starts and ends, original
+    starts and ends, converted counts, hashes."""
+    cuts = _choose_cuts(body, offsets, codes, passage_chars, sentence_modulus, char_modulus, is_end)
+    windows = max(0, cuts.shape[0] - 1)
+    ends = cuts[1:].copy()
+    starts = np.maximum(0, cuts[:windows] - overlap)
+    # A passage runs on to just before the next one, so it ends with its own punctuation;
+    # trailing blank lines and spaces are left out.
+    original_starts = offsets[starts]
+    limits = np.empty(windows, dtype=np.int64)
+    for window in range(windows - 1):
+        limits[window] = offsets[ends[window]]
+    if windows:
+        limits[windows - 1] = body.shape[0]
+    original_ends = _without_trailing_space(body, original_starts, limits, space)
+    counts = _counts_between(converted, starts, ends)
+    return starts, ends, original_starts, original_ends, counts, _window_hashes(codes, starts, ends)
 
 
 @compiled
