@@ -167,6 +167,35 @@ def boilerplate_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...
 
 
 @functools.cache
+def _line_filters() -> tuple[re.Pattern[str] | None, ...]:
+    """Per boilerplate pattern, what every line holding a match matches (the optional fourth
+    column of boilerplate.tsv), or None."""
+    return tuple(
+        re.compile(rest[1], re.IGNORECASE) if len(rest) > 1 else None
+        for _pattern, _triggers, *rest in _data_lines("boilerplate.tsv")
+    )
+
+
+def boilerplate_matches(
+    pattern: re.Pattern[str], lines_with: re.Pattern[str] | None, text: str
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)``, searched only in the lines ``lines_with`` finds something
+    in when given. The same matches when no match of the pattern spans or looks across a line
+    end: each match then lies in one line, and a search resumes after a match within its line."""
+    if lines_with is None:
+        yield from pattern.finditer(text)
+        return
+    line_end = -1
+    for hint in lines_with.finditer(text):
+        if hint.start() <= line_end:
+            continue  # a line already searched
+        line_start = text.rfind("\n", 0, hint.start()) + 1
+        line_end = text.find("\n", hint.start())
+        line_end = len(text) if line_end < 0 else line_end
+        yield from pattern.finditer(text, line_start, line_end)
+
+
+@functools.cache
 def _halfwidth() -> dict[int, int]:
     """Full-width ASCII to ASCII, one character for one, so spans found on the folded copy are
     spans of the original."""
@@ -583,7 +612,9 @@ def _drop_boilerplate(
     lowered: str | None = None
     folded: str | None = None
     folded_codes = _fold(codes, _halfwidth_table())
-    for pattern, triggers in boilerplate_patterns():
+    for (pattern, triggers), lines_with in zip(
+        boilerplate_patterns(), _line_filters(), strict=True
+    ):
         if triggers and not any(trigger in present for trigger in triggers):
             short = [trigger for trigger in triggers if len(trigger) < 2]
             if not short:
@@ -592,7 +623,7 @@ def _drop_boilerplate(
             if not any(trigger in lowered for trigger in short):
                 continue
         folded = folded or from_code_points(folded_codes)
-        for match in pattern.finditer(folded):
+        for match in boilerplate_matches(pattern, lines_with, folded):
             if match.end() > match.start() and keep[match.start() : match.end()].any():
                 keep[match.start() : match.end()] = False
                 span = original[match.start() : match.end()].strip() if explain else None

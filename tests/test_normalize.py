@@ -283,3 +283,59 @@ def test_real_chapters_cut_anywhere_normalize_together_as_alone(
             pieces = [text[start : start + step] for start in range(0, len(text), step)]
             for script in ("simplified", "traditional"):
                 _assert_many_is_each_alone(pieces, NormalizeConfig(script=script))  # type: ignore[arg-type]
+
+
+_URLISH = st.lists(
+    st.sampled_from(
+        [
+            *(
+                "www",
+                "m",
+                "abc",
+                "x-1",
+                ".",
+                "。",
+                "com",
+                "net",
+                "me",
+                "cn",
+                "/",
+                "?a=1",
+                "http://",
+            ),
+            *("TXT", "txt", "小说天堂", "小說天堂", "文学网", "说", "\n", " ", "他说", "，"),
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_URLISH)
+def test_patterns_searched_line_by_line_find_what_a_whole_search_finds(text: str) -> None:
+    filtered = [
+        (pattern, lines_with)
+        for (pattern, _triggers), lines_with in zip(
+            normalize_module.boilerplate_patterns(), normalize_module._line_filters(), strict=True
+        )
+        if lines_with is not None
+    ]
+    assert filtered  # the URL pattern has one
+    for pattern, lines_with in filtered:
+        spans = [m.span() for m in normalize_module.boilerplate_matches(pattern, lines_with, text)]
+        assert spans == [m.span() for m in pattern.finditer(text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_URLISH)
+def test_the_watermark_pattern_with_its_look_ahead_matches_as_without(text: str) -> None:
+    import re
+
+    flags = re.IGNORECASE | re.MULTILINE
+    before = re.compile(r"(?:txt|ｔｘｔ)?小[说說]天堂", flags)
+    (now,) = [
+        p
+        for p, _t in normalize_module.boilerplate_patterns()
+        if p.pattern.startswith("(?=[tｔ小])")
+    ]
+    assert [m.span() for m in now.finditer(text)] == [m.span() for m in before.finditer(text)]
