@@ -69,9 +69,11 @@ def cluster_pairs(
             table.identical_chars,
         )
     )
-    pair_ids = (map(ids.__getitem__, ends[pair_order].tolist()) for ends in (a, b))
+    # Taken through object arrays, not lists of a million index numbers (28 bytes each).
+    id_of = _objects(ids)
+    pair_ids = (id_of[ends[pair_order]].tolist() for ends in (a, b))
     pair_objects = list(map(new_pair, *pair_ids, *scores))
-    ordered_members = list(map(members.__getitem__, by_cluster.tolist()))
+    ordered_members = _objects(members)[by_cluster].tolist()
 
     # Members with no verified pair with their cluster's representative.
     sizes = np.diff(np.append(starts, len(by_cluster)))
@@ -108,7 +110,14 @@ def cluster_pairs(
 def _shared_values(column: npt.NDArray[Any]) -> list[Any]:
     """The column as Python numbers, one object per distinct value."""
     values, inverse = np.unique(column, return_inverse=True)
-    return list(map(values.tolist().__getitem__, inverse.reshape(-1).tolist()))
+    shared: list[Any] = _objects(values.tolist())[inverse.reshape(-1)].tolist()
+    return shared
+
+
+def _objects(items: Sequence[Any]) -> npt.NDArray[np.object_]:
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
 
 
 def _column(members: Sequence[Passage], name: str) -> npt.NDArray[np.int64]:
