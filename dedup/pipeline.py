@@ -13,12 +13,12 @@ import itertools
 import multiprocessing
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -72,6 +72,8 @@ from dedup.segment import (
     split_passages,
 )
 from dedup.verify import SimilarityTable, verify_table
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -667,20 +669,34 @@ def _member_passages(
     groups = np.split(indexes, firsts[1:]) if len(indexes) else []
     found_files = [files[number] for number in file_numbers.tolist()]
     wanted = [spans.take(group) for group in groups]
-    texts = (
-        executor.map(passage_texts, found_files, repeat(config), wanted, chunksize=1)
-        if executor
-        else map(passage_texts, found_files, repeat(config), wanted)
-    )
     members: dict[int, Passage] = {}
     changed: list[str] = []
-    for file, group, group_texts in zip(found_files, groups, texts, strict=True):
+    for number, group_texts in _in_any_order(
+        passage_texts, executor, found_files, repeat(config), wanted
+    ):
         if None in group_texts:
-            changed.append(file.path)
+            changed.append(found_files[number].path)
             continue
-        passages = spans.passages(group, cast(list[str], group_texts))
-        members.update(zip(group.tolist(), passages, strict=True))
-    return members, changed
+        passages = spans.passages(groups[number], cast(list[str], group_texts))
+        members.update(zip(groups[number].tolist(), passages, strict=True))
+    return members, sorted(changed)
+
+
+def _in_any_order(
+    function: Callable[..., T], executor: Executor | None, *arguments: Iterable[Any]
+) -> Iterator[tuple[int, T]]:
+    """(number, result) of ``function`` over the arguments, as the workers finish them: the
+    caller works on each result while the others are still being made, rather than waiting
+    for them in order."""
+    if executor is None:
+        yield from enumerate(map(function, *arguments))
+        return
+    futures = {
+        executor.submit(function, *call): number
+        for number, call in enumerate(zip(*arguments, strict=False))
+    }
+    for future in as_completed(futures):
+        yield futures[future], future.result()
 
 
 def passage_texts(
