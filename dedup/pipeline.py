@@ -329,14 +329,32 @@ def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
             tables.append(
                 None if document.continued else ChapterTable.of(document, document_chapters)
             )
-            for chapter in document_chapters:
-                body = line_key_array(codes[chapter.body_start : chapter.end])
-                keys.append(sorted_unique(body[body >= 0]))  # once per chapter
-                chapters += 1
-            found[document.source] = (chapters, keys)
+            keys.append(chapter_line_keys(codes, document_chapters))
+            found[document.source] = (chapters + len(document_chapters), keys)
         file_chapters.append(tuple(tables))
     counts = {source: (chapters, *key_counts(keys)) for source, (chapters, keys) in found.items()}
     return LearnedFile(counts, tuple(file_chapters))
+
+
+def chapter_line_keys(
+    codes: npt.NDArray[np.uint32], chapters: Sequence[Chapter]
+) -> npt.NDArray[np.int64]:
+    """The line keys of each chapter's body, once per chapter (the same as keying each body's
+    lines apart: a body starts at a line end and ends at a line start), made for the whole
+    document at once rather than chapter by chapter."""
+    keys = line_key_array(codes)
+    newlines = np.flatnonzero(codes == ord("\n"))
+    line_starts = np.concatenate(([0], newlines + 1))
+    line_ends = np.append(newlines, len(codes))
+    chapter_of_line = np.full(len(keys), -1, dtype=np.int64)
+    for number, chapter in enumerate(chapters):
+        first = np.searchsorted(line_starts, chapter.body_start, side="left")
+        last = np.searchsorted(line_ends, chapter.end, side="right")
+        chapter_of_line[first:last] = number
+    kept = (chapter_of_line >= 0) & (keys >= 0)
+    # A key is a CRC-32: chapter and key fit one number, and one sort makes them unique.
+    unique = sorted_unique((chapter_of_line[kept] << 32) | keys[kept])
+    return unique & 0xFFFFFFFF
 
 
 def _repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:

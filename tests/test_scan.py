@@ -276,3 +276,28 @@ def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
     )
     pipeline.prepare_file(files[0], config, repeated, stale)
     assert calls
+
+
+def test_line_keys_of_a_whole_document_are_those_of_its_chapters_apart(
+    hongloumeng_simplified: str, seed_with_ads: str
+) -> None:
+    from dedup.arrays import sorted_unique
+    from dedup.models import Document
+    from dedup.normalize import line_key_array
+    from dedup.pipeline import chapter_line_keys
+    from dedup.segment import split_chapters
+
+    volumes = (
+        "前言 ΣΑΣ İstanbul\n第一卷 開篇\n" + seed_with_ads + "\n第一回 入廟\r\n" + seed_with_ads
+    )
+    for text in (hongloumeng_simplified, volumes, volumes.replace("\n", "\n\n")):
+        codes = code_points(text)
+        chapters = split_chapters(Document("x.txt", "s", None, text))
+        assert len(chapters) >= 2
+        apart = []
+        for chapter in chapters:
+            body = line_key_array(codes[chapter.body_start : chapter.end])
+            apart.append(sorted_unique(body[body >= 0]))
+        together = chapter_line_keys(codes, chapters)
+        assert len(together) > 20
+        assert sorted(together.tolist()) == sorted(np.concatenate(apart).tolist())
