@@ -433,11 +433,13 @@ def normalize_many(
     keep = np.ones(len(joined), dtype=np.bool_)
     keep[starts[1:] - 1] = False  # the joining newlines
     stats = NormalizeStats()
-    if config.on("boilerplate") and (_present_triggers(codes) or _patterns_always_tried()):
-        for text, start in zip(texts, starts.tolist(), strict=True):
-            if text:  # views: each text's spans are dropped from the joined arrays
+    if config.on("boilerplate"):
+        present = _present_triggers_each(codes, starts, starts + lengths)
+        always = _patterns_always_tried()
+        for text, start, found in zip(texts, starts.tolist(), present, strict=True):
+            if text and (found or always):  # views: spans are dropped from the joined arrays
                 end = start + len(text)
-                _drop_boilerplate(text, codes[start:end], keep[start:end], stats, False)
+                _drop_boilerplate(text, codes[start:end], keep[start:end], stats, False, found)
     _drop_repeated_lines(joined, codes, keep, config, stats)
     kept, offsets, counts = _keep_and_fold(
         codes, keep, _placeholder_table(), _content_table(), _expanding_table(), _width_table()
@@ -600,13 +602,15 @@ def _drop_boilerplate(
     keep: npt.NDArray[np.bool_],
     stats: NormalizeStats,
     explain: bool,
+    present: set[str] | None = None,
 ) -> None:
-    """Mark the spans the boilerplate patterns match. They run on a copy with full-width ASCII
+    """Mark the spans the boilerplate patterns match (``present``: the triggers in the text,
+    if known). They run on a copy with full-width ASCII
     folded to half-width (same length, so spans carry over), and only when one of a pattern's
     trigger strings occurs: most chapters have no ads, and finding which triggers occur at all
     (by their first two characters, in one vectorized pass) is far cheaper than a regular
     expression or a substring search per trigger."""
-    present = _present_triggers(codes)
+    present = _present_triggers(codes) if present is None else present
     if not present and not _patterns_always_tried():
         return  # the common case: no trigger occurs at all
     lowered: str | None = None
@@ -685,9 +689,19 @@ def _halfwidth_lower_table() -> npt.NDArray[np.uint32]:
 def _present_triggers(codes: npt.NDArray[np.uint32]) -> set[str]:
     """The triggers (of two characters or more) that occur in ``codes`` once full-width ASCII
     is folded to half-width and ASCII to lower case, as triggers are written."""
+    bounds = np.array([0], dtype=np.int64), np.array([len(codes)], dtype=np.int64)
+    return _present_triggers_each(codes, *bounds)[0]
+
+
+def _present_triggers_each(
+    codes: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> list[set[str]]:
+    """:func:`_present_triggers` of each text ``codes[starts[i]:ends[i]]``, in one call."""
     triggers = _triggers()
-    found = _find_triggers(
+    found = _find_triggers_each(
         codes,
+        starts,
+        ends,
         _halfwidth_lower_table(),
         triggers.first,
         triggers.bigrams,
@@ -696,7 +710,39 @@ def _present_triggers(codes: npt.NDArray[np.uint32]) -> set[str]:
         triggers.codes,
         triggers.offsets,
     )
-    return {triggers.texts[i] for i in np.flatnonzero(found).tolist()}
+    present: list[set[str]] = [set() for _start in starts]
+    for text, trigger in zip(*np.nonzero(found), strict=True):
+        present[int(text)].add(triggers.texts[int(trigger)])
+    return present
+
+
+@compiled
+def _find_triggers_each(
+    codes: npt.NDArray[np.uint32],
+    text_starts: npt.NDArray[np.int64],
+    text_ends: npt.NDArray[np.int64],
+    fold: npt.NDArray[np.uint32],
+    first: npt.NDArray[np.bool_],
+    bigrams: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    order: npt.NDArray[np.int64],
+    trigger_codes: npt.NDArray[np.uint32],
+    offsets: npt.NDArray[np.int64],
+) -> npt.NDArray[np.bool_]:
+    """_find_triggers of each text ``codes[text_starts[i]:text_ends[i]]`` (a row each)."""
+    found = np.zeros((text_starts.shape[0], order.shape[0]), dtype=np.bool_)
+    for text in range(text_starts.shape[0]):
+        found[text] = _find_triggers(
+            codes[text_starts[text] : text_ends[text]],
+            fold,
+            first,
+            bigrams,
+            starts,
+            order,
+            trigger_codes,
+            offsets,
+        )
+    return found
 
 
 @compiled
