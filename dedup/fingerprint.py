@@ -17,6 +17,7 @@ as shingle identities when verification compares shingle sets.
 from __future__ import annotations
 
 import functools
+import mmap
 from collections.abc import Sequence
 
 import numpy as np
@@ -144,6 +145,20 @@ def _shingle_keys_into(
     return count
 
 
+def _prefaulted(rows: int, columns: int) -> Signatures:
+    """An empty signature array whose memory the kernel maps in one go (MAP_POPULATE, where
+    there is one) rather than a page fault at a time as it is first written: on the virtual
+    machines measured, faulting in fresh memory page by page made joining the signatures of
+    a 1 GB scan cost 1.2-2 s of the main process (0.2 s mapped in one go)."""
+    size = rows * columns * 4
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if not populate or not size:
+        return np.empty((rows, columns), dtype=np.uint32)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
+    memory = mmap.mmap(-1, size, flags=flags)
+    return np.frombuffer(memory, dtype=np.uint32).reshape(rows, columns)
+
+
 class SignatureTable:
     """The signatures of all passages of a scan, kept in the arrays they arrived in from the
     workers: joining them into one array would hold every signature twice at that moment (and
@@ -177,7 +192,10 @@ class SignatureTable:
 
     def _join_pending(self) -> None:
         if self._pending:
-            joined = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+            joined = self._pending[0]
+            if len(self._pending) > 1:
+                rows = sum(len(part) for part in self._pending)
+                joined = np.concatenate(self._pending, out=_prefaulted(rows, self.num_perm))
             self._parts.append(joined)
             self._starts.append(self._starts[-1] + len(joined))
             self._pending = []
