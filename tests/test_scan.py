@@ -226,14 +226,27 @@ def test_a_scan_gives_the_garbage_collector_back_as_it_found_it(samples: Path) -
     import gc
 
     assert gc.isenabled()
-    dedup.scan([str(samples)], jobs=2)
+    report = dedup.scan([str(samples)], jobs=2)
     assert gc.isenabled()
+    # The scan's records were moved to the oldest generation: the next young collection does
+    # not walk them (they number in the thousands here, millions in a large scan).
+    member = report.clusters[0].members[0]
+    assert any(found is member for found in gc.get_objects(generation=2))
     gc.disable()
     try:
         dedup.scan([str(samples)], jobs=1)
         assert not gc.isenabled()
     finally:
         gc.enable()
+    marker = ["a caller's object"]
+    gc.freeze()  # a caller's frozen objects stay frozen (the permanent generation is not listed)
+    try:
+        dedup.scan([str(samples)], jobs=1)
+        assert gc.get_freeze_count() > 0
+        assert all(found is not marker for found in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert any(found is marker for found in gc.get_objects())
 
 
 def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
