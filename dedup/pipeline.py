@@ -319,18 +319,27 @@ def count_line_keys(file: FoundFile, config: ScanConfig) -> LearnedFile:
 
 def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
     found: dict[str, tuple[int, list[npt.NDArray[np.int64]]]] = {}
-    file_chapters = []
+    file_chapters: list[tuple[ChapterTable | None, ...]] = []
     for result in results:
         tables: list[ChapterTable | None] = []
-        for document in result.documents:
-            chapters, keys = found.get(document.source, (0, []))
-            codes = code_points(document.text)
-            document_chapters = split_chapters(document, codes=codes)
-            tables.append(
-                None if document.continued else ChapterTable.of(document, document_chapters)
-            )
-            keys.append(chapter_line_keys(codes, document_chapters))
-            found[document.source] = (chapters + len(document_chapters), keys)
+        counted: list[tuple[str, int, npt.NDArray[np.int64]]] = []
+        try:
+            for document in result.documents:
+                codes = code_points(document.text)
+                document_chapters = split_chapters(document, codes=codes)
+                tables.append(
+                    None if document.continued else ChapterTable.of(document, document_chapters)
+                )
+                keys = chapter_line_keys(codes, document_chapters)
+                counted.append((document.source, len(document_chapters), keys))
+        except (DecodeFailure, InputTooLarge):
+            # A large file read as a stream failed part way: the main pass lists it as
+            # skipped, so none of it counts here either.
+            file_chapters.append(())
+            continue
+        for source, chapters, keys in counted:
+            seen, all_keys = found.get(source, (0, []))
+            found[source] = (seen + chapters, [*all_keys, keys])
         file_chapters.append(tuple(tables))
     counts = {source: (chapters, *key_counts(keys)) for source, (chapters, keys) in found.items()}
     return LearnedFile(counts, tuple(file_chapters))

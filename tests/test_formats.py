@@ -279,3 +279,27 @@ def test_large_files_are_read_as_streams(
             if member.record is None:
                 text = decode_bytes(Path(member.path).read_bytes()).text
                 assert text[member.start : member.end] == member.text
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_streamed_file_that_fails_part_way_is_skipped_not_fatal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hongloumeng_simplified: str, jobs: int
+) -> None:
+    """Past the first piece of a large file, a byte that does not decode: the pass that learns
+    repeated lines had let the error end the scan."""
+    from dedup.read import containers
+
+    monkeypatch.setattr(containers, "STREAM_BYTES", 4096)
+    for site in ("a", "b"):
+        (tmp_path / site).mkdir()
+        (tmp_path / site / "book.txt").write_text(hongloumeng_simplified[:20_000], "utf-8")
+    broken = tmp_path / "c" / "book.txt"
+    broken.parent.mkdir()
+    good = hongloumeng_simplified[:20_000].encode("utf-8")
+    broken.write_bytes(good + b"\xff\xfe tail")
+    report = dedup.scan([str(tmp_path)], jobs=jobs)
+    assert [(entry.path, entry.reason.split(";")[0]) for entry in report.skipped] == [
+        (broken.as_posix(), f"invalid utf-8 byte sequence at byte offset {len(good)}")
+    ]
+    assert report.clusters
+    assert {cluster.sources for cluster in report.clusters} == {("a", "b")}
