@@ -452,7 +452,6 @@ def normalize_many(
     bounds = np.searchsorted(offsets, starts)  # where each text's characters begin in kept
     final, converted = _to_one_script(kept, config, stats, bounds[1:])
     text = from_code_points(final)
-    empty = NormalizeStats()
     results = []
     for number, (low, high) in enumerate(itertools.pairwise([*bounds.tolist(), len(final)])):
         start = int(starts[number])
@@ -461,7 +460,7 @@ def normalize_many(
                 text[low:high],
                 offsets[low:high] - start,
                 converted[low:high],
-                empty,
+                NormalizeStats(),
                 final[low:high],
                 codes[start : start + int(lengths[number])],
             )

@@ -294,14 +294,10 @@ def window_bounds(
 
 
 def _cuts_of(
-    normalized: NormalizedText,
-    original: npt.NDArray[np.uint32],
-    passage_chars: int,
-    codes: npt.NDArray[np.uint32] | None = None,
+    normalized: NormalizedText, original: npt.NDArray[np.uint32], passage_chars: int
 ) -> list[int]:
     """The window cuts of :func:`window_bounds`, from 0 to the end (``original`` as code points)."""
-    if codes is None:
-        codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
+    codes = normalized.codes if normalized.codes is not None else code_points(normalized.text)
     cuts: list[int] = _choose_cuts(
         original, normalized.offsets, codes, passage_chars, *_moduli(passage_chars)
     ).tolist()
