@@ -155,7 +155,10 @@ def _prefaulted(rows: int, columns: int) -> Signatures:
     if not populate or not size:
         return np.empty((rows, columns), dtype=np.uint32)
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
-    memory = mmap.mmap(-1, size, flags=flags)
+    try:
+        memory = mmap.mmap(-1, size, flags=flags)
+    except OSError:  # no mapping to be had: the allocator's memory will do
+        return np.empty((rows, columns), dtype=np.uint32)
     return np.frombuffer(memory, dtype=np.uint32).reshape(rows, columns)
 
 

@@ -74,3 +74,26 @@ def test_a_signature_table_reads_like_the_joined_array(
     assert np.array_equal(table.columns(0, 16, rows), joined[rows])
     shuffled = np.array([75, 0, 46, 5, 5, 44])
     assert np.array_equal(table.rows(shuffled), joined[shuffled])
+
+
+def test_signature_parts_are_joined_without_a_mapping_too(
+    monkeypatch: pytest.MonkeyPatch, seed_simplified: str
+) -> None:
+    """Where the kernel will not map memory in one go (or the platform has no MAP_POPULATE),
+    the joined parts are ordinary arrays holding the same signatures."""
+    import mmap
+
+    from dedup import fingerprint
+
+    texts = [seed_simplified[i : i + 300] for i in range(0, len(seed_simplified) - 300, 37)]
+    parts = [signatures(texts[i : i + 10], 3, 16, 1) for i in range(0, 70, 10)]
+    monkeypatch.setattr(SignatureTable, "JOIN_BYTES", 1500)
+
+    def refuse(*_args: object, **_kwargs: object) -> mmap.mmap:
+        raise OSError("no memory to map")
+
+    for broken in (False, True):
+        if broken:
+            monkeypatch.setattr(fingerprint.mmap, "mmap", refuse)
+        table = SignatureTable(16, parts)
+        assert np.array_equal(table.columns(0, 16), np.concatenate(parts))
