@@ -430,6 +430,9 @@ def normalize_many(
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
     codes = code_points(joined)
+    expanding = _texts_holding(codes, _kept_expanding_table(), starts, starts + lengths)
+    if expanding.any():  # a character NFKC expands: the slow path for the texts that hold one
+        return _apart_where_expanding(texts, config, expanding)
     keep = np.ones(len(joined), dtype=np.bool_)
     keep[starts[1:] - 1] = False  # the joining newlines
     stats = NormalizeStats()
@@ -444,8 +447,6 @@ def normalize_many(
     kept, offsets, counts = _keep_and_fold(
         codes, keep, _placeholder_table(), _content_table(), _expanding_table(), _width_table()
     )
-    if counts[3]:  # a character NFKC expands: the slow path for the texts that hold one
-        return _apart_where_expanding(texts, config, codes, keep, starts, starts + lengths)
     stats.add("placeholders", int(counts[0]))
     stats.add("punctuation", int(counts[1]))
     stats.add("width", int(counts[2]))
@@ -469,17 +470,11 @@ def normalize_many(
 
 
 def _apart_where_expanding(
-    texts: Sequence[str],
-    config: NormalizeConfig,
-    codes: npt.NDArray[np.uint32],
-    keep: npt.NDArray[np.bool_],
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
+    texts: Sequence[str], config: NormalizeConfig, expanding: npt.NDArray[np.bool_]
 ) -> tuple[list[NormalizedText], NormalizeStats]:
-    """normalize_many where some texts keep a character NFKC expands: those alone, the rest
-    together (``texts[i]`` is ``codes[starts[i]:ends[i]]``)."""
-    found = np.concatenate(([0], np.cumsum(_table_mask(codes, _expanding_table()) & keep)))
-    expanding = found[ends] > found[starts]
+    """normalize_many where some texts hold a character NFKC expands (``expanding``, per text):
+    those alone (normalize's slow path, should the character be kept), the rest together.
+    Decided before any step runs, so no text is normalized twice."""
     slow = np.flatnonzero(expanding).tolist()
     fast = np.flatnonzero(~expanding).tolist()
     results: list[NormalizedText | None] = [None] * len(texts)
@@ -492,6 +487,23 @@ def _apart_where_expanding(
             results[number] = normalized
         stats.merge(done_stats)
     return [normalized for normalized in results if normalized is not None], stats
+
+
+@compiled
+def _texts_holding(
+    codes: npt.NDArray[np.uint32],
+    table: npt.NDArray[np.bool_],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+) -> npt.NDArray[np.bool_]:
+    """Whether each text ``codes[starts[i]:ends[i]]`` holds a character the table marks."""
+    holding = np.zeros(starts.shape[0], dtype=np.bool_)
+    for text in range(starts.shape[0]):
+        for position in range(starts[text], ends[text]):
+            if table[codes[position]]:
+                holding[text] = True
+                break
+    return holding
 
 
 def _one_by_one(
@@ -593,6 +605,7 @@ def prepare_tables() -> None:
     """Build the lookup tables (about half a second) once, before worker processes are forked,
     so that every worker inherits them instead of building its own."""
     normalize("預熱ＡＢ１２㈠，什么著書")
+    normalize_many(["預熱ＡＢ１２，什么著書", "http://www.x.com 第二"])
 
 
 def _drop_boilerplate(
@@ -841,6 +854,13 @@ def _expanding_table() -> npt.NDArray[np.bool_]:
         if target < 0:
             table[code] = True
     return table
+
+
+@functools.cache
+def _kept_expanding_table() -> npt.NDArray[np.bool_]:
+    """Characters NFKC expands that normalization may keep (content, not placeholders): a
+    text holding none never takes the slow path. "…" expands too, but is punctuation."""
+    return _expanding_table() & _content_table() & ~_placeholder_table()
 
 
 @functools.cache
