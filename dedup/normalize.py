@@ -794,9 +794,14 @@ def _find_triggers(
     return found
 
 
+@compiled
 def _fold(codes: npt.NDArray[np.uint32], table: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-    """Map every code point through ``table``."""
-    return table[codes]
+    """Map every code point through ``table`` (``table[codes]``, which numpy does eight times
+    slower: it first widens every index to 64 bits)."""
+    folded = np.empty(codes.shape[0], dtype=np.uint32)
+    for position in range(codes.shape[0]):
+        folded[position] = table[codes[position]]
+    return folded
 
 
 @functools.cache

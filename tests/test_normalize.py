@@ -339,3 +339,15 @@ def test_the_watermark_pattern_with_its_look_ahead_matches_as_without(text: str)
         if p.pattern.startswith("(?=[tｔ小])")
     ]
     assert [m.span() for m in now.finditer(text)] == [m.span() for m in before.finditer(text)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_folding_by_a_compiled_lookup_equals_numpy_indexing(text: str) -> None:
+    codes = code_points(text)
+    for table in (
+        normalize_module._variant_code_table(),
+        normalize_module._halfwidth_table(),
+        normalize_module._width_table(),
+    ):
+        assert normalize_module._fold(codes, table).tolist() == table[codes].tolist()
