@@ -13,10 +13,11 @@ import itertools
 import multiprocessing
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 from typing import Any, TypeVar, cast
 
@@ -310,11 +311,38 @@ class LearnedFile:
 
     line_counts: LineCounts
     chapters: FileChapters
+    seconds: float = 0.0
 
 
 def count_line_keys(file: FoundFile, config: ScanConfig) -> LearnedFile:
     """Per source: how many chapters, and in how many of them each line occurs."""
-    return _count_line_keys(read_file(file, config))
+    started = time.perf_counter()
+    learned = _count_line_keys(read_file(file, config))
+    return replace(learned, seconds=time.perf_counter() - started)
+
+
+def learn_and_prepare(file: FoundFile, config: ScanConfig) -> PreparedFile:
+    """``prepare_file`` for a file that is the only one of its source: the lines its source
+    repeats are learned from it alone, so both passes are made from one read of it (a file
+    read as a stream, which cannot be gone through twice, is read twice)."""
+    timer = StageTimer()
+    results: list[ReadResult] = []
+    with timer("read"):
+        for result in read_file(file, config):
+            if not isinstance(result.documents, tuple):  # a stream
+                learned = count_line_keys(file, config)
+                prepared = prepare_file(file, config, _repeated_lines([learned]), learned.chapters)
+                prepared.seconds["learn-lines"] = learned.seconds
+                return prepared
+            results.append(result)
+    with timer("learn-lines"):
+        learned = _count_line_keys(results)
+        repeated = _repeated_lines([learned])
+    inputs = tuple(
+        _prepare_input(result, config, repeated, known, timer)
+        for result, known in zip(results, learned.chapters, strict=True)
+    )
+    return PreparedFile(inputs, timer.seconds)
 
 
 def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
@@ -379,20 +407,29 @@ def _repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:
     return repeated
 
 
-def _learn_repeated_lines(
-    files: Sequence[FoundFile], config: ScanConfig, executor: Executor | None
-) -> tuple[RepeatedLines, list[FileChapters]]:
-    """The lines each source repeats, and the chapters of each file (none when the step is
-    off and the pass does not run)."""
-    if "repeated-lines" in config.skip_steps:
-        return {}, [() for _file in files]
-    mapped = (
-        executor.map(count_line_keys, files, repeat(config), chunksize=1)
-        if executor
-        else map(count_line_keys, files, repeat(config))
-    )
-    learned = list(mapped)
-    return _repeated_lines(learned), [file.chapters for file in learned]
+def _second_pass(
+    file: FoundFile,
+    config: ScanConfig,
+    at_once: bool,
+    repeated: RepeatedLines,
+    chapters: FileChapters,
+) -> PreparedFile:
+    if at_once and "repeated-lines" not in config.skip_steps:
+        return learn_and_prepare(file, config)
+    return prepare_file(file, config, repeated, chapters)
+
+
+def _read_once(files: Sequence[FoundFile], config: ScanConfig) -> list[bool]:
+    """Which files are learned from and prepared in one read: those alone in their source,
+    whose repeated lines are then theirs alone to learn. Not when some file can hold documents
+    of other sources (an archive's folders, records naming their source), whose lines would
+    count towards those sources too."""
+    if any(file.format == "zip" for file in files) or (
+        config.source_fields and any(file.format in RECORD_FORMATS for file in files)
+    ):
+        return [False] * len(files)
+    files_per_source = Counter(file.source for file in files)
+    return [files_per_source[file.source] == 1 for file in files]
 
 
 # A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
@@ -531,28 +568,52 @@ def _prepare_all(
     timer: StageTimer,
     executor: ProcessPoolExecutor | None,
 ) -> Prepared:
+    """Every file read, segmented, normalized and fingerprinted. First the lines each source
+    repeats are learned from the files of sources with several (a file alone in its source is
+    learned from as it is prepared), then every file is prepared, in order."""
+    # True: the file is read once (learned from as it is prepared, or not learned from at all)
+    at_once = (
+        _read_once(files, config)
+        if "repeated-lines" not in config.skip_steps
+        else [True] * len(files)
+    )
+    apart = [number for number, once in enumerate(at_once) if not once]
+    found = _mapped(executor, count_line_keys, [files[number] for number in apart], repeat(config))
+    learned = dict(zip(apart, found, strict=True))
+    for file_learned in learned.values():
+        timer.add("learn-lines", file_learned.seconds)
+    repeated = _repeated_lines(learned.values())
+    results = _mapped(
+        executor,
+        _second_pass,
+        files,
+        repeat(config),
+        at_once,
+        repeat(repeated),
+        [learned[number].chapters if number in learned else () for number in range(len(files))],
+    )
+    learned.clear()
+    prepared = Prepared(SignatureTable(config.num_perm))
     progress: dict[str, Any] = {
         "total": len(files),
         "unit": "file",
         "disable": not config.show_progress,
         "leave": False,
     }
-    with timer("learn-lines"):
-        repeated, chapters = _learn_repeated_lines(files, config, executor)
-    if executor is None:
-        results: Iterable[PreparedFile] = map(
-            prepare_file, files, repeat(config), repeat(repeated), chapters
-        )
-    else:
-        results = executor.map(
-            prepare_file, files, repeat(config), repeat(repeated), chapters, chunksize=1
-        )
-    prepared = Prepared(SignatureTable(config.num_perm))
     for file, result in zip(files, tqdm(results, desc="read+fingerprint", **progress), strict=True):
         prepared.add(file, result)
         for stage, seconds in result.seconds.items():
             timer.add(stage, seconds)
     return prepared
+
+
+def _mapped(
+    executor: Executor | None, function: Callable[..., T], *arguments: Iterable[Any]
+) -> Iterator[T]:
+    """``map`` in the workers (one call a task), or here when there are none."""
+    if executor is None:
+        return map(function, *arguments)
+    return executor.map(function, *arguments, chunksize=1)
 
 
 @dataclass(frozen=True, slots=True)

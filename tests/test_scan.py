@@ -291,6 +291,95 @@ def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
     assert calls
 
 
+def _site_with_a_slogan(folder: Path, name: str, text: str) -> int:
+    """``text`` with a line no pattern knows after each of its chapters, as one file of a site
+    (returns how many chapters it has)."""
+    from dedup.models import Document
+    from dedup.segment import split_chapters
+
+    slogan = "本书由书友云中客上传整理，欢迎加入读者群七七八八九九交流剧情"
+    chapters = [c for c in split_chapters(Document("t", "s", None, text)) if c.index is not None]
+    folder.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"{text[c.start : c.end].rstrip()}\n{slogan}\n" for c in chapters)
+    (folder / name).write_text(body, "utf-8")
+    return len(chapters)
+
+
+def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hongloumeng_simplified: str
+) -> None:
+    """One site, one file: the lines that file repeats are all its source repeats, so both
+    passes are made from one read of it, with the results of two."""
+    from dedup import pipeline
+    from dedup.config import ScanConfig
+    from dedup.read import discover_inputs
+
+    chapters = _site_with_a_slogan(tmp_path / "alone", "book.txt", hongloumeng_simplified)
+    for name in ("1.txt", "2.txt"):
+        _site_with_a_slogan(tmp_path / "pair", name, hongloumeng_simplified)
+    config = ScanConfig(jobs=1)
+    files, _skipped = discover_inputs([str(tmp_path)])
+    assert [file.source for file in files] == ["alone", "pair", "pair"]
+    assert pipeline._read_once(files, config) == [True, False, False]
+
+    reads = []
+    read_file = pipeline.read_file
+    monkeypatch.setattr(
+        pipeline, "read_file", lambda file, config: reads.append(file) or read_file(file, config)
+    )
+    at_once = pipeline.learn_and_prepare(files[0], config)
+    assert reads == [files[0]]
+    learned = pipeline.count_line_keys(files[0], config)
+    apart = pipeline.prepare_file(
+        files[0], config, pipeline._repeated_lines([learned]), learned.chapters
+    )
+    (ours,), (reference,) = at_once.inputs, apart.inputs
+    assert ours.entry is not None and ours.entry == reference.entry
+    assert ours.entry.normalization["repeated-lines"] == chapters == 3
+    assert list(ours.passages) == list(reference.passages)
+    assert ours.normalized == reference.normalized
+    assert np.array_equal(ours.signatures, reference.signatures)
+    assert set(at_once.seconds) >= {"read", "learn-lines", "normalize", "fingerprint"}
+
+    # The whole scan: the same report as when every file is learned from and prepared apart.
+    def same_report(**options: Any) -> str:
+        report = dedup.scan([str(tmp_path)], jobs=1, **options)
+        assert report.summary.clusters > 0
+        return json.dumps({**report.to_dict(), "timings": None})
+
+    together = same_report()
+    monkeypatch.setattr(pipeline, "_read_once", lambda files, config: [False] * len(files))
+    assert same_report() == together
+
+
+def test_files_are_read_once_only_where_no_file_can_hold_another_source(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    """An archive's folders, or records naming their source, can add to any source's lines."""
+    import zipfile
+
+    from dedup import pipeline
+    from dedup.config import ScanConfig
+    from dedup.read import discover_inputs
+
+    for site in ("a", "b"):
+        (tmp_path / site).mkdir()
+        (tmp_path / site / "book.txt").write_text(seed_simplified, "utf-8")
+    record = json.dumps({"text": seed_simplified, "site": "a"}, ensure_ascii=False)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "records.jsonl").write_text(record + "\n", "utf-8")
+
+    def decided(**options: Any) -> list[bool]:
+        files, _skipped = discover_inputs([str(tmp_path)])
+        return pipeline._read_once(files, ScanConfig(**options))
+
+    assert decided() == [True, True, True]
+    assert decided(source_fields=("site",)) == [False, False, False]
+    with zipfile.ZipFile(tmp_path / "c" / "more.zip", "w") as archive:
+        archive.writestr("a/book.txt", seed_simplified)
+    assert decided() == [False, False, False, False]
+
+
 def test_line_keys_of_a_whole_document_are_those_of_its_chapters_apart(
     hongloumeng_simplified: str, seed_with_ads: str
 ) -> None:
