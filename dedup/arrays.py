@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["concatenated", "key_counts", "sorted_unique"]
+__all__ = ["concatenated", "key_counts", "objects", "sorted_unique"]
 
 T = TypeVar("T", bound=np.generic)
 
@@ -41,3 +42,11 @@ def key_counts(
     joined, weights = joined[order], weights[order]
     starts = np.flatnonzero(np.append(True, joined[1:] != joined[:-1]))
     return joined[starts], np.add.reduceat(weights, starts)
+
+
+def objects(items: Sequence[Any]) -> npt.NDArray[np.object_]:
+    """``items`` as an array of objects, to take from by index arrays: cheaper than Python
+    lists of a million index numbers (28 bytes each), and the items are not copied."""
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import sorted_unique
+from dedup.arrays import objects, sorted_unique
 from dedup.compiled import compiled
-from dedup.models import Cluster, Passage, new_pair
+from dedup.models import Cluster, Pair, Passage, made_in_bulk
 from dedup.verify import Similarity, SimilarityTable
 
 KEEP_POLICIES = ("longest", "first", "source:NAME,...")
@@ -70,10 +70,10 @@ def cluster_pairs(
         )
     )
     # Taken through object arrays, not lists of a million index numbers (28 bytes each).
-    id_of = _objects(ids)
+    id_of = objects(ids)
     pair_ids = (id_of[ends[pair_order]].tolist() for ends in (a, b))
-    pair_objects = list(map(new_pair, *pair_ids, *scores))
-    ordered_members = _objects(members)[by_cluster].tolist()
+    pair_objects = made_in_bulk(Pair, *pair_ids, *scores)
+    ordered_members = objects(members)[by_cluster].tolist()
 
     # Members with no verified pair with their cluster's representative.
     sizes = np.diff(np.append(starts, len(by_cluster)))
@@ -110,14 +110,8 @@ def cluster_pairs(
 def _shared_values(column: npt.NDArray[Any]) -> list[Any]:
     """The column as Python numbers, one object per distinct value."""
     values, inverse = np.unique(column, return_inverse=True)
-    shared: list[Any] = _objects(values.tolist())[inverse.reshape(-1)].tolist()
+    shared: list[Any] = objects(values.tolist())[inverse.reshape(-1)].tolist()
     return shared
-
-
-def _objects(items: Sequence[Any]) -> npt.NDArray[np.object_]:
-    array = np.empty(len(items), dtype=object)
-    array[:] = items
-    return array
 
 
 def _column(members: Sequence[Passage], name: str) -> npt.NDArray[np.int64]:

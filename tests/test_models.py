@@ -54,20 +54,36 @@ def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: P
 def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified: str) -> None:
     from dataclasses import FrozenInstanceError, astuple, fields
 
-    from dedup.models import Pair, Passage, new_pair, new_passage
+    from dedup.models import Pair, Passage, made_in_bulk
 
     text = seed_simplified[:300]
-    for cls, make, values in (
+    for cls, rows in (
         (
             Passage,
-            new_passage,
-            ("a.txt#3:0-300", "site", "a.txt", 3, 7, "第八章", 0, 300, text, "x"),
+            [
+                ("a.txt#3:0-300", "site", "a.txt", 3, 7, "第八章", 0, 300, text, "x"),
+                ("b.txt:5-9", "other", "b.txt", None, None, None, 5, 9, text[:4], None),
+            ],
         ),
-        (Pair, new_pair, ("a.txt:0-300", "b.txt:5-305", 0.75, 0.875, 0.7421875, 299)),
+        (
+            Pair,
+            [
+                ("a.txt:0-300", "b.txt:5-305", 0.75, 0.875, 0.7421875, 299),
+                ("c.txt:0-9", "d.txt:1-10", 1.0, 1.0, 1.0, 9),
+            ],
+        ),
     ):
-        made, reference = make(*values), cls(*values)
-        assert type(made) is cls
-        assert made == reference and hash(made) == hash(reference)
-        assert astuple(made) == values == tuple(getattr(made, f.name) for f in fields(cls))
-        with pytest.raises(FrozenInstanceError):
-            setattr(made, fields(cls)[0].name, "changed")
+        columns = list(zip(*rows, strict=True))
+        made = made_in_bulk(cls, *columns)
+        references = [cls(*values) for values in rows]
+        assert [type(one) for one in made] == [cls, cls]
+        assert made == references and list(map(hash, made)) == list(map(hash, references))
+        for one, values in zip(made, rows, strict=True):
+            assert astuple(one) == values == tuple(getattr(one, f.name) for f in fields(cls))
+            with pytest.raises(FrozenInstanceError):
+                setattr(one, fields(cls)[0].name, "changed")
+        assert made_in_bulk(cls, *([] for _field in fields(cls))) == []
+        with pytest.raises(TypeError):
+            made_in_bulk(cls, *columns, ["one field too many", ""])
+        with pytest.raises(ValueError):
+            made_in_bulk(cls, *columns[:-1], [rows[0][-1]])  # one value short
