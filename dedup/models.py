@@ -177,34 +177,38 @@ class SpanTable(Sequence[PassageSpan]):
 
     def passages(self, rows: npt.NDArray[np.int64], texts: Sequence[str]) -> list[Passage]:
         """The passages of ``rows``, with their ``texts`` (made column by column)."""
-        if not len(rows):
-            return []
+        columns = {**self.row_fields(rows), "text": texts}
+        return made_in_bulk(Passage, *(columns[field.name] for field in fields(Passage)))
+
+    def row_fields(self, rows: npt.NDArray[np.int64]) -> dict[str, list[Any]]:
+        """The fields the passages of ``rows`` have, but their texts, as columns: Passage field
+        name -> one value per row."""
         document = self.document[rows]
 
         def per_row(values: Sequence[Any]) -> list[Any]:
             taken: list[Any] = objects(values)[document].tolist()
             return taken
 
-        sources, paths, records, record_ids = zip(*self.documents, strict=True)
+        sources, paths, records, record_ids = (
+            zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
+        )
         where = [
             path if record is None else f"{path}#{record}"
             for path, record in zip(paths, records, strict=True)
         ]
         starts, ends = self.start[rows].tolist(), self.end[rows].tolist()
         chapters = self.chapter[rows].tolist()
-        return made_in_bulk(
-            Passage,
-            list(map("{}:{}-{}".format, per_row(where), starts, ends)),  # passage_id's
-            per_row(sources),
-            per_row(paths),
-            per_row(records),
-            list(map({-1: None}.get, chapters, chapters)),  # -1: in no numbered chapter
-            objects(self.titles)[self.title[rows]].tolist(),
-            starts,
-            ends,
-            texts,
-            per_row(record_ids),
-        )
+        return {
+            "id": list(map("{}:{}-{}".format, per_row(where), starts, ends)),  # passage_id's
+            "source": per_row(sources),
+            "path": per_row(paths),
+            "record": per_row(records),
+            "chapter": list(map({-1: None}.get, chapters, chapters)),  # -1: no numbered chapter
+            "title": objects(self.titles)[self.title[rows]].tolist(),
+            "start": starts,
+            "end": ends,
+            "record_id": per_row(record_ids),
+        }
 
     def take(self, rows: npt.NDArray[np.int64]) -> SpanTable:
         """A table of ``rows`` alone, holding only the documents and titles they use (small to

@@ -195,13 +195,27 @@ def test_exact_copies_do_not_depend_on_string_hashes(seed_simplified: str) -> No
 
 
 def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed_simplified: str
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    seed_simplified: str,
+    hongloumeng_simplified: str,
 ) -> None:
+    """Its passages are left out, and so are the pairs they were in: a passage whose only
+    copy was in that file is in no cluster (not left alone in one)."""
     from dedup import pipeline
 
-    for site in ("a", "b", "c"):
+    only_in_b_and_d = hongloumeng_simplified[:3000]
+    for site, text in (
+        ("a", seed_simplified),
+        ("b", seed_simplified + "\n" + only_in_b_and_d),
+        ("c", seed_simplified),
+        ("d", only_in_b_and_d),
+    ):
         (tmp_path / site).mkdir()
-        (tmp_path / site / "chapter.txt").write_text(seed_simplified, "utf-8")
+        (tmp_path / site / "chapter.txt").write_text(text, "utf-8")
+    assert {"d"} < {
+        m.source for c in dedup.scan([str(tmp_path)], jobs=1).clusters for m in c.members
+    }
     changing = tmp_path / "b" / "chapter.txt"
     first_pass = pipeline._prepare_all
 
@@ -220,6 +234,7 @@ def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
         assert {member.source for member in cluster.members} == {"a", "c"}
         for member in cluster.members:
             assert seed_simplified[member.start : member.end] == member.text
+    assert report.summary.duplicated_passages == sum(len(c.members) for c in report.clusters)
 
 
 def test_a_scan_gives_the_garbage_collector_back_as_it_found_it(samples: Path) -> None:
