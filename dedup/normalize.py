@@ -23,7 +23,6 @@ import functools
 import itertools
 import re
 import unicodedata
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -35,7 +34,6 @@ from dedup.codepoints import code_points, from_code_points
 from dedup.compiled import compiled
 from dedup.config import NORMALIZE_STEPS as STEPS
 from dedup.config import Script
-from dedup.crc import CRC_START, crc32_update
 from dedup.script import convert_codes
 
 __all__ = [
@@ -209,11 +207,20 @@ _NOT_CONTENT = re.compile(r"[\W_]+")
 
 def line_key(line: str) -> int | None:
     """A key for a line's content, for learning the lines a source repeats; None for lines too
-    short to tell boilerplate from story."""
+    short to tell boilerplate from story. The key is FNV-1a (64-bit) over the code points of
+    the line's letters and digits in lower case, its two halves folded into 32 bits."""
     content = _NOT_CONTENT.sub("", line).lower()
     if len(content) < _MIN_LINE_KEY_CHARS:
         return None
-    return zlib.crc32(content.encode("utf-8"))
+    value = _FNV_OFFSET
+    for char in content:
+        value = ((value ^ ord(char)) * _FNV_PRIME) & _MASK64
+    return (value ^ (value >> 32)) & 0xFFFFFFFF
+
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK64 = (1 << 64) - 1
 
 
 def line_keys(text: str) -> list[int | None]:
@@ -227,19 +234,32 @@ def line_keys(text: str) -> list[int | None]:
 
 def line_key_array(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
     """:func:`line_keys` of the text whose code points are ``codes``, -1 where None."""
-    keys, exact = _line_crcs(
-        codes, _content_table(), _lower_table(), _contextual_lower_table(), _MIN_LINE_KEY_CHARS
-    )
+    keys, exact = _line_hashes(codes, _line_key_table(), _MIN_LINE_KEY_CHARS)
     if exact:
         return keys
     kept = _table_mask(codes, _content_table()) | (codes == ord("\n"))
     lowered = code_points(from_code_points(codes[kept]).lower())
     # Every character of the lowered text counts (İ's lower case brings a combining dot).
-    everything = np.ones(_UNICODE_SIZE, dtype=np.bool_)
-    everything[ord("\n")] = False
-    nothing = np.zeros(_UNICODE_SIZE, dtype=np.bool_)
-    keys, _exact = _line_crcs(lowered, everything, _identity_table(), nothing, _MIN_LINE_KEY_CHARS)
+    everything = np.arange(_UNICODE_SIZE, dtype=np.uint32)
+    everything[ord("\n")] = _NOT_KEYED
+    keys, _exact = _line_hashes(lowered, everything, _MIN_LINE_KEY_CHARS)
     return keys
+
+
+# What _line_hashes makes of a character, besides its lower case: not part of the key (not a
+# letter or digit, or the newline that ends a line), or one whose lower case str.lower decides.
+_NOT_KEYED = 0
+_CONTEXTUAL = 0xFFFFFFFF
+
+
+@functools.cache
+def _line_key_table() -> npt.NDArray[np.uint32]:
+    """One lookup per character for line keys: its lower case if it is a letter or digit,
+    _CONTEXTUAL if that lower case depends on its neighbours or is longer, else _NOT_KEYED."""
+    table = np.where(_content_table(), _lower_table(), _NOT_KEYED).astype(np.uint32)
+    table[_contextual_lower_table()] = _CONTEXTUAL
+    table[ord("\n")] = _NOT_KEYED
+    return table
 
 
 @functools.cache
@@ -269,36 +289,40 @@ def _contextual_lower_table() -> npt.NDArray[np.bool_]:
 
 
 @compiled
-def _line_crcs(
-    codes: npt.NDArray[np.uint32],
-    content: npt.NDArray[np.bool_],
-    lower: npt.NDArray[np.uint32],
-    contextual: npt.NDArray[np.bool_],
-    shortest: int,
+def _line_hashes(
+    codes: npt.NDArray[np.uint32], table: npt.NDArray[np.uint32], shortest: int
 ) -> tuple[npt.NDArray[np.int64], bool]:
-    """For each line of ``codes`` (split at newlines): the CRC-32 of the UTF-8 encoding of its
-    content characters in lower case, or -1 if it has fewer than ``shortest`` of them; and
-    False (with the keys unfinished) if a ``contextual`` character came up."""
+    """For each line of ``codes`` (split at newlines): line_key's hash of the characters the
+    table keys (by what it maps them to), or -1 if it has fewer than ``shortest`` of them; and
+    False (with the keys unfinished) if a _CONTEXTUAL character came up. FNV-1a rather than a
+    CRC: one multiplication a character instead of a chain of table lookups (7 -> 3.6 ns)."""
     lines = 1
     for code in codes:
         lines += code == 10
     keys = np.empty(lines, dtype=np.int64)
     line = 0
     length = 0
-    crc = CRC_START
+    value = np.uint64(_FNV_OFFSET)
     for code in codes:
-        if code == 10:
-            keys[line] = crc ^ CRC_START if length >= shortest else -1
-            line += 1
-            length = 0
-            crc = CRC_START
-        elif content[code]:
-            if contextual[code]:
-                return keys, False
-            crc = crc32_update(crc, np.int64(lower[code]))
-            length += 1
-    keys[line] = crc ^ CRC_START if length >= shortest else -1
+        mapped = table[code]
+        if mapped == _NOT_KEYED:
+            if code == 10:
+                keys[line] = _folded(value) if length >= shortest else -1
+                line += 1
+                length = 0
+                value = np.uint64(_FNV_OFFSET)
+            continue
+        if mapped == _CONTEXTUAL:
+            return keys, False
+        value = (value ^ np.uint64(mapped)) * np.uint64(_FNV_PRIME)
+        length += 1
+    keys[line] = _folded(value) if length >= shortest else -1
     return keys, True
+
+
+@compiled
+def _folded(value: np.uint64) -> np.int64:
+    return np.int64((value ^ (value >> np.uint64(32))) & np.uint64(0xFFFFFFFF))
 
 
 @functools.lru_cache(maxsize=64)

@@ -389,7 +389,7 @@ def chapter_line_keys(
         last = np.searchsorted(line_ends, chapter.end, side="right")
         chapter_of_line[first:last] = number
     kept = (chapter_of_line >= 0) & (keys >= 0)
-    # A key is a CRC-32: chapter and key fit one number, and one sort makes them unique.
+    # A key has 32 bits: chapter and key fit one number, and one sort makes them unique.
     unique = sorted_unique((chapter_of_line[kept] << 32) | keys[kept])
     return unique & 0xFFFFFFFF
 
