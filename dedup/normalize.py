@@ -331,27 +331,44 @@ def _key_array(keys: frozenset[int]) -> npt.NDArray[np.int64]:
     return np.array(sorted(keys), dtype=np.int64)
 
 
-def _nfkc(text: str, offsets: npt.NDArray[np.int64]) -> tuple[str, npt.NDArray[np.int64]]:
-    """NFKC per character (full-width letters and digits, compatibility ideographs, ①→1).
-    Done with ``str.translate``; a character that expands (㈠→(一)) repeats its offset."""
-    if unicodedata.is_normalized("NFKC", text):
-        return text, offsets
-    mapping: dict[int, str] = {}
-    expanding: dict[int, int] = {}
-    for char in set(text):
-        mapped = unicodedata.normalize("NFKC", char)
-        if mapped != char:
-            mapping[ord(char)] = mapped
-            if len(mapped) != 1:
-                expanding[ord(char)] = len(mapped)
-    folded = text.translate(mapping)
-    if not expanding:
-        return folded, offsets
-    codes = code_points(text)
-    repeat = np.ones(len(codes), dtype=np.int64)
-    for code, length in expanding.items():
-        repeat[codes == code] = length
-    return folded, np.repeat(offsets, repeat)
+def _nfkc(
+    codes: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """NFKC per character (full-width letters and digits, compatibility ideographs, ①→1) of
+    the text whose code points are ``codes``; a character that expands (㈠→(一)) repeats its
+    offset. Done by table, and only the expanding characters one by one (there are few)."""
+    if len(codes) and int(codes.max()) >= _TABLE_LIMIT:  # past the tables: per character
+        text = from_code_points(codes)
+        normalized = [unicodedata.normalize("NFKC", char) for char in text]
+        counts = np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized))
+        return code_points("".join(normalized)), np.repeat(offsets, counts)
+    single = _fold(codes, _nfkc_table())
+    positions = np.flatnonzero(_table_mask(codes, _expanding_table()))
+    if not len(positions):
+        return single, offsets
+    pieces = [_nfkc_expansion(code) for code in codes[positions].tolist()]
+    lengths = np.ones(len(codes), dtype=np.int64)
+    lengths[positions] = [len(piece) for piece in pieces]
+    expanded = np.repeat(single, lengths)
+    starts = (np.cumsum(lengths) - lengths)[positions]
+    for start, piece in zip(starts.tolist(), pieces, strict=True):
+        expanded[start : start + len(piece)] = piece
+    return expanded, np.repeat(offsets, lengths)
+
+
+@functools.lru_cache(maxsize=4096)
+def _nfkc_expansion(code: int) -> npt.NDArray[np.uint32]:
+    return code_points(unicodedata.normalize("NFKC", chr(code)))
+
+
+@functools.cache
+def _nfkc_table() -> npt.NDArray[np.uint32]:
+    """NFKC of each character it maps to one other (identity for the rest)."""
+    table = _identity_table().copy()
+    for code, target in _nfkc_single().items():
+        if target >= 0:
+            table[code] = target
+    return table
 
 
 def _table_mask(
@@ -403,8 +420,7 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
     if config.on("width"):
         if _table_mask(codes, _expanding_table()).any():
             # A character NFKC turns into several (㈠ -> (一)): the slow path, offsets repeated.
-            text, offsets = _nfkc(from_code_points(codes), offsets)
-            codes = code_points(text)
+            codes, offsets = _nfkc(codes, offsets)
             if config.on("punctuation"):
                 content = _table_mask(codes, _content_table())
                 codes, offsets = codes[content], offsets[content]
@@ -867,10 +883,7 @@ def _nfkc_single() -> dict[int, int]:
 def _width_table() -> npt.NDArray[np.uint32]:
     """NFKC one-to-one (full-width letters and digits, compatibility ideographs, Kangxi
     radicals), then ASCII lower case."""
-    table = _identity_table().copy()
-    for code, target in _nfkc_single().items():
-        if target >= 0:
-            table[code] = target
+    table = _nfkc_table().copy()
     upper = table[(table >= ord("A")) & (table <= ord("Z"))]
     table[(table >= ord("A")) & (table <= ord("Z"))] = upper + 32
     return table

@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dedup import normalize as normalize_module
-from dedup.codepoints import code_points
+from dedup.codepoints import code_points, from_code_points
 from dedup.models import Document
 from dedup.normalize import NormalizeConfig, NormalizedText, line_key, line_keys, normalize
 from dedup.segment import split_chapters
@@ -351,3 +351,23 @@ def test_folding_by_a_compiled_lookup_equals_numpy_indexing(text: str) -> None:
         normalize_module._width_table(),
     ):
         assert normalize_module._fold(codes, table).tolist() == table[codes].tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from("第一回㈠㈣⑴⒐⒅⑿ⅲ①ＡＢｃ１２℃㍘…“”，。　\n\ud800\U00040001\U0002f800丽a"),
+        max_size=60,
+    ).map("".join)
+)
+def test_nfkc_by_table_is_nfkc_of_each_character(text: str) -> None:
+    """Each character mapped alone, an expanding one (㈠ -> (一)) repeating its offset."""
+    from dedup.normalize import _nfkc
+
+    offsets = np.arange(10, 10 + len(text), dtype=np.int64)
+    codes, mapped_offsets = _nfkc(code_points(text), offsets)
+    pieces = [unicodedata.normalize("NFKC", char) for char in text]
+    assert from_code_points(codes) == "".join(pieces)
+    assert mapped_offsets.tolist() == [
+        offset for offset, piece in zip(offsets.tolist(), pieces, strict=True) for _ in piece
+    ]
