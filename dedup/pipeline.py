@@ -414,6 +414,8 @@ def _second_pass(
     repeated: RepeatedLines,
     chapters: FileChapters,
 ) -> PreparedFile:
+    """The main pass over one file: learned from as it is prepared when it is read once
+    (alone in its source), else prepared with what the learn pass found."""
     if at_once and "repeated-lines" not in config.skip_steps:
         return learn_and_prepare(file, config)
     return prepare_file(file, config, repeated, chapters)
