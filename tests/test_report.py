@@ -311,3 +311,37 @@ def test_source_overlap_counts_every_pair_of_sources_sharing_a_cluster(
     found = html.source_overlap(clusters)
     assert found == [[a, b, n] for (a, b), n in sorted(expected.items())]
     assert ["site-03", "site-07", 3] in found and ["site-00", "site-39", 1] in found
+
+
+def test_palette_texts_normalized_in_batches_are_those_of_one_call_each(
+    monkeypatch: pytest.MonkeyPatch,
+    samples: Path,
+    seed_traditional: str,
+    hongloumeng_simplified: str,
+) -> None:
+    """The page normalizes members' texts many at once (copies once): the same texts and
+    offsets as normalizing each alone, across batch boundaries."""
+    from dedup.normalize import NormalizeConfig
+    from dedup.report import palette
+    from dedup.report.palette import normalized_texts
+
+    monkeypatch.setattr(palette, "_BATCH_CHARS", 5000)
+
+    passages = [
+        text[start : start + 500]
+        for text in (
+            (samples / "site-classic/sanguo.txt").read_text("utf-8"),
+            (samples / "site-classic/xiyouji.txt").read_text("utf-8"),
+            seed_traditional,
+            hongloumeng_simplified,
+        )
+        for start in range(0, len(text), 450)
+    ]
+    assert sum(map(len, passages)) > 5 * 5000  # several batches
+    for config in (NormalizeConfig(), NormalizeConfig(script="traditional")):
+        found = normalized_texts([*passages, *passages[:20]], config)
+        assert list(found) == list(dict.fromkeys(passages))
+        for text, normalized in found.items():
+            alone = normalize(text, config)
+            assert normalized.text == alone.text
+            assert normalized.offsets.tolist() == alone.offsets.tolist()

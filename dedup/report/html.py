@@ -19,7 +19,7 @@ import hashlib
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,8 +29,8 @@ import numpy.typing as npt
 
 from dedup.arrays import key_counts
 from dedup.models import Cluster, Report
-from dedup.normalize import NormalizeConfig
-from dedup.report.palette import cluster_palette
+from dedup.normalize import NormalizeConfig, NormalizedText
+from dedup.report.palette import cluster_palette, normalized_texts
 
 INDEX_FILE = "index.html"
 HISTOGRAM_BINS = 20
@@ -40,11 +40,18 @@ HISTOGRAM_BINS = 20
 PAGE_TEXT_BUDGET = 20_000_000
 
 
-def _cluster_data(cluster: Cluster, ngram: int, config: NormalizeConfig) -> dict[str, Any]:
+def _cluster_data(
+    cluster: Cluster,
+    ngram: int,
+    config: NormalizeConfig,
+    normalized: Mapping[str, NormalizedText] | None = None,
+) -> dict[str, Any]:
     members = list(cluster.members)
     representative = next(m for m in members if m.id == cluster.representative)
     others = [(m.id, m.text) for m in members if m.id != representative.id]
-    palette = cluster_palette((representative.id, representative.text), others, ngram, config)
+    palette = cluster_palette(
+        (representative.id, representative.text), others, ngram, config, normalized
+    )
     position = {member.id: index for index, member in enumerate(members)}
     return {
         "id": cluster.id,
@@ -169,12 +176,24 @@ def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
     config = NormalizeConfig(
         script=options["script"], skip=frozenset(options.get("skip_steps", ()))
     )
+    shown: list[Cluster] = []
     characters = 0
     for number, cluster in enumerate(report.clusters):
         characters += sum(len(member.text) for member in cluster.members)
         if number and characters > PAGE_TEXT_BUDGET:
-            return
-        yield _cluster_data(cluster, int(options["ngram"]), config)
+            break
+        shown.append(cluster)
+    # The members' texts are normalized for the palettes a group of clusters at a time, in
+    # batches (a cluster's few distinct texts alone make too small a batch).
+    for first in range(0, len(shown), _CLUSTERS_AT_ONCE):
+        group = shown[first : first + _CLUSTERS_AT_ONCE]
+        texts = (member.text for cluster in group for member in cluster.members)
+        normalized = normalized_texts(texts, config)
+        for cluster in group:
+            yield _cluster_data(cluster, int(options["ngram"]), config, normalized)
+
+
+_CLUSTERS_AT_ONCE = 256
 
 
 def _script_json(data: Any) -> str:

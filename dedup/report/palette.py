@@ -8,13 +8,14 @@ original text of each passage, which is what a person reads.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.fingerprint import Keys, shingle_keys
-from dedup.normalize import NormalizeConfig, NormalizedText, normalize
+from dedup.normalize import NormalizeConfig, NormalizedText, normalize_many
 from dedup.verify import (
     Block,
     NgramIndex,
@@ -59,15 +60,13 @@ def cluster_palette(
     others: list[tuple[str, str]],
     ngram: int,
     config: NormalizeConfig,
+    normalized: Mapping[str, NormalizedText] | None = None,
 ) -> Palette:
-    """``representative`` and ``others`` are (id, original text) pairs."""
-    normalized: dict[str, NormalizedText] = {}  # copies of one text are normalized once
-
-    def normalized_text(text: str) -> NormalizedText:
-        found = normalized.get(text)
-        if found is None:
-            found = normalized[text] = normalize(text, config)
-        return found
+    """``representative`` and ``others`` are (id, original text) pairs; ``normalized`` holds
+    their texts normalized, if that was done already (see :func:`normalized_texts`)."""
+    if normalized is None:
+        normalized = normalized_texts([representative[1], *(text for _id, text in others)], config)
+    normalized_text = normalized.__getitem__
 
     rep_id, rep_text = representative
     rep = normalized_text(rep_text)
@@ -110,6 +109,25 @@ def cluster_palette(
     spans[rep_id] = spans_in_original(rep, _runs(colour_at))
     identical[rep_id] = int(np.count_nonzero(colour_at >= 0))
     return Palette(spans, identical)
+
+
+def normalized_texts(texts: Iterable[str], config: NormalizeConfig) -> dict[str, NormalizedText]:
+    """Each distinct text normalized (copies are common), in batches: normalizing passages one
+    call at a time cost more in the calls' fixed costs than in the work."""
+    distinct = list(dict.fromkeys(texts))
+    normalized: dict[str, NormalizedText] = {}
+    batch: list[str] = []
+    size = 0
+    for number, text in enumerate(distinct):
+        batch.append(text)
+        size += len(text)
+        if size >= _BATCH_CHARS or number == len(distinct) - 1:
+            normalized.update(zip(batch, normalize_many(batch, config)[0], strict=True))
+            batch, size = [], 0
+    return normalized
+
+
+_BATCH_CHARS = 1 << 16
 
 
 def _runs(colour_at: npt.NDArray[np.int64]) -> list[tuple[int, int, int]]:
