@@ -10,7 +10,7 @@ chapter as a scan does it, it prints characters per second for:
 - script conversion: dedup.script.convert against OpenCC converting the whole text (the result
   is checked to be identical);
 - normalize (all steps): a chapter at a time, and chapters together as a scan does
-  (``normalize_many`` in batches of ``pipeline.BATCH_CHARS``); segment (passage windows) on
+  (``normalize_many`` in batches of ``normalize.BATCH_CHARS``); segment (passage windows) on
   the normalized chapters;
 - signatures: dedup's compiled loop against rensa's RMinHash on prebuilt shingle lists and
   datasketch's MinHash.update_batch (the datasketch run on the first 2,000 passages only).
@@ -32,8 +32,14 @@ from dedup import script
 from dedup.config import ScanConfig
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Document
-from dedup.normalize import NormalizeConfig, normalize, normalize_many, prepare_tables
-from dedup.pipeline import BATCH_CHARS
+from dedup.normalize import (
+    BATCH_CHARS,
+    NormalizeConfig,
+    in_batches,
+    normalize,
+    normalize_many,
+    prepare_tables,
+)
 from dedup.read.decode import decode_bytes
 from dedup.script import convert
 from dedup.segment import split_chapters, split_passages
@@ -47,15 +53,7 @@ CONFIGS = ("tw2s", "hk2s")
 
 def _batches(chapters: list[str]) -> list[list[str]]:
     """The chapters in batches of about BATCH_CHARS characters, as a scan normalizes them."""
-    batches: list[list[str]] = [[]]
-    size = 0
-    for chapter in chapters:
-        batches[-1].append(chapter)
-        size += len(chapter)
-        if size >= BATCH_CHARS:
-            batches.append([])
-            size = 0
-    return [batch for batch in batches if batch]
+    return list(in_batches(chapters, map(len, chapters), BATCH_CHARS))
 
 
 def cpu_seconds(run: Callable[[], object], repeat: int) -> float:

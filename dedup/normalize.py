@@ -23,9 +23,10 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,10 +38,12 @@ from dedup.config import Script
 from dedup.script import convert_codes
 
 __all__ = [
+    "BATCH_CHARS",
     "STEPS",
     "NormalizeConfig",
     "NormalizeStats",
     "NormalizedText",
+    "in_batches",
     "line_key",
     "line_key_array",
     "line_keys",
@@ -507,6 +510,29 @@ def normalize_many(
             )
         )
     return results, stats
+
+
+# Texts are normalized together, this many characters at a time: the steps' fixed costs are
+# paid once per batch rather than once per text, while a batch's arrays stay small enough to
+# sit in the processor's caches.
+BATCH_CHARS = 1 << 16
+
+Item = TypeVar("Item")
+
+
+def in_batches(items: Iterable[Item], sizes: Iterable[int], limit: int) -> Iterator[list[Item]]:
+    """``items`` in consecutive lists, each closed once the ``sizes`` of its items reach
+    ``limit`` (normalize_many's batches: ``limit`` is BATCH_CHARS, the sizes characters)."""
+    batch: list[Item] = []
+    size = 0
+    for item, item_size in zip(items, sizes, strict=True):
+        batch.append(item)
+        size += item_size
+        if size >= limit:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _apart_where_expanding(

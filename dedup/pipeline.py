@@ -46,8 +46,10 @@ from dedup.models import (
     Summary,
 )
 from dedup.normalize import (
+    BATCH_CHARS,
     NormalizeConfig,
     NormalizeStats,
+    in_batches,
     line_key_array,
     normalize,
     normalize_many,
@@ -415,8 +417,8 @@ def _second_pass(
     chapters: FileChapters,
 ) -> PreparedFile:
     """The main pass over one file: learned from as it is prepared when it is read once
-    (alone in its source), else prepared with what the learn pass found."""
-    if at_once and "repeated-lines" not in config.skip_steps:
+    (alone in its source), else prepared with what the learn pass found (if it ran)."""
+    if at_once:
         return learn_and_prepare(file, config)
     return prepare_file(file, config, repeated, chapters)
 
@@ -455,23 +457,9 @@ def _blocks(text: str, chapter: Chapter) -> list[tuple[int, int]]:
     return blocks
 
 
-# Chapters are normalized together, this many characters at a time: the steps' fixed costs are
-# paid once per batch rather than once per chapter, while a batch's arrays stay small enough to
-# sit in the processor's caches.
-BATCH_CHARS = 1 << 16
-
-
 def _batches(blocks: list[Chapter]) -> Iterator[list[Chapter]]:
-    batch: list[Chapter] = []
-    size = 0
-    for block in blocks:
-        batch.append(block)
-        size += block.end - block.body_start
-        if size >= BATCH_CHARS:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
+    """The chapter blocks in batches of about BATCH_CHARS characters, normalized together."""
+    return in_batches(blocks, (block.end - block.body_start for block in blocks), BATCH_CHARS)
 
 
 @contextlib.contextmanager
@@ -573,13 +561,10 @@ def _prepare_all(
     """Every file read, segmented, normalized and fingerprinted. First the lines each source
     repeats are learned from the files of sources with several (a file alone in its source is
     learned from as it is prepared), then every file is prepared, in order."""
-    # True: the file is read once (learned from as it is prepared, or not learned from at all)
-    at_once = (
-        _read_once(files, config)
-        if "repeated-lines" not in config.skip_steps
-        else [True] * len(files)
-    )
-    apart = [number for number, once in enumerate(at_once) if not once]
+    learning = "repeated-lines" not in config.skip_steps
+    # True: the file is learned from as it is prepared, in one read of it.
+    at_once = _read_once(files, config) if learning else [False] * len(files)
+    apart = [number for number, once in enumerate(at_once) if learning and not once]
     found = _mapped(executor, count_line_keys, [files[number] for number in apart], repeat(config))
     learned = dict(zip(apart, found, strict=True))
     for file_learned in learned.values():

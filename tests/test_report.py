@@ -325,7 +325,7 @@ def test_palette_texts_normalized_in_batches_are_those_of_one_call_each(
     from dedup.report import palette
     from dedup.report.palette import normalized_texts
 
-    monkeypatch.setattr(palette, "_BATCH_CHARS", 5000)
+    monkeypatch.setattr(palette, "BATCH_CHARS", 5000)
 
     passages = [
         text[start : start + 500]

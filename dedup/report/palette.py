@@ -15,7 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.fingerprint import Keys, shingle_keys
-from dedup.normalize import NormalizeConfig, NormalizedText, normalize_many
+from dedup.normalize import (
+    BATCH_CHARS,
+    NormalizeConfig,
+    NormalizedText,
+    in_batches,
+    normalize_many,
+)
 from dedup.verify import (
     Block,
     NgramIndex,
@@ -116,18 +122,9 @@ def normalized_texts(texts: Iterable[str], config: NormalizeConfig) -> dict[str,
     call at a time cost more in the calls' fixed costs than in the work."""
     distinct = list(dict.fromkeys(texts))
     normalized: dict[str, NormalizedText] = {}
-    batch: list[str] = []
-    size = 0
-    for number, text in enumerate(distinct):
-        batch.append(text)
-        size += len(text)
-        if size >= _BATCH_CHARS or number == len(distinct) - 1:
-            normalized.update(zip(batch, normalize_many(batch, config)[0], strict=True))
-            batch, size = [], 0
+    for batch in in_batches(distinct, map(len, distinct), BATCH_CHARS):
+        normalized.update(zip(batch, normalize_many(batch, config)[0], strict=True))
     return normalized
-
-
-_BATCH_CHARS = 1 << 16
 
 
 def _runs(colour_at: npt.NDArray[np.int64]) -> list[tuple[int, int, int]]:
