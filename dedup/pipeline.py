@@ -7,6 +7,7 @@ timed; results never depend on the number of workers or the order of the input p
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import itertools
@@ -32,6 +33,7 @@ from dedup.codepoints import code_points
 from dedup.config import ScanConfig
 from dedup.errors import InputPathError
 from dedup.fingerprint import SignatureTable, signatures
+from dedup.memory import release_freed_memory
 from dedup.models import (
     Chapter,
     Cluster,
@@ -65,6 +67,7 @@ from dedup.read import (
     read_bytes,
     read_file,
 )
+from dedup.read.byte_spans import NOT_IN_BYTES, byte_offsets, texts_at
 from dedup.read.containers import InputTooLarge
 from dedup.read.decode import DecodeFailure
 from dedup.segment import (
@@ -106,6 +109,8 @@ class PreparedInput:
     hashes: npt.NDArray[np.int64]  # of the normalized texts (equal texts, equal hashes)
     signatures: npt.NDArray[np.uint32]
     too_short: int
+    # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
+    byte_spans: npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +136,18 @@ def prepare_file(
         if result is None:
             break
         known = chapters[number] if number < len(chapters) else ()
-        prepared.append(_prepare_input(result, config, repeated or {}, known, timer))
+        prepared.append(
+            _prepare_input(result, config, repeated or {}, known, timer, _whole_size(file))
+        )
     return PreparedFile(tuple(prepared), timer.seconds)
+
+
+def _whole_size(file: FoundFile) -> int | None:
+    """The size in bytes of ``file`` when its one input is all of its bytes as they are on
+    disk (not an archive's entry, not compressed), else None."""
+    if file.format != "txt" or file.compression is not None or file.stamp is None:
+        return None
+    return file.stamp[0]
 
 
 def _prepare_input(
@@ -141,7 +156,9 @@ def _prepare_input(
     repeated: RepeatedLines,
     known: Sequence[ChapterTable | None],
     timer: StageTimer,
+    whole_size: int | None = None,
 ) -> PreparedInput:
+    """read -> .. fingerprint for one input; ``whole_size``: see _whole_size."""
     if result.skipped is not None:
         return _skipped_input(result.skipped, config)
     try:
@@ -176,15 +193,50 @@ def _prepare_input(
     )
     passages = windows.spans.take(kept)
     hashes = windows.hashes[kept]
+    with timer("segment"):
+        byte_spans = _byte_spans(result, passages, whole_size, config)
     return PreparedInput(
-        entry, None, passages, texts, hashes, fingerprints, len(lengths) - len(kept)
+        entry,
+        None,
+        passages,
+        texts,
+        hashes,
+        fingerprints,
+        len(lengths) - len(kept),
+        byte_spans,
     )
+
+
+def _byte_spans(
+    result: ReadResult, passages: SpanTable, whole_size: int | None, config: ScanConfig
+) -> npt.NDArray[np.int32]:
+    """Where each passage's text is in the bytes of its file, when the input's one document
+    is those bytes decoded as UTF-8, nothing replaced (after a byte-order mark, if any)."""
+    unknown = np.full((len(passages), 2), NOT_IN_BYTES, dtype=np.int32)
+    if whole_size is None or whole_size >= 1 << 31 or not isinstance(result.documents, tuple):
+        return unknown
+    try:
+        encoding = codecs.lookup(result.encoding).name
+    except LookupError:
+        return unknown
+    if encoding not in ("utf-8", "utf-8-sig") or len(result.documents) != 1:
+        return unknown
+    (document,) = result.documents
+    if document.base or (config.errors != "strict" and "\ufffd" in document.text):
+        return unknown
+    ends = np.append(passages.end, len(document.text))
+    offsets = byte_offsets(document.text, np.concatenate((passages.start, ends)))
+    mark = whole_size - int(offsets[-1])  # the bytes before the text: a byte-order mark
+    if mark not in ((0, len(codecs.BOM_UTF8)) if encoding == "utf-8-sig" else (0,)):
+        return unknown
+    return (offsets[:-1] + mark).reshape(2, -1).T.astype(np.int32)
 
 
 def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     empty = np.empty((0, config.num_perm), dtype=np.uint32)
     no_hashes = np.empty(0, dtype=np.int64)
-    return PreparedInput(None, skipped, SpanTable.of(()), (), no_hashes, empty, 0)
+    no_spans = np.empty((0, 2), dtype=np.int32)
+    return PreparedInput(None, skipped, SpanTable.of(()), (), no_hashes, empty, 0, no_spans)
 
 
 @dataclass
@@ -341,7 +393,7 @@ def learn_and_prepare(file: FoundFile, config: ScanConfig) -> PreparedFile:
         learned = _count_line_keys(results)
         repeated = _repeated_lines([learned])
     inputs = tuple(
-        _prepare_input(result, config, repeated, known, timer)
+        _prepare_input(result, config, repeated, known, timer, _whole_size(file))
         for result, known in zip(results, learned.chapters, strict=True)
     )
     return PreparedFile(inputs, timer.seconds)
@@ -515,6 +567,7 @@ class Prepared:
     spans_per_file: list[int] = field(default_factory=list)
     normalized: list[str] = field(default_factory=list)
     hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    byte_span_parts: list[npt.NDArray[np.int32]] = field(default_factory=list)
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
@@ -526,6 +579,7 @@ class Prepared:
             self.spans_per_file.append(len(item.passages))
             self.normalized += item.normalized
             self.hashes.append(item.hashes)
+            self.byte_span_parts.append(item.byte_spans)
             self.signatures.append(item.signatures)
             if item.entry is not None:
                 self.inputs.append(item.entry)
@@ -533,10 +587,19 @@ class Prepared:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
 
-    def spans(self) -> tuple[SpanTable, npt.NDArray[np.int64]]:
-        """Every passage's span, and the index in ``files`` of the file it is in."""
+    def spans(self) -> tuple[SpanTable, npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+        """Every passage's span, the index in ``files`` of the file it is in, and where it is in
+        that file's bytes (see PreparedInput.byte_spans); the parts they were made of let go."""
         file_of = np.repeat(np.arange(len(self.files)), self.spans_per_file)
-        return SpanTable.concatenate(self.span_parts), file_of
+        spans = SpanTable.concatenate(self.span_parts)
+        byte_spans = (
+            np.concatenate(self.byte_span_parts)
+            if self.byte_span_parts
+            else np.empty((0, 2), dtype=np.int32)
+        )
+        self.span_parts.clear()
+        self.byte_span_parts.clear()
+        return spans, file_of, byte_spans
 
 
 def _warm_up(config: ScanConfig) -> None:
@@ -673,8 +736,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         files, skipped = discover_inputs(paths)
     with _collector_paused(), _workers(config, len(files)) as executor:
         prepared = _prepare_all(files, config, timer, executor)  # read .. fingerprint
-        spans, file_of = prepared.spans()
-        prepared.span_parts.clear()
+        spans, file_of, byte_spans = prepared.spans()
         texts = prepared.normalized
         fingerprints = prepared.signatures
         with timer("candidates"):
@@ -697,11 +759,15 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         prepared.hashes.clear()
         del texts, fingerprints, copies, similar
         prepared.signatures = SignatureTable(config.num_perm)
+        # They were unpickled on the pool's result thread, whose malloc arena keeps their
+        # memory once freed, while the member texts are made on this thread, from another arena:
+        # without handing it back, a 1 GB scan held both (peak RSS 1.69 -> 2.43 GB).
+        release_freed_memory()
         with timer("member texts"):
             # Only the passages that cluster are shown with their text: read it back now rather
             # than carry the text of every passage of the dump through the scan.
             members, changed = _member_passages(
-                verified, spans, prepared.files, file_of, config, executor
+                verified, spans, byte_spans, prepared.files, file_of, config, executor
             )
             if changed:
                 kept = np.fromiter(members, dtype=np.int64, count=len(members))
@@ -738,26 +804,41 @@ CHANGED_WHILE_SCANNING = (
 def _member_passages(
     verified: SimilarityTable,
     spans: SpanTable,
+    byte_spans: npt.NDArray[np.int32],
     files: Sequence[FoundFile],
     file_of: npt.NDArray[np.int64],
     config: ScanConfig,
     executor: Executor | None,
 ) -> tuple[dict[int, Passage], list[str]]:
     """The passages of the verified pairs, by index, with their text read back from their
-    files (each file read once, in the worker pool); and the files whose text is no longer
-    where the scan found it (changed since), whose passages are left out."""
+    files; and the files whose text is no longer where the scan found it (changed since),
+    whose passages are left out. A file whose passages are known by their bytes is read here,
+    those bytes alone; any other is read once more in the worker pool, meanwhile."""
     indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
     # Rows come in file order, so each file's members are one stretch of ``indexes``.
     file_numbers, firsts = np.unique(file_of[indexes], return_index=True)
     groups = np.split(indexes, firsts[1:]) if len(indexes) else []
     found_files = [files[number] for number in file_numbers.tolist()]
-    wanted = [spans.take(group) for group in groups]
+    by_bytes = [bool((byte_spans[group] != NOT_IN_BYTES).all()) for group in groups]
+    elsewhere = [number for number, known in enumerate(by_bytes) if not known]
+    read_back = _in_any_order(
+        passage_texts,
+        executor,
+        [found_files[number] for number in elsewhere],
+        repeat(config),
+        [spans.take(groups[number]) for number in elsewhere],
+    )
+    here = (
+        (number, _texts_by_bytes(found_files[number], spans, byte_spans, groups[number]))
+        for number, known in enumerate(by_bytes)
+        if known
+    )
     members: dict[int, Passage] = {}
     changed: list[str] = []
-    for number, group_texts in _in_any_order(
-        passage_texts, executor, found_files, repeat(config), wanted
+    for number, group_texts in itertools.chain(
+        here, ((elsewhere[task], texts) for task, texts in read_back)
     ):
-        if None in group_texts:
+        if group_texts is None or None in group_texts:
             changed.append(found_files[number].path)
             continue
         passages = spans.passages(groups[number], cast(list[str], group_texts))
@@ -765,21 +846,32 @@ def _member_passages(
     return members, sorted(changed)
 
 
+def _texts_by_bytes(
+    file: FoundFile,
+    spans: SpanTable,
+    byte_spans: npt.NDArray[np.int32],
+    rows: npt.NDArray[np.int64],
+) -> list[str] | None:
+    at = byte_spans[rows]
+    lengths = spans.end[rows] - spans.start[rows]
+    return texts_at(
+        file.fs_path, file.stamp, at[:, 0].tolist(), at[:, 1].tolist(), lengths.tolist()
+    )
+
+
 def _in_any_order(
     function: Callable[..., T], executor: Executor | None, *arguments: Iterable[Any]
 ) -> Iterator[tuple[int, T]]:
     """(number, result) of ``function`` over the arguments, as the workers finish them: the
     caller works on each result while the others are still being made, rather than waiting
-    for them in order."""
+    for them in order. The tasks are handed to the workers at once, before this returns."""
     if executor is None:
-        yield from enumerate(map(function, *arguments))
-        return
+        return enumerate(map(function, *arguments))
     futures = {
         executor.submit(function, *call): number
         for number, call in enumerate(zip(*arguments, strict=False))
     }
-    for future in as_completed(futures):
-        yield futures[future], future.result()
+    return ((futures[future], future.result()) for future in as_completed(futures))
 
 
 def passage_texts(
