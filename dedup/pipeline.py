@@ -31,6 +31,7 @@ from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.codepoints import code_points
 from dedup.config import ScanConfig
+from dedup.copies import CopyFilter, forget_scan, new_scan
 from dedup.errors import InputPathError
 from dedup.fingerprint import SignatureTable, signatures
 from dedup.memory import release_freed_memory
@@ -76,6 +77,7 @@ from dedup.segment import (
     chapter_windows,
     split_chapters,
     split_passages,
+    text_hashes,
 )
 from dedup.verify import SimilarityTable, verify_table
 
@@ -105,8 +107,9 @@ class PreparedInput:
     entry: InputFile | None
     skipped: Skipped | None
     passages: SpanTable
-    normalized: tuple[str, ...]
-    hashes: npt.NDArray[np.int64]  # of the normalized texts (equal texts, equal hashes)
+    # None for a copy of a text this worker handed back for this or an earlier file (copies.py)
+    normalized: tuple[str | None, ...]
+    hashes: npt.NDArray[np.int64]  # two of each normalized text (equal texts, equal hashes)
     signatures: npt.NDArray[np.uint32]
     too_short: int
     # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
@@ -124,9 +127,11 @@ def prepare_file(
     config: ScanConfig,
     repeated: RepeatedLines | None = None,
     chapters: FileChapters = (),
+    copies: CopyFilter | None = None,
 ) -> PreparedFile:
     """read -> segment -> normalize -> fingerprint for one file (every input inside it);
-    ``chapters`` are those the learn pass found in it, if it ran."""
+    ``chapters`` are those the learn pass found in it, if it ran; with ``copies``, texts
+    handed back before are left out (see dedup.copies)."""
     timer = StageTimer()
     results = read_file(file, config)
     prepared: list[PreparedInput] = []
@@ -137,7 +142,7 @@ def prepare_file(
             break
         known = chapters[number] if number < len(chapters) else ()
         prepared.append(
-            _prepare_input(result, config, repeated or {}, known, timer, _whole_size(file))
+            _prepare_input(result, config, repeated or {}, known, timer, _whole_size(file), copies)
         )
     return PreparedFile(tuple(prepared), timer.seconds)
 
@@ -157,6 +162,7 @@ def _prepare_input(
     known: Sequence[ChapterTable | None],
     timer: StageTimer,
     whole_size: int | None = None,
+    copies: CopyFilter | None = None,
 ) -> PreparedInput:
     """read -> .. fingerprint for one input; ``whole_size``: see _whole_size."""
     if result.skipped is not None:
@@ -195,11 +201,15 @@ def _prepare_input(
     hashes = windows.hashes[kept]
     with timer("segment"):
         byte_spans = _byte_spans(result, passages, whole_size, config)
+    handed_back: tuple[str | None, ...] = texts
+    if copies is not None:
+        keep = copies.keep(hashes).tolist()
+        handed_back = tuple(text if kept else None for text, kept in zip(texts, keep, strict=True))
     return PreparedInput(
         entry,
         None,
         passages,
-        texts,
+        handed_back,
         hashes,
         fingerprints,
         len(lengths) - len(kept),
@@ -234,7 +244,7 @@ def _byte_spans(
 
 def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     empty = np.empty((0, config.num_perm), dtype=np.uint32)
-    no_hashes = np.empty(0, dtype=np.int64)
+    no_hashes = np.empty((0, 2), dtype=np.int64)
     no_spans = np.empty((0, 2), dtype=np.int32)
     return PreparedInput(None, skipped, SpanTable.of(()), (), no_hashes, empty, 0, no_spans)
 
@@ -259,7 +269,8 @@ class _InputWindows:
 
     @property
     def hashes(self) -> npt.NDArray[np.int64]:
-        return concatenated([windows.hashes for windows, *_rest in self.chapters], np.int64)
+        parts = [windows.hashes for windows, *_rest in self.chapters]
+        return np.concatenate(parts) if parts else np.empty((0, 2), dtype=np.int64)
 
     @property
     def spans(self) -> SpanTable:
@@ -375,7 +386,9 @@ def count_line_keys(file: FoundFile, config: ScanConfig) -> LearnedFile:
     return replace(learned, seconds=time.perf_counter() - started)
 
 
-def learn_and_prepare(file: FoundFile, config: ScanConfig) -> PreparedFile:
+def learn_and_prepare(
+    file: FoundFile, config: ScanConfig, copies: CopyFilter | None = None
+) -> PreparedFile:
     """``prepare_file`` for a file that is the only one of its source: the lines its source
     repeats are learned from it alone, so both passes are made from one read of it (a file
     read as a stream, which cannot be gone through twice, is read twice)."""
@@ -385,7 +398,8 @@ def learn_and_prepare(file: FoundFile, config: ScanConfig) -> PreparedFile:
         for result in read_file(file, config):
             if not isinstance(result.documents, tuple):  # a stream
                 learned = count_line_keys(file, config)
-                prepared = prepare_file(file, config, _repeated_lines([learned]), learned.chapters)
+                repeated = _repeated_lines([learned])
+                prepared = prepare_file(file, config, repeated, learned.chapters, copies)
                 prepared.seconds["learn-lines"] = learned.seconds
                 return prepared
             results.append(result)
@@ -393,7 +407,7 @@ def learn_and_prepare(file: FoundFile, config: ScanConfig) -> PreparedFile:
         learned = _count_line_keys(results)
         repeated = _repeated_lines([learned])
     inputs = tuple(
-        _prepare_input(result, config, repeated, known, timer, _whole_size(file))
+        _prepare_input(result, config, repeated, known, timer, _whole_size(file), copies)
         for result, known in zip(results, learned.chapters, strict=True)
     )
     return PreparedFile(inputs, timer.seconds)
@@ -467,12 +481,13 @@ def _second_pass(
     at_once: bool,
     repeated: RepeatedLines,
     chapters: FileChapters,
+    copies: CopyFilter,
 ) -> PreparedFile:
     """The main pass over one file: learned from as it is prepared when it is read once
     (alone in its source), else prepared with what the learn pass found (if it ran)."""
     if at_once:
-        return learn_and_prepare(file, config)
-    return prepare_file(file, config, repeated, chapters)
+        return learn_and_prepare(file, config, copies)
+    return prepare_file(file, config, repeated, chapters, copies)
 
 
 def _read_once(files: Sequence[FoundFile], config: ScanConfig) -> list[bool]:
@@ -565,7 +580,7 @@ class Prepared:
     span_parts: list[SpanTable] = field(default_factory=list)
     files: list[FoundFile] = field(default_factory=list)
     spans_per_file: list[int] = field(default_factory=list)
-    normalized: list[str] = field(default_factory=list)
+    normalized: list[str | None] = field(default_factory=list)
     hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
     byte_span_parts: list[npt.NDArray[np.int32]] = field(default_factory=list)
     inputs: list[InputFile] = field(default_factory=list)
@@ -633,6 +648,8 @@ def _prepare_all(
     for file_learned in learned.values():
         timer.add("learn-lines", file_learned.seconds)
     repeated = _repeated_lines(learned.values())
+    # A copy of a text a worker already handed back comes back as None (see dedup.copies).
+    scan = new_scan()
     results = _mapped(
         executor,
         _second_pass,
@@ -641,6 +658,7 @@ def _prepare_all(
         at_once,
         repeat(repeated),
         [learned[number].chapters if number in learned else () for number in range(len(files))],
+        [CopyFilter(scan, number) for number in range(len(files))],
     )
     learned.clear()
     prepared = Prepared(SignatureTable(config.num_perm))
@@ -650,10 +668,15 @@ def _prepare_all(
         "disable": not config.show_progress,
         "leave": False,
     }
-    for file, result in zip(files, tqdm(results, desc="read+fingerprint", **progress), strict=True):
-        prepared.add(file, result)
-        for stage, seconds in result.seconds.items():
-            timer.add(stage, seconds)
+    try:
+        for file, result in zip(
+            files, tqdm(results, desc="read+fingerprint", **progress), strict=True
+        ):
+            prepared.add(file, result)
+            for stage, seconds in result.seconds.items():
+                timer.add(stage, seconds)
+    finally:
+        forget_scan(scan)  # this process's table, when the files were prepared here
     return prepared
 
 
@@ -743,7 +766,12 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             # Exact copies (the same normalized text) are linked directly; LSH and verification
             # run once per distinct text, so a scene copied by a hundred sites costs a hundred
             # links, not ten thousand pairs.
-            distinct, copies = _exact_copies(texts, concatenated(prepared.hashes, np.int64))
+            hashes = (
+                np.concatenate(prepared.hashes)
+                if prepared.hashes
+                else np.empty((0, 2), dtype=np.int64)
+            )
+            distinct, copies = _exact_copies(texts, hashes)
             candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
             pairs = candidate_pairs(
                 fingerprints, *lsh_params(candidate_threshold, config.num_perm), among=distinct
@@ -751,7 +779,12 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             pairs = _without_overlapping(pairs, spans)
         with timer("verify"):
             similar = verify_table(
-                pairs, texts, fingerprints, config.ngram, config.threshold, config.containment
+                pairs,
+                _texts_of(texts, pairs),
+                fingerprints,
+                config.ngram,
+                config.threshold,
+                config.containment,
             )
             verified = SimilarityTable.concatenate([copies, similar])
         # Normalized texts and signatures are done with: free them before texts are read back.
@@ -898,36 +931,40 @@ def passage_texts(
     return texts
 
 
+def _texts_of(texts: list[str | None], pairs: npt.NDArray[np.int64]) -> list[str]:
+    """``texts``, checked to hold the text of every passage in ``pairs``: candidates are drawn
+    from the first passage of each distinct text, which always comes with its text."""
+    if any(texts[index] is None for index in sorted_unique(pairs).tolist()):
+        raise RuntimeError("a candidate passage came without its text: please report this bug")
+    return cast(list[str], texts)
+
+
 def _exact_copies(
-    texts: Sequence[str], hashes: npt.NDArray[np.int64] | None = None
+    texts: Sequence[str | None], hashes: npt.NDArray[np.int64] | None = None
 ) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
     """The first passage of every distinct normalized text, and a verified link from each later
-    copy to that first one (Jaccard, containment and MinHash estimate 1). ``hashes`` are the
-    texts' hashes if known (the workers make them), else Python's string hashes."""
-    # Group by hash, then confirm each copy by comparing texts: a group whose texts differ (a
-    # collision) is regrouped by the texts themselves, so the result never depends on the hash
-    # (Python's is salted per process).
-    if not texts:  # a dump with no passage at all (every input skipped, say)
-        return np.empty(0, dtype=np.int64), SimilarityTable.of([])
+    copy to that first one (Jaccard, containment and MinHash estimate 1). ``hashes``: two per
+    text (segment.text_hashes, made by the workers), equal for equal texts; texts with both
+    equal are copies. A later copy's text may be None (a worker need not hand it back twice:
+    dedup.copies); the first of each text is always there."""
     if hashes is None:
-        hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
-    by_hash = np.argsort(hashes, kind="stable")
+        hashes = text_hashes(cast(Sequence[str], texts))
+    if not len(hashes):  # a dump with no passage at all (every input skipped, say)
+        return np.empty(0, dtype=np.int64), SimilarityTable.of([])
+    by_hash = np.lexsort((hashes[:, 1], hashes[:, 0]))  # stable: the first of equals first
     ordered = hashes[by_hash]
-    starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1]))
-    # Each text's group is led by the first text with its hash (stable sort: the lowest index).
-    leader = np.empty(len(texts), dtype=np.int64)
-    leader[by_hash] = np.repeat(by_hash[starts], np.diff(np.append(starts, len(texts))))
-    copies = np.flatnonzero(leader != np.arange(len(texts)))
+    new_group = np.append(True, (ordered[1:] != ordered[:-1]).any(axis=1))
+    starts = np.flatnonzero(new_group)
+    # Each text's group is led by its first passage (the lowest index).
+    leader = np.empty(len(hashes), dtype=np.int64)
+    leader[by_hash] = np.repeat(by_hash[starts], np.diff(np.append(starts, len(hashes))))
+    copies = np.flatnonzero(leader != np.arange(len(hashes)))
     originals = leader[copies]
-    if any(texts[o] != texts[c] for o, c in zip(originals.tolist(), copies.tolist(), strict=True)):
-        first_of: dict[str, int] = {}
-        leader = np.array([first_of.setdefault(t, i) for i, t in enumerate(texts)], np.int64)
-        copies = np.flatnonzero(leader != np.arange(len(texts)))
-        originals = leader[copies]
     ones = np.ones(len(copies), dtype=np.float64)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    links = SimilarityTable(originals, copies, ones, ones, ones, lengths[copies])
-    distinct = np.ones(len(texts), dtype=np.bool_)
+    leaders = cast(list[str], [texts[index] for index in originals.tolist()])
+    lengths = np.fromiter(map(len, leaders), dtype=np.int64, count=len(leaders))
+    links = SimilarityTable(originals, copies, ones, ones, ones, lengths)
+    distinct = np.ones(len(hashes), dtype=np.bool_)
     distinct[copies] = False
     return np.flatnonzero(distinct).astype(np.int64), links
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -420,8 +421,8 @@ class ChapterWindows:
     starts: npt.NDArray[np.int64]  # its span in the file's decoded text
     ends: npt.NDArray[np.int64]
     converted: npt.NDArray[np.float64]  # share of its characters script conversion changed
-    # A hash of each normalized text (equal texts, equal hashes: a scan finds exact copies by
-    # it, made here in the workers rather than by hashing every string in the main process).
+    # Two hashes of each normalized text, one row a text (equal texts, equal hashes: a scan
+    # finds exact copies by them, made here in the workers rather than in the main process).
     hashes: npt.NDArray[np.int64]
 
 
@@ -504,14 +505,29 @@ def _window_arrays(
 def _window_hashes(
     codes: npt.NDArray[np.uint32], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
-    """FNV-1a (64 bits) over the code points of each window ``codes[starts[i]:ends[i]]``."""
-    hashes = np.empty(starts.shape[0], dtype=np.int64)
+    """Two independent 64-bit hashes of each window ``codes[starts[i]:ends[i]]``: FNV-1a, and a
+    multiply-xorshift hash (a different construction, so that texts colliding in one are no
+    likelier to collide in the other). A scan takes texts whose two hashes are equal as exact
+    copies: 128 bits, where two of a billion distinct texts collide with odds below 10^-20."""
+    hashes = np.empty((starts.shape[0], 2), dtype=np.int64)
     for window in range(starts.shape[0]):
-        value = np.uint64(0xCBF29CE484222325)
+        fnv = np.uint64(0xCBF29CE484222325)
+        mixed = np.uint64(ends[window] - starts[window])
         for position in range(starts[window], ends[window]):
-            value = (value ^ np.uint64(codes[position])) * np.uint64(0x100000001B3)
-        hashes[window] = np.int64(value)
+            code = np.uint64(codes[position])
+            fnv = (fnv ^ code) * np.uint64(0x100000001B3)
+            mixed = (mixed + code + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            mixed ^= mixed >> np.uint64(29)
+        hashes[window, 0] = np.int64(fnv)
+        hashes[window, 1] = np.int64(mixed)
     return hashes
+
+
+def text_hashes(texts: Sequence[str]) -> npt.NDArray[np.int64]:
+    """The two hashes of each text that a scan's windows carry (see ChapterWindows.hashes)."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    return _window_hashes(code_points("".join(texts)), starts, starts + lengths)
 
 
 @compiled

@@ -165,33 +165,33 @@ def test_report_json_contract(report: dedup.Report) -> None:
     assert ids == [f"c{n}" for n in range(1, len(ids) + 1)]
 
 
-class _Colliding(str):
-    """A text whose hash collides with every other's."""
-
-    def __hash__(self) -> int:
-        return 7
-
-
-def test_exact_copies_do_not_depend_on_string_hashes(seed_simplified: str) -> None:
+def test_exact_copies_are_found_by_two_hashes(seed_simplified: str) -> None:
     from dedup.pipeline import _exact_copies
-    from dedup.segment import _window_hashes
+    from dedup.segment import _window_hashes, text_hashes
 
     a, b = seed_simplified[:300], seed_simplified[300:600]
     texts = [a, b, a, b, b]
     codes = code_points("".join(texts))
     starts = np.arange(0, 1500, 300, dtype=np.int64)
     from_the_workers = _window_hashes(codes, starts, starts + 300)
-    assert len(set(from_the_workers.tolist())) == 2
-    for kind, hashes in (
-        (str, None),
-        (_Colliding, None),
-        (str, from_the_workers),
-        (str, np.zeros(len(texts), dtype=np.int64)),  # every text collides
+    assert from_the_workers.tolist() == text_hashes(texts).tolist()
+    assert len({tuple(row) for row in from_the_workers.tolist()}) == 2
+    first_collides = from_the_workers.copy()
+    first_collides[:, 0] = 7  # every text's first hash is the same: the second tells them apart
+    handed_back = [a, b, None, None, b]  # later copies need not come with their text
+    for given, hashes in (
+        (texts, None),
+        (texts, from_the_workers),
+        (texts, first_collides),
+        (handed_back, from_the_workers),
     ):
-        distinct, links = _exact_copies([kind(text) for text in texts], hashes)
+        distinct, links = _exact_copies(given, hashes)
         assert distinct.tolist() == [0, 1]
         assert [(link.first, link.second) for link in links] == [(0, 2), (1, 3), (1, 4)]
         assert all(link.jaccard == 1.0 and link.identical_chars == 300 for link in links)
+    # A single character apart is another text.
+    near = [a, a[:-1] + ("。" if a[-1] != "。" else "，")]
+    assert _exact_copies(near)[0].tolist() == [0, 1]
 
 
 def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
