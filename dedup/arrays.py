@@ -22,9 +22,14 @@ def sorted_unique(values: npt.NDArray[T]) -> npt.NDArray[T]:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
-def concatenated(parts: list[npt.NDArray[T]], dtype: type[T]) -> npt.NDArray[T]:
-    """``np.concatenate(parts)``, or an empty array of ``dtype`` when there are none."""
-    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+def concatenated(
+    parts: list[npt.NDArray[T]], dtype: type[T], columns: int | None = None
+) -> npt.NDArray[T]:
+    """``np.concatenate(parts)``, or when there are none an empty array of ``dtype`` (of that
+    many ``columns``, for parts of rows)."""
+    if parts:
+        return np.concatenate(parts)
+    return np.empty(0 if columns is None else (0, columns), dtype=dtype)
 
 
 def key_counts(

@@ -270,7 +270,7 @@ class _InputWindows:
     @property
     def hashes(self) -> npt.NDArray[np.int64]:
         parts = [windows.hashes for windows, *_rest in self.chapters]
-        return np.concatenate(parts) if parts else np.empty((0, 2), dtype=np.int64)
+        return concatenated(parts, np.int64, columns=2)
 
     @property
     def spans(self) -> SpanTable:
@@ -607,11 +607,7 @@ class Prepared:
         that file's bytes (see PreparedInput.byte_spans); the parts they were made of let go."""
         file_of = np.repeat(np.arange(len(self.files)), self.spans_per_file)
         spans = SpanTable.concatenate(self.span_parts)
-        byte_spans = (
-            np.concatenate(self.byte_span_parts)
-            if self.byte_span_parts
-            else np.empty((0, 2), dtype=np.int32)
-        )
+        byte_spans = concatenated(self.byte_span_parts, np.int32, columns=2)
         self.span_parts.clear()
         self.byte_span_parts.clear()
         return spans, file_of, byte_spans
@@ -766,11 +762,7 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
             # Exact copies (the same normalized text) are linked directly; LSH and verification
             # run once per distinct text, so a scene copied by a hundred sites costs a hundred
             # links, not ten thousand pairs.
-            hashes = (
-                np.concatenate(prepared.hashes)
-                if prepared.hashes
-                else np.empty((0, 2), dtype=np.int64)
-            )
+            hashes = concatenated(prepared.hashes, np.int64, columns=2)
             distinct, copies = _exact_copies(texts, hashes)
             candidate_threshold = min(config.threshold, CANDIDATE_CEILING)
             pairs = candidate_pairs(
