@@ -345,3 +345,50 @@ def test_palette_texts_normalized_in_batches_are_those_of_one_call_each(
             alone = normalize(text, config)
             assert normalized.text == alone.text
             assert normalized.offsets.tolist() == alone.offsets.tolist()
+
+
+def _written(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def test_files_written_by_a_forked_copy_are_those_written_here(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, samples: Path
+) -> None:
+    import os
+
+    from dedup.report import json as report_json
+
+    report = dedup.scan([str(samples)], jobs=1)
+    forked = report_json.write_report(report, tmp_path / "forked", two_processes=True)
+    files = _written(tmp_path / "forked")
+    assert {"index.html", "clusters.csv", "pairs.csv", "report.json", "clusters.jsonl"} <= set(
+        files
+    )
+    here = report_json._write_pages_and_tables
+    parent = os.getpid()
+
+    def failing_in_the_copy(*arguments: Any) -> list[Path]:
+        if os.getpid() != parent:
+            (tmp_path / "the copy ran").touch()
+            raise OSError("no space left on device")
+        return here(*arguments)
+
+    # The copy fails: this process writes its files itself, the same ones.
+    monkeypatch.setattr(report_json, "_write_pages_and_tables", failing_in_the_copy)
+    recovered = report_json.write_report(report, tmp_path / "recovered", two_processes=True)
+    assert recovered == [tmp_path / "recovered" / path.name for path in forked]
+    assert (tmp_path / "the copy ran").exists()
+    assert _written(tmp_path / "recovered") == files
+    # A one-worker scan's report is written by this process alone (no copy of its memory).
+    (tmp_path / "the copy ran").unlink()
+    report_json.write_report(report, tmp_path / "alone")
+    assert not (tmp_path / "the copy ran").exists()
+    assert _written(tmp_path / "alone") == files
+
+    # No fork at all (another system): the same files, written here.
+    def no_copy(self: Any, *arguments: Any, fork: bool) -> None:
+        self.process = None
+
+    monkeypatch.setattr(report_json._ForkedWriter, "__init__", no_copy)
+    report_json.write_report(report, tmp_path / "here", two_processes=True)
+    assert _written(tmp_path / "here") == files

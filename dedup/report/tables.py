@@ -72,15 +72,24 @@ def write_clusters_jsonl(report: Report, out: TextIO) -> None:
         out.write(json.dumps(cluster.to_dict(), ensure_ascii=False) + "\n")
 
 
-def write_tables(report: Report, directory: Path, formats: set[str]) -> list[Path]:
-    """The CSV and JSON Lines files in ``formats``, each written row by row."""
+def _writers(formats: set[str]) -> list[tuple[str, Callable[[Report, TextIO], None]]]:
     writers: list[tuple[str, Callable[[Report, TextIO], None]]] = []
     if "csv" in formats:
         writers += [(CLUSTERS_CSV, write_clusters_csv), (PAIRS_CSV, write_pairs_csv)]
     if "jsonl" in formats:
         writers.append((CLUSTERS_JSONL, write_clusters_jsonl))
+    return writers
+
+
+def table_files(directory: Path, formats: set[str]) -> list[Path]:
+    """The files ``write_tables`` writes for ``formats``, in its order."""
+    return [directory / name for name, _write in _writers(formats)]
+
+
+def write_tables(report: Report, directory: Path, formats: set[str]) -> list[Path]:
+    """The CSV and JSON Lines files in ``formats``, each written row by row."""
     written = []
-    for name, write in writers:
+    for name, write in _writers(formats):
         path = directory / name
         with open(path, "w", encoding="utf-8", newline="") as handle:
             write(report, handle)
