@@ -6,9 +6,9 @@ Builds a dump of about --mb MB from real text in ../shared/corpora (one folder p
 classics as found, and a machine-converted Traditional or Simplified copy of part of them), scans
 it with dedup, then runs the baseline on the very passages dedup fingerprinted: one
 datasketch.MinHash per passage, update_batch on the UTF-8 encoded shingles (default hash),
-MinHashLSH insert then query, timed --baseline-rounds times (the ratio is against its fastest
-round: the machine's speed wanders, and this errs against dedup). Prints MB/s, passages/s,
-seconds per stage, peak RSS and the ratios.
+MinHashLSH insert then query. The scan and the script run --rounds times, alternating, and
+each side's fastest round counts (the machine's speed wanders by a fifth within minutes).
+Prints MB/s, passages/s, seconds per stage, peak RSS and the ratios.
 With several sizes, each is scanned in a process of its own (so each peak RSS is its own) and a
 closing table shows how MB/s holds up as the dump grows. Timings are printed, never asserted.
 """
@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import multiprocessing
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import opencc
@@ -127,6 +129,21 @@ def rensa_signatures(texts: list[str], config: ScanConfig) -> Callable[[], None]
     return run
 
 
+def _sample(dump: Path, sample_mb: float, config: ScanConfig) -> tuple[list[str], int]:
+    """dedup's normalized passages of the dump's first files, up to ``sample_mb``, and the
+    bytes of those files."""
+    files, _ = discover_inputs([str(dump)])
+    texts: list[str] = []
+    sampled = 0
+    for file in files:
+        if sampled > sample_mb * 1e6:
+            break
+        sampled += Path(file.fs_path).stat().st_size
+        for item in prepare_file(file, config).inputs:
+            texts += [text for text in item.normalized if text is not None]
+    return texts, sampled
+
+
 def _seconds(run: Callable[[], object]) -> float:
     started = time.perf_counter()
     run()
@@ -147,10 +164,10 @@ def main() -> None:
         help="run the baselines on the passages of this much of the dump",
     )
     parser.add_argument(
-        "--baseline-rounds",
+        "--rounds",
         type=int,
         default=2,
-        help="time the datasketch script this many times; the ratio is against its fastest",
+        help="scan and run the script this many times, alternating; each side's fastest counts",
     )
     parser.add_argument("--figures", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -166,7 +183,7 @@ def main() -> None:
         last = number == len(args.mb) - 1
         command = [sys.executable, __file__, "--mb", str(size), "--jobs", str(args.jobs)]
         command += ["--shared", str(args.shared), "--sample-mb", str(args.sample_mb), "--figures"]
-        command += ["--baseline-rounds", str(args.baseline_rounds)]
+        command += ["--rounds", str(args.rounds)]
         if args.no_baseline or not last:
             command.append("--no-baseline")
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -187,46 +204,55 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, float]:
-    """Build a dump of ``size_mb``, scan it, run the baselines on a sample, print the figures."""
+    """Build a dump of ``size_mb``; scan it and run the script on a sample, in alternating
+    rounds; print the figures of each side's fastest round."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp)
         size = build_dump(args.shared, int(size_mb * 1e6), dump)
         config = ScanConfig(jobs=args.jobs)
-        started = time.perf_counter()
-        report = dedup.scan([str(dump)], config)
-        elapsed = time.perf_counter() - started
+        # The baselines run on dedup's own normalized passages, up to --sample-mb of them,
+        # made in a child process: made here, the OpenCC runs they go through would be
+        # remembered here, and the scan's workers (forked from here) would start with them.
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(1, mp_context=context) as child:
+            texts, sampled = child.submit(_sample, dump, args.sample_mb, config).result()
+        scans: list[float] = []
+        rounds: list[float] = []
+        for _round in range(args.rounds):
+            report = None
+            gc.collect()
+            started = time.perf_counter()
+            report = dedup.scan([str(dump)], config)
+            scans.append(time.perf_counter() - started)
+            if baselines:
+                # The scan's objects stay alive: keep the garbage collector from walking them
+                # while the baselines allocate, which would slow the baselines for reasons of
+                # this script, not of theirs.
+                gc.collect()
+                gc.freeze()
+                rounds.append(baseline(texts, config))
+                gc.unfreeze()
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         children_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-
-        files, _ = discover_inputs([str(dump)])
-        # The baselines run on dedup's own normalized passages, up to --sample-mb of them.
-        texts: list[str] = []
-        sampled = 0  # bytes of the files whose passages the baselines get
-        for file in files:
-            if sampled > args.sample_mb * 1e6:
-                break
-            sampled += Path(file.fs_path).stat().st_size
-            texts += [t for item in prepare_file(file, config).inputs for t in item.normalized]
-        # The scan's objects stay alive: keep the garbage collector from walking them while the
-        # baselines allocate, which would slow the baselines (rensa's sketches, datasketch's
-        # LSH) for reasons of this script, not of theirs.
         gc.collect()
         gc.freeze()
-        # The script's speed wanders with the machine's like dedup's: timed more than once, and
-        # its fastest round taken, the ratio errs against dedup rather than for it.
-        rounds = [baseline(texts, config) for _ in range(args.baseline_rounds if baselines else 0)]
-        base = min(rounds) if rounds else None
         ours, rensa = signature_stage(texts, config)
-
+        gc.unfreeze()
+    assert report is not None
+    # Each side's speed wanders with the machine's: each is timed --rounds times, alternating,
+    # and the ratio is of the two fastest rounds.
+    elapsed = min(scans)
+    base = min(rounds) if rounds else None
     passages = report.summary.passages
     print(f"dump: {size / 1e6:.1f} MB, {report.summary.files} files, {passages} passages")
     print(
         f"dedup: {elapsed:.2f} s = {size / 1e6 / elapsed:.2f} MB/s, {passages / elapsed:.0f} "
-        f"passages/s, {report.summary.clusters} clusters, jobs={report.jobs}"
+        f"passages/s, {report.summary.clusters} clusters, jobs={report.jobs} (fastest of "
+        f"{', '.join(f'{seconds:.2f}' for seconds in scans)} s; stages of the last round)"
     )
     for stage, seconds in report.timings.items():
         print(f"  {stage:<12} {seconds:8.2f} s  {seconds / report.timings['total']:6.1%}")
-    print(f"  peak RSS: main {peak_mb:.0f} MB, largest worker {children_mb:.0f} MB")
+    print(f"  peak RSS: main {peak_mb:.0f} MB, largest child process {children_mb:.0f} MB")
     figures = {
         "mb": size / 1e6,
         "seconds": elapsed,
@@ -241,7 +267,7 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
             f"{base:.2f} s = {sampled / 1e6 / base:.2f} MB/s"
         )
         ratio = (size / elapsed) / (sampled / base)
-        print(f"ratio dedup end-to-end vs baseline's fastest round (MB/s): {ratio:.1f}x")
+        print(f"ratio dedup end-to-end vs baseline, fastest rounds (MB/s): {ratio:.1f}x")
         figures["baseline_mb_s"] = sampled / 1e6 / base
     print(f"signature stage, one process, {len(texts)} passages: dedup {ours:.2f} s", end="")
     if rensa is None:

@@ -182,9 +182,13 @@ def _prepare_input(
     converted = int(np.count_nonzero(windows.converted[kept] >= CONVERTED_PASSAGE))
     stats.add("passages-converted", converted)
 
+    texts = tuple(windows.texts[i] for i in kept.tolist())
+    hashes = windows.hashes[kept]
+    # Copies of texts this worker handed back already go back without their text, and without
+    # a signature (zeros): the main process uses neither, only the first passage of each text.
+    handing_back = np.ones(len(texts), dtype=np.bool_) if copies is None else copies.keep(hashes)
     with timer("fingerprint"):
-        texts = tuple(windows.texts[i] for i in kept.tolist())
-        fingerprints = signatures(texts, config.ngram, config.num_perm, config.seed)
+        fingerprints = _signatures_of(texts, handing_back, config)
 
     entry = InputFile(
         path=result.path,
@@ -198,13 +202,12 @@ def _prepare_input(
         normalization=dict(sorted(stats.counts.items())),
     )
     passages = windows.spans.take(kept)
-    hashes = windows.hashes[kept]
     with timer("segment"):
         byte_spans = _byte_spans(result, passages, whole_size, config)
-    handed_back: tuple[str | None, ...] = texts
-    if copies is not None:
-        keep = copies.keep(hashes).tolist()
-        handed_back = tuple(text if kept else None for text, kept in zip(texts, keep, strict=True))
+    handed_back = tuple(
+        text if handing else None
+        for text, handing in zip(texts, handing_back.tolist(), strict=True)
+    )
     return PreparedInput(
         entry,
         None,
@@ -215,6 +218,20 @@ def _prepare_input(
         len(lengths) - len(kept),
         byte_spans,
     )
+
+
+def _signatures_of(
+    texts: Sequence[str], handing_back: npt.NDArray[np.bool_], config: ScanConfig
+) -> npt.NDArray[np.uint32]:
+    """The signatures of the texts handed back; zeros for the others."""
+    if handing_back.all():
+        return signatures(texts, config.ngram, config.num_perm, config.seed)
+    rows = np.flatnonzero(handing_back)
+    made = np.zeros((len(texts), config.num_perm), dtype=np.uint32)
+    made[rows] = signatures(
+        [texts[row] for row in rows.tolist()], config.ngram, config.num_perm, config.seed
+    )
+    return made
 
 
 def _byte_spans(
