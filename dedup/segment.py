@@ -508,7 +508,8 @@ def _window_hashes(
     """Two independent 64-bit hashes of each window ``codes[starts[i]:ends[i]]``: FNV-1a, and a
     multiply-xorshift hash (a different construction, so that texts colliding in one are no
     likelier to collide in the other). A scan takes texts whose two hashes are equal as exact
-    copies: 128 bits, where two of a billion distinct texts collide with odds below 10^-20."""
+    copies: 128 bits, where (were the hashes ideal) two of a billion distinct texts would
+    collide with odds of about 10^-21."""
     hashes = np.empty((starts.shape[0], 2), dtype=np.int64)
     for window in range(starts.shape[0]):
         fnv = np.uint64(0xCBF29CE484222325)
@@ -526,8 +527,8 @@ def _window_hashes(
 def text_hashes(texts: Sequence[str]) -> npt.NDArray[np.int64]:
     """The two hashes of each text that a scan's windows carry (see ChapterWindows.hashes)."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    return _window_hashes(code_points("".join(texts)), starts, starts + lengths)
+    ends = np.cumsum(lengths)
+    return _window_hashes(code_points("".join(texts)), ends - lengths, ends)
 
 
 @compiled

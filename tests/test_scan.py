@@ -192,6 +192,12 @@ def test_exact_copies_are_found_by_two_hashes(seed_simplified: str) -> None:
     # A single character apart is another text.
     near = [a, a[:-1] + ("。" if a[-1] != "。" else "，")]
     assert _exact_copies(near)[0].tolist() == [0, 1]
+    assert text_hashes([]).shape == (0, 2)
+    assert _exact_copies([])[0].tolist() == []
+    assert (
+        text_hashes(["", "天"]).tolist()
+        == _window_hashes(code_points("天"), np.array([0, 0]), np.array([0, 1])).tolist()
+    )
 
 
 def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
