@@ -13,6 +13,7 @@ from dedup import copies, pipeline
 from dedup.config import ScanConfig
 from dedup.copies import CopyFilter, forget_scan, new_scan
 from dedup.read import discover_inputs
+from dedup.script import convert
 from dedup.segment import text_hashes
 
 
@@ -53,7 +54,7 @@ def _dump(tmp_path: Path, seed_simplified: str, hongloumeng_simplified: str) -> 
     """Sites copying the same chapters whole (exact copies after normalization, one site in
     Traditional), and one with a scene of its own."""
     book = hongloumeng_simplified[:20000]
-    traditional = decode_traditional(book)
+    traditional = convert(book, ("s2t",))
     for site, text in (
         ("a", book),
         ("b", book),
@@ -64,12 +65,6 @@ def _dump(tmp_path: Path, seed_simplified: str, hongloumeng_simplified: str) -> 
         (tmp_path / site).mkdir()
         (tmp_path / site / "book.txt").write_text(text, "utf-8")
     return tmp_path
-
-
-def decode_traditional(text: str) -> str:
-    from dedup.script import convert
-
-    return convert(text, ("s2t",))
 
 
 def test_a_scan_gives_the_same_report_with_copies_left_out(

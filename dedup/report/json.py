@@ -108,8 +108,10 @@ def _write_pages_and_tables(
     from dedup.report.html import write_html
     from dedup.report.tables import write_tables
 
-    written = [write_html(report, directory)] if "html" in formats else []
-    return written + write_tables(report, directory, set(formats) - {"jsonl"})
+    if "html" in formats:
+        write_html(report, directory)
+    write_tables(report, directory, set(formats) - {"jsonl"})
+    return _pages_and_tables(directory, formats)
 
 
 def _pages_and_tables(directory: Path, formats: tuple[str, ...]) -> list[Path]:
