@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from dedup.config import (
     SCRIPTS,
     ScanConfig,
 )
-from dedup.errors import DedupError, ExitStatus
+from dedup.errors import ConfigError, DedupError, ExitStatus
 from dedup.explain import explain
 from dedup.models import Report
 from dedup.pipeline import normalize_file, scan
@@ -171,6 +172,20 @@ def input_options(function: F) -> F:
             help="Skip any input larger than this once decompressed (guards against zip bombs).",
         ),
         click.option(
+            "--max-whole-file-mb",
+            type=click.IntRange(1),
+            default=_defaults.max_whole_file_mb,
+            show_default=True,
+            help="Skip any JSON array, CSV, HTML, EPUB or Parquet input larger than this once "
+            "decompressed: these are parsed whole, in several times their size of memory "
+            "(text and JSON Lines are read as streams).",
+        ),
+        click.option(
+            "--follow-links",
+            is_flag=True,
+            help="Read links to files and folders outside the scanned folders too.",
+        ),
+        click.option(
             "--encoding",
             default=None,
             help="Read every file in this encoding instead of detecting it (e.g. gb18030, big5hkscs).",
@@ -249,10 +264,20 @@ class _UserError(click.ClickException):
         click.echo(f"dedup: error: {self.format_message()}", err=True)
 
 
+class _BadOption(click.UsageError):
+    """A ConfigError: an option value that cannot work, found before any work is done (exit 2,
+    as click's own usage errors)."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"dedup: error: {self.format_message()}", err=True)
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except ConfigError as error:
+            raise _BadOption(str(error)) from error
         except DedupError as error:
             raise _UserError(str(error)) from error
 
@@ -304,7 +329,9 @@ def scan_command(
     from standard input, one per line (find dumps/ -name '*.txt' | dedup scan -).
     """
     if "-" in paths:
-        stdin_paths = [line.strip() for line in sys.stdin if line.strip()]
+        # As bytes: a path need not be UTF-8 (os.fsdecode keeps any byte, as os.walk does).
+        lines = sys.stdin.buffer.read().splitlines()
+        stdin_paths = [os.fsdecode(line.strip()) for line in lines if line.strip()]
         paths = tuple(path for path in paths if path != "-") + tuple(stdin_paths)
         if not paths:
             raise click.UsageError("no paths on standard input")

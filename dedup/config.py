@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import codecs
+import difflib
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from dedup.errors import ConfigError
@@ -51,6 +53,10 @@ class ScanConfig:
     encoding: str | None = None
     errors: DecodeErrors = "strict"
     max_file_mb: int = 2048
+    # Formats a reader holds whole in memory (JSON arrays, CSV, HTML, EPUB, Parquet) take
+    # several times their size while parsed: they have a cap of their own.
+    max_whole_file_mb: int = 256
+    follow_links: bool = False
     skip_steps: tuple[str, ...] = ()
     keep: str = "longest"
     max_cluster_size: int = 200
@@ -101,8 +107,39 @@ class ScanConfig:
             raise ConfigError(f"max_cluster_size must be at least 2, not {self.max_cluster_size}")
         if self.max_file_mb < 1:
             raise ConfigError(f"max_file_mb must be at least 1, not {self.max_file_mb}")
+        if self.max_whole_file_mb < 1:
+            raise ConfigError(f"max_whole_file_mb must be at least 1, not {self.max_whole_file_mb}")
+        if self.encoding is not None:
+            try:
+                codecs.lookup(self.encoding)
+            except LookupError:
+                raise ConfigError(
+                    f"unknown encoding {self.encoding!r}; use a Python codec name such as "
+                    "gb18030, big5hkscs, utf-16 or utf-8"
+                ) from None
         if self.jobs < 0:
             raise ConfigError(f"jobs must be 0 (all cores) or a positive number, not {self.jobs}")
+
+    @classmethod
+    def of(cls, **options: Any) -> ScanConfig:
+        """A config from keyword options, with a DedupError (not a TypeError) for a misspelt
+        one."""
+        names = [item.name for item in fields(cls)]
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            hints = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, names, n=1)
+                hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ConfigError(
+                f"unknown option {', '.join(hints)}; the options are the fields of "
+                "dedup.ScanConfig: " + ", ".join(names)
+            )
+        return cls(**options)
+
+    def to_fields(self) -> dict[str, Any]:
+        """Every field by name, as ``ScanConfig(**fields)`` takes them."""
+        return {item.name: getattr(self, item.name) for item in fields(self)}
 
     @property
     def worker_count(self) -> int:

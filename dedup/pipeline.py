@@ -12,6 +12,7 @@ import contextlib
 import gc
 import itertools
 import multiprocessing
+import os
 import re
 import time
 from collections import Counter
@@ -756,20 +757,24 @@ def normalize_file(
     return NormalizedFile(path, encoding, tuple(chapters), stats, tuple(warnings))
 
 
-def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any) -> Report:
-    """Scan the files under ``paths`` for near-duplicate passages.
+def scan(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    config: ScanConfig | None = None,
+    **options: Any,
+) -> Report:
+    """Scan the files under ``paths`` (one path, or several) for near-duplicate passages.
 
     Options are :class:`ScanConfig` fields, given as a ``config`` or as keywords
-    (``scan(["dump/"], threshold=0.6)``).
+    (``scan(["dump/"], threshold=0.6)``); keywords given with a ``config`` override its fields.
     """
     from dedup import __version__
 
-    config = config if config is not None else ScanConfig(**options)
+    config = scan_config(config, options)
     timer = StageTimer()
     started = time.perf_counter()
 
     with timer("discover"):
-        files, skipped = discover_inputs(paths)
+        files, skipped = discover_inputs(path_list(paths), config.follow_links)
     with _collector_paused(), _workers(config, len(files)) as executor:
         prepared = _prepare_all(files, config, timer, executor)  # read .. fingerprint
         spans, file_of, byte_spans = prepared.spans()
@@ -836,6 +841,22 @@ def scan(paths: Iterable[str], config: ScanConfig | None = None, **options: Any)
         timings=dict(timer.seconds),
         jobs=min(config.worker_count, max(1, len(files))),
     )
+
+
+def scan_config(config: ScanConfig | None, options: dict[str, Any]) -> ScanConfig:
+    """``config`` with ``options`` (ScanConfig fields) applied; a misspelt one is a
+    ConfigError."""
+    if config is None:
+        return ScanConfig.of(**options)
+    return ScanConfig.of(**{**config.to_fields(), **options}) if options else config
+
+
+def path_list(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The paths a caller gave, as strings: one path (a string is one path, not a list of
+    one-character paths) or several."""
+    if isinstance(paths, str | os.PathLike):
+        return [os.fspath(paths)]
+    return [os.fspath(path) for path in paths]
 
 
 CHANGED_WHILE_SCANNING = (

@@ -142,9 +142,17 @@ def test_compressed_files_read_like_the_plain_file(
     assert result.documents[0].text == seed_with_ads
 
 
-def test_truncated_gzip_is_skipped_with_a_reason(tmp_path: Path, seed_with_ads: str) -> None:
+def test_truncated_gzip_keeps_its_intact_lines_with_a_warning(
+    tmp_path: Path, seed_with_ads: str
+) -> None:
     packed = gzip.compress(seed_with_ads.encode())
     (tmp_path / "ch.txt.gz").write_bytes(packed[: len(packed) // 2])
+    (result,) = _read(tmp_path / "ch.txt.gz")
+    assert result.skipped is None
+    text = result.documents[0].text
+    assert 0 < len(text) < len(seed_with_ads) and seed_with_ads.startswith(text)
+    assert any("truncated" in warning for warning in result.warnings)
+    (tmp_path / "ch.txt.gz").write_bytes(packed[:30])  # nothing intact: skipped, saying why
     (result,) = _read(tmp_path / "ch.txt.gz")
     assert result.skipped is not None and "truncated" in result.skipped.reason
 
@@ -273,7 +281,9 @@ def test_large_files_are_read_as_streams(
             e.encoding for e in whole.inputs if e.path == entry.path
         ).replace("-le", "")
     mirror = next(e for e in streamed.inputs if e.path.endswith("dump.jsonl"))
-    assert mirror.records == 3 and mirror.warnings[0].startswith("line 3: not valid JSON")
+    assert mirror.records == 3 and mirror.warnings[0].startswith(
+        "record 2 (line 3): not valid JSON"
+    )
     for cluster in streamed.clusters:
         for member in cluster.members:
             if member.record is None:

@@ -91,8 +91,12 @@ def test_jsonl_keeps_good_records_and_reports_bad_lines(
     assert [document.record for document in result.documents] == [0, 2]
     assert result.documents[0].text == seed_traditional
     assert result.documents[0].title == "第一章"
-    assert any(warning.startswith("line 2: not valid JSON") for warning in result.warnings)
-    assert any(warning.startswith("line 4: no text field") for warning in result.warnings)
+    assert any(
+        warning.startswith("record 1 (line 2): not valid JSON") for warning in result.warnings
+    )
+    assert any(
+        warning.startswith("record 3 (line 4): no text field") for warning in result.warnings
+    )
 
 
 def test_json_array_and_custom_text_field(tmp_path: Path, seed_simplified: str) -> None:

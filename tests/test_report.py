@@ -150,7 +150,7 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
         for p in c["pairs"]
     )
     lower = runner.invoke(cli, ["report", str(tmp_path), "--threshold", "0.3"])
-    assert lower.exit_code == 1 and "scan again" in lower.stderr
+    assert lower.exit_code == 2 and "scan again" in lower.stderr
 
 
 HOSTILE = (

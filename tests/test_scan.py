@@ -95,7 +95,7 @@ def test_inputs_and_skipped_are_listed(report: dedup.Report) -> None:
     assert formats["site-mirror/dump.jsonl"] == ("jsonl", "utf-8")
     mirror = next(e for e in report.inputs if e.path.endswith("dump.jsonl"))
     assert mirror.records == 3
-    assert mirror.warnings[0].startswith("line 3: not valid JSON")
+    assert mirror.warnings[0].startswith("record 2 (line 3): not valid JSON")
     assert [(_relative(s.path), s.reason.split(" (")[0]) for s in report.skipped] == [
         ("README.md", "not a supported format")
     ]

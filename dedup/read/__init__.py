@@ -12,8 +12,15 @@ from dataclasses import dataclass
 
 from dedup.config import ScanConfig
 from dedup.models import Document, Skipped
-from dedup.read.containers import RawInput, raw_inputs
-from dedup.read.decode import DecodeFailure, decode_bytes, decode_stream, detect_encoding
+from dedup.read.containers import Limits, RawInput, raw_inputs
+from dedup.read.decode import (
+    DecodeFailure,
+    Replacements,
+    decode_bytes,
+    decode_stream,
+    detect_encoding,
+    replacement_warning,
+)
 from dedup.read.discover import FoundFile, discover_inputs, file_stamp
 from dedup.read.epub import NotAnEpub, documents_from_epub
 from dedup.read.html import visible_text
@@ -59,7 +66,8 @@ class ReadResult:
 def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
     """Every input inside ``file`` (one, unless it is an archive), read or skipped, one at a
     time: an archive's entries are never all in memory together."""
-    for raw in raw_inputs(file, config.max_file_mb * 1_000_000):
+    limits = Limits(config.max_file_mb * 1_000_000, config.max_whole_file_mb * 1_000_000)
+    for raw in raw_inputs(file, limits):
         if isinstance(raw, Skipped):
             yield ReadResult(raw.path, file.source, file.format, "", (), (), raw)
         else:
@@ -74,14 +82,27 @@ def _read_stream(raw: RawInput, config: ScanConfig, fields: RecordFields) -> Rea
         return ReadResult(
             raw.path, raw.source, raw.format, "", (), (), Skipped(raw.path, str(failure))
         )
-    chunks = decode_stream(raw.data, raw.rest, encoding, config.errors)
-    warnings: list[str] = []
+    replaced: list[Replacements] = []
+    warnings = raw.warnings  # the container's warnings come in as it is read, and the reader's
+    chunks = _then_replacements(
+        decode_stream(raw.data, raw.rest, encoding, config.errors, replaced=replaced),
+        replaced,
+        warnings,
+    )
     documents: Iterator[Document]
     if raw.format == "jsonl":
         documents = documents_from_jsonl_stream(raw.path, raw.source, chunks, fields, warnings)
     else:
         documents = documents_from_text_stream(raw.path, raw.source, chunks)
     return ReadResult(raw.path, raw.source, raw.format, encoding, documents, warnings)
+
+
+def _then_replacements(
+    chunks: Iterator[str], replaced: list[Replacements], warnings: list[str]
+) -> Iterator[str]:
+    yield from chunks
+    for tally in replaced:
+        warnings += replacement_warning(tally.count, tally.first)
 
 
 def read_bytes(
@@ -100,6 +121,8 @@ def _read_input(raw: RawInput, config: ScanConfig) -> ReadResult:
     )
     if raw.rest is not None:
         return _read_stream(raw, config, fields)
+    if not raw.data and raw.warnings:  # nothing intact before the damage
+        return skip(raw.warnings[0])
     encoding = "binary"
     try:
         if raw.format == "epub":
@@ -125,10 +148,13 @@ def _read_input(raw: RawInput, config: ScanConfig) -> ReadResult:
                 warnings = []
             else:
                 documents, warnings = documents_from_text(raw.path, raw.source, decoded)
+        if encoding != "binary":
+            warnings = decoded.replacement_warnings() + list(warnings)
     except DecodeFailure as failure:
         return skip(str(failure))
     except (NotRecords, NotAnEpub, TableError) as error:
         return skip(str(error))
+    warnings = raw.warnings + list(warnings)
 
     if not documents:
         reason = "no usable records" if raw.format in RECORD_FORMATS else "no text"

@@ -49,6 +49,70 @@ class DecodeFailure(Exception):
 class Decoded:
     text: str
     encoding: str
+    # With errors="replace": how many invalid byte sequences became U+FFFD, and where the
+    # first one was (a byte offset), so that the reader can say so.
+    replaced: int = 0
+    first_replaced: int = -1
+
+    def replacement_warnings(self) -> list[str]:
+        return replacement_warning(self.replaced, self.first_replaced)
+
+
+def replacement_warning(replaced: int, first: int) -> list[str]:
+    if not replaced:
+        return []
+    sequences = "sequence" if replaced == 1 else "sequences"
+    return [
+        f"{replaced:,} invalid byte {sequences} replaced with U+FFFD (--errors replace), the "
+        f"first at byte offset {first:,}"
+    ]
+
+
+@dataclass
+class Replacements:
+    """What the counting error handler saw: decoding errors, and the first one's byte offset
+    (``base`` is the offset of what is being decoded, for a stream read in chunks)."""
+
+    count: int = 0
+    first: int = -1
+    base: int = 0
+
+
+_tallies: list[Replacements] = []  # the tally the handler adds to: the innermost decode's
+_COUNTING = "dedup-counted-replace"
+
+
+@functools.cache
+def _counting_errors() -> str:
+    """The name of an error handler that replaces as "replace" does and counts (registered on
+    first use, not when dedup is imported)."""
+
+    def replace_and_count(error: UnicodeError) -> tuple[str, int]:
+        if not isinstance(error, UnicodeDecodeError):
+            raise error
+        if _tallies:
+            tally = _tallies[-1]
+            if not tally.count:
+                tally.first = tally.base + error.start
+            tally.count += 1
+        return "\ufffd", error.end
+
+    codecs.register_error(_COUNTING, replace_and_count)
+    return _COUNTING
+
+
+def _decoded(data: bytes, encoding: str, errors: str, strip_bom: bool = False) -> Decoded:
+    if errors != "replace":
+        text = data.decode(encoding, errors)
+        return Decoded(text.removeprefix("\ufeff") if strip_bom else text, encoding)
+    tally = Replacements()
+    _tallies.append(tally)
+    try:
+        text = data.decode(encoding, _counting_errors())
+    finally:
+        _tallies.pop()
+    text = text.removeprefix("\ufeff") if strip_bom else text
+    return Decoded(text, encoding, tally.count, tally.first)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -129,13 +193,24 @@ def detect_encoding(head: bytes, encoding: str | None = None) -> str:
 
 
 def decode_stream(
-    head: bytes, rest: IO[bytes], encoding: str, errors: str = "strict", chunk_bytes: int = 1 << 20
+    head: bytes,
+    rest: IO[bytes],
+    encoding: str,
+    errors: str = "strict",
+    chunk_bytes: int = 1 << 20,
+    replaced: list[Replacements] | None = None,
 ) -> Iterator[str]:
-    """Decode ``head`` then the rest of the stream, a chunk at a time."""
-    decoder = codecs.getincrementaldecoder(encoding)(errors)
+    """Decode ``head`` then the rest of the stream, a chunk at a time; with
+    ``errors="replace"``, what was replaced is appended to ``replaced`` at the end."""
+    counting = errors == "replace"
+    decoder = codecs.getincrementaldecoder(encoding)(_counting_errors() if counting else errors)
     consumed = 0
     chunk = head
+    tally = Replacements()
     while True:
+        tally.base = consumed
+        if counting:
+            _tallies.append(tally)
         try:
             text = decoder.decode(chunk, final=not chunk)
         except UnicodeDecodeError as error:
@@ -143,9 +218,14 @@ def decode_stream(
                 f"invalid {encoding} byte sequence at byte offset {consumed + error.start}; "
                 "pass --errors replace to read it with replacement characters, or --encoding NAME"
             ) from error
+        finally:
+            if counting:
+                _tallies.pop()
         if text:
             yield text
         if not chunk:
+            if replaced is not None:
+                replaced.append(tally)
             return
         consumed += len(chunk)
         chunk = rest.read(chunk_bytes)
@@ -158,7 +238,7 @@ def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict
         raise DecodeFailure("empty file: nothing to read")
     if encoding is not None:
         try:
-            return Decoded(data.decode(encoding, errors), encoding)
+            return _decoded(data, encoding, errors)
         except UnicodeDecodeError as error:
             raise DecodeFailure(
                 f"does not decode as {encoding} (first bad byte at offset {error.start}); "
@@ -172,13 +252,13 @@ def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict
     for bom, bom_encoding in BOMS:
         if data.startswith(bom):
             try:
-                text = data.decode(bom_encoding, errors)
+                decoded = _decoded(data, bom_encoding, errors, strip_bom=True)
             except UnicodeDecodeError as error:
                 raise DecodeFailure(
                     f"starts with a {bom_encoding} byte-order mark but has an invalid byte "
                     f"sequence at offset {error.start}; pass --errors replace to read it anyway"
                 ) from error
-            return Decoded(text.removeprefix("\ufeff"), bom_encoding)
+            return decoded
 
     # Valid UTF-8 throughout is all the evidence needed: GB18030, Big5 and UTF-16 text (beyond
     # pure ASCII) practically never is, and scoring costs time on every file.
@@ -208,10 +288,7 @@ def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict
             continue  # the sample was clean but a later part is not: try the next candidate
 
     if b"\x00" in data[:SAMPLE_BYTES] and not scored:
-        raise DecodeFailure(
-            "binary file (contains NUL bytes): not text; remove it from the dump or pass "
-            "--encoding if it is UTF-16/UTF-32 text"
-        )
+        raise DecodeFailure(_with_nul_bytes(data))
     guess = _best_with_replacement(data)
     if guess is None:
         raise DecodeFailure(
@@ -219,11 +296,22 @@ def decode_bytes(data: bytes, encoding: str | None = None, errors: str = "strict
             "unknown data. If it is text, pass --encoding NAME"
         )
     if errors == "replace":
-        return guess
+        return _decoded(data, guess.encoding, errors)
     offset = _first_bad_byte(data, guess.encoding)
+    if offset < 0:  # it decodes, but NUL bytes kept it from being believed
+        raise DecodeFailure(_with_nul_bytes(data))
     raise DecodeFailure(
         f"looks like {guess.encoding} but has an invalid byte sequence at byte offset {offset}; "
         "pass --errors replace to read it with replacement characters, or --encoding NAME"
+    )
+
+
+def _with_nul_bytes(data: bytes) -> str:
+    first = data.find(b"\x00")
+    return (
+        f"binary data: holds NUL bytes (the first at byte offset {first:,}), which "
+        "text never has; remove the file from the dump, strip them (tr -d '\\000') if it is "
+        "text, or pass --encoding if it is UTF-16/UTF-32 text"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -42,23 +43,66 @@ class FoundFile:
     stamp: tuple[int, int] | None = None
 
 
+# Bytes of a name that are not UTF-8 (held by Python as surrogate escapes), other lone
+# surrogates, and control characters: shown escaped, so that a name can be printed and stored
+# in a UTF-8 report, and cannot send escape sequences to a terminal.
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, as os.fsdecode holds it
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shown(name: str) -> str:
+    """``name`` as it can be printed and stored: what cannot be is shown escaped (\\xff)."""
+    return _UNSHOWABLE.sub(_escaped, name)
+
+
 def _display(path: PurePath | str) -> str:
-    return PurePath(path).as_posix()
+    return shown(PurePath(path).as_posix())
 
 
 def _source_for(root: Path, file: Path) -> str:
     """One folder per site: the first folder under the scanned root, else the parent's name."""
     relative = file.relative_to(root)
     if len(relative.parts) > 1:
-        return relative.parts[0]
-    return Path(os.path.abspath(file)).parent.name or "."
+        return shown(relative.parts[0])
+    return _parent_name(file)
 
 
-def discover_inputs(paths: Iterable[str]) -> tuple[list[FoundFile], list[Skipped]]:
+def _parent_name(file: Path) -> str:
+    return shown(Path(os.path.abspath(file)).parent.name or ".")
+
+
+# A folder dedup is writing a report into holds this file until the report is complete.
+WRITING_MARKER = ".dedup-writing"
+
+
+def is_report_folder(folder: Path | str) -> bool:
+    """Whether ``folder`` is a report dedup wrote (or is writing): scanning it would read the
+    report's own tables back in as a source."""
+    folder = Path(folder)
+    if os.path.lexists(folder / WRITING_MARKER):
+        return True
+    try:
+        with open(folder / "report.json", "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return False
+    return head.replace(b" ", b"").replace(b"\n", b"").startswith(b'{"dedup_version"')
+
+
+def discover_inputs(
+    paths: Iterable[str], follow_links: bool = False
+) -> tuple[list[FoundFile], list[Skipped]]:
     """List every file under ``paths`` in a fixed order, whatever order the paths were given in.
 
     A path that does not exist is the user's mistake and stops the scan; a bad file inside a
-    folder (broken link, unknown format) is listed as skipped and the scan goes on.
+    folder (broken link, unknown format) is listed as skipped and the scan goes on. Inside a
+    folder, a link is read only when it points into that folder, unless ``follow_links``.
     """
     found: dict[str, FoundFile] = {}
     skipped: dict[str, Skipped] = {}
@@ -66,37 +110,72 @@ def discover_inputs(paths: Iterable[str]) -> tuple[list[FoundFile], list[Skipped
     for given in roots:
         root = Path(given)
         if not os.path.lexists(root):
-            raise InputPathError(f"{given}: no such file or folder; check the path and try again")
+            raise InputPathError(
+                f"{shown(given)}: no such file or folder; check the path and try again"
+            )
         if root.is_dir():
-            entries = _walk(root, skipped)
+            entries = _walk(root, skipped, follow_links)
         else:
-            entries = [(root, Path(os.path.abspath(root)).parent.name or ".")]
+            entries = [(root, _parent_name(root))]
         for file, source in entries:
             _add(file, source, found, skipped)
     return sorted(found.values()), sorted(skipped.values(), key=lambda entry: entry.path)
 
 
-def _walk(root: Path, skipped: dict[str, Skipped]) -> list[tuple[Path, str]]:
+def _skip(skipped: dict[str, Skipped], path: Path | str, reason: str) -> None:
+    where = _display(path)
+    skipped[where] = Skipped(where, reason)
+
+
+def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[tuple[Path, str]]:
     entries: list[tuple[Path, str]] = []
+    inside = os.path.realpath(root)
+    seen_folders = {inside}
 
     def on_error(error: OSError) -> None:
-        where = _display(error.filename or root)
-        skipped[where] = Skipped(
-            where, f"cannot list this folder ({error.strerror}); check its permissions"
+        _skip(
+            skipped,
+            error.filename or root,
+            f"cannot list this folder ({error.strerror}); check its permissions",
         )
 
-    for folder, dirnames, filenames in os.walk(root, onerror=on_error):
+    def outside(path: Path) -> bool:
+        real = os.path.realpath(path)
+        return os.path.commonpath([inside, real]) != inside
+
+    for folder, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=follow_links):
         dirnames.sort()
         for dirname in list(dirnames):
             subdir = Path(folder, dirname)
-            if subdir.is_symlink():
+            if is_report_folder(subdir):
                 dirnames.remove(dirname)
-                where = _display(subdir)
-                skipped[where] = Skipped(
-                    where, "a link to a folder, not followed (scan the folder it points to instead)"
+                _skip(
+                    skipped, subdir, "a report dedup wrote: left out (its tables are not a source)"
                 )
+            elif subdir.is_symlink() and not follow_links:
+                dirnames.remove(dirname)
+                _skip(
+                    skipped,
+                    subdir,
+                    "a link to a folder, not followed (scan the folder it points to instead, "
+                    "or pass --follow-links)",
+                )
+            elif follow_links:
+                real = os.path.realpath(subdir)
+                if real in seen_folders:  # a link loop, or a folder reached twice
+                    dirnames.remove(dirname)
+                seen_folders.add(real)
         for filename in sorted(filenames):
             file = Path(folder, filename)
+            if not follow_links and file.is_symlink() and outside(file):
+                target = shown(os.path.realpath(file))
+                _skip(
+                    skipped,
+                    file,
+                    f"a link to a file outside the scanned folder ({target}): not followed; "
+                    "pass --follow-links to read it",
+                )
+                continue
             entries.append((file, _source_for(root, file)))
     return entries
 
@@ -114,6 +193,13 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     where = _display(file)
     try:
         real = os.path.realpath(file, strict=True)
+    except PermissionError:
+        skipped[where] = Skipped(
+            where,
+            "permission denied on the folder it is in; make the folder searchable "
+            "(chmod +x) and scan again",
+        )
+        return
     except (OSError, RuntimeError):
         skipped[where] = Skipped(where, "broken symbolic link (or a link loop): nothing to read")
         return

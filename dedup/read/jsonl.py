@@ -9,6 +9,7 @@ counted in the file's warnings with its line number, and the good records are ke
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from dedup.models import Document
 from dedup.read.decode import Decoded
 
 MAX_LISTED_WARNINGS = 20
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +39,20 @@ def _first_value(record: dict[str, Any], names: Iterable[str]) -> str | None:
     for name in names:
         value = record.get(name)
         if isinstance(value, str):
-            return value
+            return _without_surrogates(value)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return str(value)
     return None
+
+
+def _without_surrogates(text: str) -> str:
+    """``text`` with any lone surrogate (JSON can spell one: "\\ud800") as U+FFFD: it is not
+    a character, and a UTF-8 report cannot hold it. One code point for one, so offsets hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def documents_from_records(
@@ -52,11 +64,22 @@ def documents_from_records(
         if not isinstance(record, dict):
             warnings.append(f"{where}: not a JSON object, skipped")
             continue
-        text = record.get(next((name for name in fields.text if name in record), ""), None)
-        if not isinstance(text, str):
+        # The first text field that holds a string: a record may carry "content": null
+        # beside the "text" that has it.
+        text = next(
+            (record[name] for name in fields.text if isinstance(record.get(name), str)), None
+        )
+        if text is None:
             names = ", ".join(fields.text)
             warnings.append(f"{where}: no text field ({names}); use --text-field to name it")
             continue
+        clean = _without_surrogates(text)
+        if clean is not text:
+            warnings.append(
+                f"{where}: lone surrogates (escapes such as \\ud800 that are no character) "
+                "replaced with U+FFFD"
+            )
+            text = clean
         title = _first_value(record, fields.title)
         record_source = _first_value(record, fields.source) if fields.source else None
         documents.append(
@@ -89,9 +112,9 @@ def documents_from_jsonl(
             if not line.strip():
                 continue
             try:
-                yield index, f"line {index + 1}", json.loads(line)
+                yield index, _line(index), json.loads(line)
             except json.JSONDecodeError as error:
-                broken.append(f"line {index + 1}: not valid JSON ({error.msg}), skipped")
+                broken.append(f"{_line(index)}: not valid JSON ({error.msg}), skipped")
 
     documents, warnings = documents_from_records(path, source, parsed(), fields)
     return documents, capped(broken) + warnings
@@ -112,20 +135,36 @@ def documents_from_jsonl_stream(
                 index += 1
         yield from _parsed(index, pending)
 
+    listed = hidden = 0  # warnings past MAX_LISTED_WARNINGS are counted rather than listed
+
+    def warn(problems: list[str]) -> None:
+        nonlocal listed, hidden
+        shown = problems[: max(0, MAX_LISTED_WARNINGS - listed)]
+        warnings.extend(shown)
+        listed += len(shown)
+        hidden += len(problems) - len(shown)
+
     def _parsed(index: int, line: str) -> Iterator[tuple[int, str, Any]]:
         if not line.strip():
             return
         try:
-            yield index, f"line {index + 1}", json.loads(line)
+            yield index, _line(index), json.loads(line)
         except json.JSONDecodeError as error:
-            if len(warnings) < MAX_LISTED_WARNINGS:
-                warnings.append(f"line {index + 1}: not valid JSON ({error.msg}), skipped")
+            warn([f"{_line(index)}: not valid JSON ({error.msg}), skipped"])
 
     for index, where, record in lines():
         documents, problems = documents_from_records(path, source, [(index, where, record)], fields)
-        if len(warnings) < MAX_LISTED_WARNINGS:
-            warnings += problems
+        if problems:
+            warn(problems)
         yield from documents
+    if hidden:
+        warnings.append(f"... and {hidden:,} more like these")
+
+
+def _line(index: int) -> str:
+    """Where a JSON Lines record is, for people: the report's 0-based record number, and the
+    1-based line an editor shows."""
+    return f"record {index} (line {index + 1})"
 
 
 class NotRecords(ValueError):
@@ -146,5 +185,5 @@ def documents_from_json(
         data = [data]
     if not isinstance(data, list):
         raise NotRecords("JSON file holds neither an object nor a list of objects")
-    records = ((index, f"element {index}", record) for index, record in enumerate(data))
+    records = ((index, f"record {index}", record) for index, record in enumerate(data))
     return documents_from_records(path, source, records, fields)

@@ -30,7 +30,7 @@ def csv_rows(
         except csv.Error as error:
             warnings.append(f"line {reader.line_num}: not valid CSV ({error}), skipped")
             continue
-        yield index, f"row {index + 1} (line {reader.line_num})", row
+        yield index, f"record {index} (line {reader.line_num})", row
         index += 1
 
 
@@ -47,5 +47,5 @@ def parquet_rows(data: bytes, wanted: Sequence[str]) -> Iterator[tuple[int, str,
     index = 0
     for batch in table.iter_batches(columns=columns, batch_size=1024):
         for row in batch.to_pylist():
-            yield index, f"row {index + 1}", row
+            yield index, f"record {index}", row
             index += 1

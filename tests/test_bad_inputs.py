@@ -1,0 +1,272 @@
+"""Hostile and damaged inputs: each costs only itself, is named with a reason, and never
+crashes the scan or truncates the report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dedup
+from dedup.cli import cli
+from dedup.config import ScanConfig
+from dedup.read import discover_inputs, read_file
+
+
+def _read(path: Path, **options: object) -> list:  # type: ignore[type-arg]
+    (found,), skipped = discover_inputs([str(path)])
+    assert skipped == []
+    return list(read_file(found, ScanConfig(**options)))  # type: ignore[arg-type]
+
+
+def _site(tmp_path: Path, text: str, name: str = "site-a") -> Path:
+    """A dump with one other site carrying ``text``, so that a scan has something to match."""
+    (tmp_path / name).mkdir(parents=True, exist_ok=True)
+    (tmp_path / name / "000.txt").write_text(text, "utf-8")
+    return tmp_path
+
+
+def test_lone_surrogates_in_json_fields_become_replacement_characters(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    dump = _site(tmp_path / "dump", seed_simplified)
+    (dump / "site-b").mkdir()
+    record = {"title": "x\ud800", "source": "y\udfff", "text": seed_simplified[:1500] + "\udc00"}
+    (dump / "site-b" / "dump.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    assert report["clusters"], "the record's text still matches the other site"
+    (entry,) = [e for e in report["inputs"] if e["path"].endswith("dump.jsonl")]
+    assert any("lone surrogates" in warning for warning in entry["warnings"])
+    titles = {m["title"] for c in report["clusters"] for m in c["members"]}
+    assert "x\ufffd" in titles
+    for name in ("clusters.csv", "clusters.jsonl", "index.html"):
+        (out / name).read_text("utf-8")  # valid UTF-8 throughout
+
+
+def test_file_and_folder_names_that_are_not_utf8_are_read_and_shown_escaped(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    dump = tmp_path / "dump"
+    folder = dump / os.fsdecode(b"site-\xff")
+    folder.mkdir(parents=True)
+    (folder / os.fsdecode(b"ch\xfe.txt")).write_text(seed_simplified, "utf-8")
+    (folder / os.fsdecode(b"notes\xfe.md")).write_text("笔记", "utf-8")
+    _site(dump, seed_simplified)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    paths = {m["path"] for c in report["clusters"] for m in c["members"]}
+    assert f"{dump.as_posix()}/site-\\xff/ch\\xfe.txt" in paths
+    assert {m["source"] for c in report["clusters"] for m in c["members"]} == {
+        "site-a",
+        "site-\\xff",
+    }
+    assert [s["path"].rsplit("/", 1)[1] for s in report["skipped"]] == ["notes\\xfe.md"]
+    assert "notes\\xfe.md" in result.stderr
+
+
+def test_paths_on_standard_input_need_not_be_utf8(tmp_path: Path, seed_simplified: str) -> None:
+    name = tmp_path / os.fsdecode(b"ch\xff.txt")
+    name.write_text(seed_simplified, "utf-8")
+    (tmp_path / "ch2.txt").write_text(seed_simplified, "utf-8")
+    listing = os.fsencode(str(name)) + b"\n" + os.fsencode(str(tmp_path / "ch2.txt")) + b"\n"
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["scan", "-", "-o", str(out), "-q", "-j", "1"], input=listing)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    assert [e["path"].rsplit("/", 1)[1] for e in report["inputs"]] == ["ch2.txt", "ch\\xff.txt"]
+
+
+def test_escape_sequences_in_names_never_reach_the_terminal(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    (tmp_path / "evil\x1b]0;owned\x07.md").write_text("x", "utf-8")
+    (tmp_path / "ch.txt").write_text(seed_simplified, "utf-8")
+    result = CliRunner().invoke(cli, ["scan", str(tmp_path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "evil\\x1b]0;owned\\x07.md" in result.stderr
+
+
+@pytest.fixture
+def zstandard():  # type: ignore[no-untyped-def]
+    return pytest.importorskip("zstandard")
+
+
+def test_corrupt_zstd_is_skipped_with_a_reason(tmp_path: Path, zstandard) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "ch.txt.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"not zstd at all" * 50)
+    (result,) = _read(tmp_path / "ch.txt.zst")
+    assert result.skipped is not None and "damaged" in result.skipped.reason
+
+
+def test_truncated_zstd_keeps_its_intact_lines_and_warns(
+    tmp_path: Path,
+    hongloumeng_simplified: str,
+    zstandard,  # type: ignore[no-untyped-def]
+) -> None:
+    # Three frames, as parallel or streaming writers (pzstd, zstd --rsyncable) make them,
+    # the file cut inside the third: the first two are intact.
+    third = len(hongloumeng_simplified) // 3
+    chapters = [
+        hongloumeng_simplified[:third],
+        hongloumeng_simplified[third : 2 * third],
+        hongloumeng_simplified[2 * third :],
+    ]
+    frames = [zstandard.ZstdCompressor().compress(part.encode("utf-8")) for part in chapters]
+    (tmp_path / "book.txt.zst").write_bytes(frames[0] + frames[1] + frames[2][:-100])
+    (result,) = _read(tmp_path / "book.txt.zst")
+    assert result.skipped is None
+    (document,) = result.documents
+    kept = chapters[0] + chapters[1]
+    assert document.text == kept[: kept.rindex("\n") + 1]
+    assert document.text.endswith("\n"), "cut at the last complete line"
+    assert any("truncated" in warning for warning in result.warnings)
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_trailing_garbage_after_compressed_data_keeps_the_content(
+    tmp_path: Path, hongloumeng_simplified: str, suffix: str
+) -> None:
+    data = hongloumeng_simplified.encode("utf-8")
+    if suffix == ".zst":
+        packed = pytest.importorskip("zstandard").ZstdCompressor().compress(data)
+    else:
+        packed = gzip.compress(data)
+    (tmp_path / f"book.txt{suffix}").write_bytes(packed + b"GARBAGE after the data\n" * 3)
+    (result,) = _read(tmp_path / f"book.txt{suffix}")
+    assert result.skipped is None
+    assert result.documents[0].text == hongloumeng_simplified
+    assert any("ignored" in warning for warning in result.warnings)
+
+
+def test_truncated_zip_keeps_its_intact_entries(
+    tmp_path: Path, seed_simplified: str, seed_with_ads: str, hongloumeng_simplified: str
+) -> None:
+    archive = tmp_path / "dump.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as out:
+        out.writestr("site/a.txt", seed_simplified)
+        out.writestr("site/b.txt", seed_with_ads)
+        out.writestr("site/c.txt", hongloumeng_simplified)
+    whole = archive.read_bytes()
+    third_starts = whole.index(b"site/c.txt")
+    archive.write_bytes(whole[: third_starts + 2000])
+    results = {r.path.split("!/")[1]: r for r in _read(archive)}
+    assert results["site/a.txt"].documents[0].text == seed_simplified
+    assert results["site/b.txt"].documents[0].text == seed_with_ads
+    assert "truncated" in results["site/c.txt"].skipped.reason
+    assert any("index is missing" in w for w in results["site/a.txt"].warnings)
+
+
+def test_two_zip_entries_with_one_name_are_not_mixed_up(
+    tmp_path: Path, seed_simplified: str, seed_with_ads: str
+) -> None:
+    archive = tmp_path / "dump.zip"
+    with zipfile.ZipFile(archive, "w") as out, pytest.warns(UserWarning, match="Duplicate"):
+        out.writestr("site/x.txt", seed_simplified)
+        out.writestr("site/x.txt", seed_with_ads)
+    results = _read(archive)
+    read = [r for r in results if r.skipped is None]
+    skipped = [r for r in results if r.skipped is not None]
+    assert [r.documents[0].text for r in read] == [seed_simplified]
+    assert len(skipped) == 1 and "second entry with this name" in skipped[0].skipped.reason
+    assert skipped[0].path != read[0].path
+
+
+def test_a_null_text_field_gives_way_to_the_next_that_holds_a_string(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    path = tmp_path / "dump.jsonl"
+    path.write_text(json.dumps({"content": None, "text": seed_simplified}) + "\n", "utf-8")
+    (result,) = _read(path)
+    assert result.skipped is None
+    assert result.documents[0].text == seed_simplified
+
+
+def test_inputs_parsed_whole_have_a_cap_well_below_memory(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    records = json.dumps([{"text": seed_simplified}] * 200)
+    (tmp_path / "dump.json.gz").write_bytes(gzip.compress(records.encode()))
+    (tmp_path / "page.html").write_text(f"<p>{seed_simplified}</p>" * 200, "utf-8")
+    (tmp_path / "big.txt").write_text(seed_simplified * 200, "utf-8")
+    report = dedup.scan(tmp_path, max_whole_file_mb=1, jobs=1)
+    reasons = {entry.path.rsplit("/", 1)[1]: entry.reason for entry in report.skipped}
+    assert set(reasons) == {"dump.json.gz", "page.html"}
+    assert all("--max-whole-file-mb" in reason for reason in reasons.values())
+    assert [entry.path.rsplit("/", 1)[1] for entry in report.inputs] == ["big.txt"]
+    assert ScanConfig().max_whole_file_mb * 8 <= 4096, "a laptop has a few GB to spare"
+
+
+def test_nul_bytes_are_named_as_such(tmp_path: Path, seed_simplified: str) -> None:
+    text = seed_simplified.encode("utf-8")
+    (tmp_path / "ch.txt").write_bytes(text[:900] + b"\x00\x00" + text[900:])
+    (result,) = _read(tmp_path / "ch.txt")
+    assert result.skipped is not None
+    assert "NUL bytes (the first at byte offset 900)" in result.skipped.reason
+    assert "offset -1" not in result.skipped.reason
+
+
+def test_replaced_bytes_are_counted_in_a_warning(tmp_path: Path, seed_simplified: str) -> None:
+    first, second, rest = (
+        part.encode("utf-8")
+        for part in (seed_simplified[:100], seed_simplified[100:200], seed_simplified[200:])
+    )
+    (tmp_path / "ch.txt").write_bytes(first + b"\xff" + second + b"\xfe\xfe" + rest)
+    (result,) = _read(tmp_path / "ch.txt", errors="replace")
+    assert result.skipped is None
+    assert result.documents[0].text.count("\ufffd") == 3
+    assert list(result.warnings) == [
+        "3 invalid byte sequences replaced with U+FFFD (--errors replace), the first at byte "
+        f"offset {len(first)}"
+    ]
+
+
+def test_a_folder_without_search_permission_is_named_as_such(
+    tmp_path: Path, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = tmp_path / "site" / "locked"
+    locked.mkdir(parents=True)
+    (locked / "ch.txt").write_text(seed_simplified, "utf-8")
+    if os.geteuid() == 0:  # root reaches into every folder: the system's answer to others
+        realpath = os.path.realpath
+
+        def denied(path: str, *, strict: bool = False) -> str:
+            if strict and Path(path).parent == locked:
+                raise PermissionError(13, "Permission denied", str(path))
+            return realpath(path, strict=strict)
+
+        monkeypatch.setattr(os.path, "realpath", denied)
+    locked.chmod(0o600)
+    try:
+        _, skipped = discover_inputs([str(tmp_path)])
+    finally:
+        locked.chmod(0o700)
+    assert ["chmod +x" in entry.reason for entry in skipped] == [True]
+
+
+def test_links_out_of_the_scanned_folder_are_followed_only_when_asked(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text(seed_simplified, "utf-8")
+    dump = tmp_path / "dump" / "site"
+    dump.mkdir(parents=True)
+    (dump / "ch.txt").write_text(seed_simplified, "utf-8")
+    (dump / "inside.txt").symlink_to(dump / "ch.txt")
+    (dump / "passwd.txt").symlink_to(outside)
+    found, skipped = discover_inputs([str(tmp_path / "dump")])
+    assert [file.path.rsplit("/", 1)[1] for file in found] == ["ch.txt"]
+    assert [entry.path.rsplit("/", 1)[1] for entry in skipped] == ["passwd.txt"]
+    assert "--follow-links" in skipped[0].reason
+    found, skipped = discover_inputs([str(tmp_path / "dump")], follow_links=True)
+    assert sorted(file.path.rsplit("/", 1)[1] for file in found) == ["ch.txt", "passwd.txt"]
+    assert skipped == []
