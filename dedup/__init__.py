@@ -9,12 +9,44 @@ The library does everything the ``dedup`` command does::
     open("report.json", "w").write(report.to_json())
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from dedup.config import ScanConfig
-from dedup.errors import DedupError
-from dedup.models import Cluster, Member, Pair, Report
-from dedup.pipeline import scan
+if TYPE_CHECKING:
+    from dedup.config import ScanConfig
+    from dedup.errors import DedupError
+    from dedup.models import Cluster, Member, Pair, Report
+    from dedup.pipeline import scan
+
+# The names below are imported when first used, not with the package: `dedup --version`, or a
+# program that only wants the error types, need not load numpy, numba and datasketch.
+_LAZY = {
+    "ScanConfig": "dedup.config",
+    "DedupError": "dedup.errors",
+    "Cluster": "dedup.models",
+    "Member": "dedup.models",
+    "Pair": "dedup.models",
+    "Report": "dedup.models",
+    "scan": "dedup.pipeline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dedup' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "Cluster",

@@ -23,8 +23,10 @@ from dedup.config import (
 )
 from dedup.errors import ConfigError, DedupError, ExitStatus
 from dedup.explain import explain
+from dedup.lifetime import terminate_as_interrupt
 from dedup.models import Report
 from dedup.pipeline import normalize_file, scan
+from dedup.read.discover import shown
 from dedup.report import (
     DEFAULT_FORMATS,
     FORMATS,
@@ -33,6 +35,7 @@ from dedup.report import (
     load_report,
     write_report,
 )
+from dedup.report.folder import ReportFolder
 from dedup.report.rebuild import rebuild
 from dedup.report.terminal import format_comparison
 
@@ -336,24 +339,27 @@ def scan_command(
         if not paths:
             raise click.UsageError("no paths on standard input")
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
-    report = scan(paths, config)
-    for entry in report.skipped:
-        click.echo(f"dedup: skipped {entry.path}: {entry.reason}", err=True)
-    _write_and_summarize(report, out_dir, formats, quiet)
+    # The report folder is checked and locked before the scan: a --out that cannot be
+    # written fails now, not after an hour of scanning.
+    with ReportFolder(out_dir) as folder:
+        report = scan(paths, config)
+        for entry in report.skipped:
+            click.echo(f"dedup: skipped {entry.path}: {entry.reason}", err=True)
+        _write_and_summarize(report, folder, formats, quiet)
     if strict and report.skipped:
         sys.exit(ExitStatus.INPUT_SKIPPED)
 
 
 def _write_and_summarize(
-    report: Report, out_dir: Path, formats: tuple[str, ...], quiet: bool
+    report: Report, folder: ReportFolder, formats: tuple[str, ...], quiet: bool
 ) -> None:
-    written = write_report(report, out_dir, formats)
+    written = write_report(report, folder, formats)
     if "json" in formats:
         click.echo(json.dumps(summary_json(report, written), ensure_ascii=False, indent=2))
     elif not quiet and "text" in formats:
         click.echo(format_summary(report))
         names = ", ".join(path.name for path in written if path.name != "run.json")
-        click.echo(f"\nreport written to {out_dir.as_posix()}/ ({names})")
+        click.echo(f"\nreport written to {shown(folder.out.as_posix())}/ ({names})")
 
 
 @cli.command("report")
@@ -394,9 +400,10 @@ def report_command(
     small clusters left out, from the saved pair scores: nothing is read or fingerprinted again.
     """
     saved = load_report(directory / "report.json")
-    _write_and_summarize(
-        rebuild(saved, threshold, containment, min_size), out_dir or directory, formats, quiet
-    )
+    with ReportFolder(out_dir or directory) as folder:
+        _write_and_summarize(
+            rebuild(saved, threshold, containment, min_size), folder, formats, quiet
+        )
 
 
 @cli.command("explain")
@@ -438,18 +445,33 @@ def normalize_command(path: str, explain: bool, **options: Any) -> None:
     result = normalize_file(path, config, data=data, explain=explain)
     for warning in result.warnings:
         click.echo(f"dedup: {warning}", err=True)
-    for title, text in result.chapters:
-        if title:
-            click.echo(f"# {title}")
-        click.echo(text)
+    try:
+        for title, text in result.chapters:
+            if title:
+                click.echo(f"# {title}")
+            click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # | head: the reader has what it wanted; the explanation still
+        _stdout_to_nowhere()
     if explain:
         click.echo(format_explanation(result), err=True)
+
+
+def _stdout_to_nowhere() -> None:
+    """After the reader of standard output went away: what is still to be written there
+    (and Python's flush at exit) goes nowhere rather than raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(prog_name: str | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="dedup: %(levelname)s: %(message)s")
     try:
-        cli.main(prog_name=prog_name, standalone_mode=False)
+        with terminate_as_interrupt():
+            cli.main(prog_name=prog_name, standalone_mode=False)
+    except BrokenPipeError:  # standard output closed early (| head): not an error of ours
+        _stdout_to_nowhere()
     except click.exceptions.Abort:
         click.echo("dedup: interrupted", err=True)
         sys.exit(ExitStatus.INTERRUPTED)

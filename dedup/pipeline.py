@@ -35,6 +35,7 @@ from dedup.config import ScanConfig
 from dedup.copies import CopyFilter, forget_scan, new_scan
 from dedup.errors import InputPathError
 from dedup.fingerprint import SignatureTable, signatures
+from dedup.lifetime import die_with_parent
 from dedup.memory import release_freed_memory
 from dedup.models import (
     Chapter,
@@ -560,8 +561,19 @@ def _workers(config: ScanConfig, files: int) -> Iterator[ProcessPoolExecutor | N
     # workers start with the lookup tables built and the loops compiled.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context) as executor:
+    executor = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
+    )
+    try:
         yield executor
+    except BaseException:
+        # An interrupt or an error: the workers' tasks are of no more use; stop them now
+        # rather than wait for each to finish its file.
+        for process in list(getattr(executor, "_processes", {}).values()):
+            process.terminate()
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    executor.shutdown(wait=True)
 
 
 @contextlib.contextmanager
@@ -732,6 +744,13 @@ def normalize_file(
         if "repeated-lines" in config.skip_steps
         else _repeated_lines([_count_line_keys(results)])
     )
+    if all(result.skipped is not None for result in results):
+        reasons = "; ".join(
+            f"{result.skipped.path}: {result.skipped.reason}"
+            for result in results
+            if result.skipped is not None
+        )
+        raise InputPathError(reasons or f"{path}: nothing to read")
     stats = NormalizeStats()
     chapters: list[tuple[str | None, str]] = []
     warnings: list[str] = []

@@ -79,6 +79,8 @@ def _parent_name(file: Path) -> str:
 
 # A folder dedup is writing a report into holds this file until the report is complete.
 WRITING_MARKER = ".dedup-writing"
+# ``.OUT.dedup-lock`` beside a report folder OUT, while a dedup writes it.
+LOCK_SUFFIX = ".dedup-lock"
 
 
 def is_report_folder(folder: Path | str) -> bool:
@@ -89,10 +91,10 @@ def is_report_folder(folder: Path | str) -> bool:
         return True
     try:
         with open(folder / "report.json", "rb") as handle:
-            head = handle.read(64)
+            head = handle.read(128)
     except OSError:
         return False
-    return head.replace(b" ", b"").replace(b"\n", b"").startswith(b'{"dedup_version"')
+    return head.replace(b" ", b"").replace(b"\n", b"").startswith(b'{"report_format":')
 
 
 def discover_inputs(
@@ -147,7 +149,9 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
         dirnames.sort()
         for dirname in list(dirnames):
             subdir = Path(folder, dirname)
-            if is_report_folder(subdir):
+            if dirname.endswith(f".partial-{os.getpid()}"):
+                dirnames.remove(dirname)  # the report this very run is about to write
+            elif is_report_folder(subdir):
                 dirnames.remove(dirname)
                 _skip(
                     skipped, subdir, "a report dedup wrote: left out (its tables are not a source)"
@@ -167,6 +171,8 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                 seen_folders.add(real)
         for filename in sorted(filenames):
             file = Path(folder, filename)
+            if filename.startswith(".") and filename.endswith(LOCK_SUFFIX):
+                continue  # dedup's lock on a report being written beside it: not an input
             if not follow_links and file.is_symlink() and outside(file):
                 target = shown(os.path.realpath(file))
                 _skip(

@@ -10,13 +10,16 @@ import io
 import json
 import multiprocessing
 import multiprocessing.process
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from dedup.errors import DedupError
+from dedup.lifetime import die_with_parent
 from dedup.models import Cluster, InputFile, Pair, Passage, Report, Skipped, Summary
+from dedup.report.folder import ReportFolder
 
 REPORT_FILE = "report.json"
 RUN_FILE = "run.json"
@@ -59,68 +62,94 @@ def run_to_json(report: Report) -> str:
 
 def write_report(
     report: Report,
-    directory: Path,
+    directory: Path | ReportFolder,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
     two_processes: bool | None = None,
 ) -> list[Path]:
-    """Write report.json, run.json and the file outputs in ``formats`` into ``directory``.
+    """Write report.json, run.json and the file outputs in ``formats`` into ``directory``,
+    which holds the whole report or, after an error or an interrupt, what it held before
+    (see dedup.report.folder); returns the files written, where they are in the end.
 
     With ``two_processes`` (by default, when the scan ran more than one worker), the page and
     the CSV tables are written by a forked copy of this process while this one writes
-    report.json and clusters.jsonl, where the system can fork: a report of a 1 GB dump is
-    about 4 GB of files, and the two halves take about as long (writing 40 -> 28 s). The copy
-    shares this process's memory until it touches it, and touching the records (their
-    reference counts) copies most of it: about 1.3 GB more while a 1 GB dump's report is
-    written, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
+    report.json and clusters.jsonl, where the system can fork (docs/performance.md: a report
+    of a 1 GB dump is about 4 GB of files, and the two halves take about as long). The copy
+    shares this process's memory until it touches it, and touching the records copies most
+    of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
     here, so any error is this process's own.
     """
+    if isinstance(directory, ReportFolder):
+        return _write_into(report, directory, formats, two_processes)
+    with ReportFolder(directory) as folder:
+        return _write_into(report, folder, formats, two_processes)
+
+
+def _write_into(
+    report: Report, folder: ReportFolder, formats: tuple[str, ...], two_processes: bool | None
+) -> list[Path]:
     from dedup.report.tables import CLUSTERS_JSONL
 
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = folder.path
     if two_processes is None:
         two_processes = report.jobs > 1
-    copy = _ForkedWriter(_write_pages_and_tables, report, directory, formats, fork=two_processes)
+    writing = REPORT_FILE
     try:
-        with contextlib.ExitStack() as files:
-            handle = files.enter_context(open(directory / REPORT_FILE, "w", encoding="utf-8"))
-            lines = None
+        copy = _ForkedWriter(
+            _write_pages_and_tables, report, directory, formats, fork=two_processes
+        )
+        try:
+            with contextlib.ExitStack() as files:
+                handle = files.enter_context(open(directory / REPORT_FILE, "w", encoding="utf-8"))
+                lines = None
+                if "jsonl" in formats:
+                    lines = files.enter_context(
+                        open(directory / CLUSTERS_JSONL, "w", encoding="utf-8", newline="")
+                    )
+                write_report_json(report, handle, lines)
+            writing = RUN_FILE
+            (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
+            written = [REPORT_FILE, RUN_FILE]
+            if copy.succeeded():
+                written += _pages_and_tables(formats)
+            else:  # the copy failed, or there is none: its files once more, here
+                for name in _pages_and_tables(formats):
+                    writing = name
+                    _write_page_or_table(report, directory, formats, name)
+                    written.append(name)
             if "jsonl" in formats:
-                lines = files.enter_context(
-                    open(directory / CLUSTERS_JSONL, "w", encoding="utf-8", newline="")
-                )
-            write_report_json(report, handle, lines)
-        (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
-        written = [directory / REPORT_FILE, directory / RUN_FILE]
-        if copy.succeeded():
-            written += _pages_and_tables(directory, formats)
-        else:  # the copy failed, or there is none: its files once more, here
-            written += _write_pages_and_tables(report, directory, formats)
-        if "jsonl" in formats:
-            written.append(directory / CLUSTERS_JSONL)
-    finally:
-        copy.stop()
-    return written
+                written.append(CLUSTERS_JSONL)
+        finally:
+            copy.stop()
+    except OSError as error:
+        raise folder.cannot_write(folder.out / writing, error) from error
+    folder.commit()
+    return [folder.out / name for name in written]
 
 
-def _write_pages_and_tables(
-    report: Report, directory: Path, formats: tuple[str, ...]
-) -> list[Path]:
-    from dedup.report.html import write_html
-    from dedup.report.tables import write_tables
+def _write_pages_and_tables(report: Report, directory: Path, formats: tuple[str, ...]) -> None:
+    for name in _pages_and_tables(formats):
+        _write_page_or_table(report, directory, formats, name)
 
-    if "html" in formats:
+
+def _write_page_or_table(
+    report: Report, directory: Path, formats: tuple[str, ...], name: str
+) -> None:
+    from dedup.report.html import INDEX_FILE, write_html
+    from dedup.report.tables import write_table
+
+    if name == INDEX_FILE:
         write_html(report, directory)
-    write_tables(report, directory, set(formats) - {"jsonl"})
-    return _pages_and_tables(directory, formats)
+    else:
+        write_table(report, directory, name)
 
 
-def _pages_and_tables(directory: Path, formats: tuple[str, ...]) -> list[Path]:
-    """The files _write_pages_and_tables writes, in order."""
+def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
+    """The names of the files _write_pages_and_tables writes, in order."""
     from dedup.report.html import INDEX_FILE
-    from dedup.report.tables import table_files
+    from dedup.report.tables import table_names
 
-    page = [directory / INDEX_FILE] if "html" in formats else []
-    return page + table_files(directory, set(formats) - {"jsonl"})
+    page = [INDEX_FILE] if "html" in formats else []
+    return page + table_names(set(formats) - {"jsonl"})
 
 
 class _ForkedWriter:
@@ -131,7 +160,7 @@ class _ForkedWriter:
         self.process: multiprocessing.process.BaseProcess | None = None
         if fork and sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods():
             context = multiprocessing.get_context("fork")
-            self.process = context.Process(target=_in_copy, args=(write, *arguments))
+            self.process = context.Process(target=_in_copy, args=(write, os.getpid(), *arguments))
             self.process.start()
 
     def succeeded(self) -> bool:
@@ -147,7 +176,8 @@ class _ForkedWriter:
             self.process.join()
 
 
-def _in_copy(write: Callable[..., object], *arguments: object) -> None:
+def _in_copy(write: Callable[..., object], parent: int, *arguments: object) -> None:
+    die_with_parent(parent)
     gc.disable()  # the report's records stay shared with the parent, not walked and copied
     try:
         write(*arguments)

@@ -81,17 +81,20 @@ def _writers(formats: set[str]) -> list[tuple[str, Callable[[Report, TextIO], No
     return writers
 
 
-def table_files(directory: Path, formats: set[str]) -> list[Path]:
+def table_names(formats: set[str]) -> list[str]:
     """The files ``write_tables`` writes for ``formats``, in its order."""
-    return [directory / name for name, _write in _writers(formats)]
+    return [name for name, _write in _writers(formats)]
+
+
+def write_table(report: Report, directory: Path, name: str) -> Path:
+    """One of the CSV and JSON Lines files, written row by row."""
+    (write,) = [write for known, write in _writers({"csv", "jsonl"}) if known == name]
+    path = directory / name
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        write(report, handle)
+    return path
 
 
 def write_tables(report: Report, directory: Path, formats: set[str]) -> list[Path]:
-    """The CSV and JSON Lines files in ``formats``, each written row by row."""
-    written = []
-    for name, write in _writers(formats):
-        path = directory / name
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            write(report, handle)
-        written.append(path)
-    return written
+    """The CSV and JSON Lines files in ``formats``."""
+    return [write_table(report, directory, name) for name in table_names(formats)]

@@ -1,0 +1,228 @@
+"""The report folder: complete or visibly absent after an interrupt, a kill or a full disk;
+locked against a second writer; checked before any work; no process outlives the command."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from dedup.cli import cli
+from dedup.report import tables
+from dedup.report.folder import ReportFolder
+
+
+def _scan(*arguments: str) -> Any:
+    return CliRunner().invoke(cli, ["scan", *arguments])
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def _leftovers(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.iterdir() if p.name != out.name and out.name in p.name)
+
+
+def test_an_interrupt_while_writing_leaves_the_previous_report_whole(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "report"
+    assert _scan(str(samples), "-o", str(out), "-q", "-j", "1").exit_code == 0
+    before = _files(out)
+
+    def interrupted(report: Any, handle: Any) -> None:
+        handle.write("cluster,size\r\nc1,2\r\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tables, "write_pairs_csv", interrupted)
+    result = _scan(str(samples), "-o", str(out), "-q", "-j", "1", "--threshold", "0.9")
+    assert result.exit_code != 0
+    assert _files(out) == before
+    assert _leftovers(out) == []
+    # The first report into a new folder: absent, not half there.
+    fresh = tmp_path / "fresh"
+    assert _scan(str(samples), "-o", str(fresh), "-q", "-j", "1").exit_code != 0
+    assert not fresh.exists() and _leftovers(fresh) == []
+
+
+def test_a_narrower_format_leaves_no_stale_files(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert _scan(str(samples), "-o", str(out), "-q").exit_code == 0
+    assert {"index.html", "clusters.jsonl"} <= set(_files(out))
+    assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv").exit_code == 0
+    assert set(_files(out)) == {"report.json", "run.json", "clusters.csv", "pairs.csv"}
+
+
+def test_a_folder_of_other_files_is_never_replaced(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes", "utf-8")
+    result = _scan(str(samples), "-o", str(out), "-q")
+    assert result.exit_code == 1
+    assert "not a dedup report (notes.txt)" in result.stderr
+    assert _files(out) == {"notes.txt": b"my notes"}
+
+
+def test_a_second_writer_to_the_same_folder_fails_at_once(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    with ReportFolder(out):
+        result = _scan(str(samples), "-o", str(out), "-q")
+    assert result.exit_code == 1
+    assert f"another dedup (process {os.getpid()}) is writing a report" in result.stderr
+    assert not out.exists()
+    assert _scan(str(samples), "-o", str(out), "-q").exit_code == 0  # free again
+    assert _leftovers(out) == []
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "read-only", "proc"])
+def test_an_unwritable_out_fails_before_the_scan(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    import dedup.cli
+
+    def no_scan(*arguments: Any, **options: Any) -> None:
+        raise AssertionError("the scan ran before --out was checked")
+
+    monkeypatch.setattr(dedup.cli, "scan", no_scan)
+    if where == "under-a-file":
+        (tmp_path / "a-file").write_text("x", "utf-8")
+        out = tmp_path / "a-file" / "report"
+    elif where == "read-only":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")
+        (tmp_path / "ro").mkdir(mode=0o500)
+        out = tmp_path / "ro" / "report"
+    else:
+        out = Path("/proc/dedup-report")
+    result = _scan(str(samples), "-o", str(out), "-q")
+    assert result.exit_code == 1, result.output
+    assert "dedup: error: cannot write" in result.stderr and "choose another --out" in result.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.decode().strip()}")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_partial_report(
+    samples: Path, small_disk: Path
+) -> None:
+    out = small_disk / "report"
+    result = _scan(str(samples), "-o", str(out), "-q", "-j", "1")
+    assert result.exit_code == 1
+    assert "No space left on device" in result.stderr
+    assert "cannot write " + str(out) + "/" in result.stderr
+    assert "free some space" in result.stderr
+    assert list(small_disk.iterdir()) == []
+
+
+def _dump(tmp_path: Path, samples: Path, copies: int) -> Path:
+    """Sites that carry the sample chapters, each its own copy: a scan with some work in it."""
+    dump = tmp_path / "dump"
+    for number in range(copies):
+        for site in sorted(samples.iterdir()):
+            if site.is_dir():
+                shutil.copytree(site, dump / f"{site.name}-{number}")
+    return dump
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        tasks = Path(f"/proc/{pid}/task").iterdir()
+        found = set()
+        for task in tasks:
+            found |= {int(child) for child in (task / "children").read_text().split()}
+        return found
+    except (FileNotFoundError, ProcessLookupError):
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _run(dump: Path, out: Path) -> subprocess.Popen[bytes]:
+    with open(out.with_name("stderr.txt"), "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "dedup", "scan", str(dump), "-o", str(out), "-q", "-j", "2"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+
+
+def _complete(out: Path) -> None:
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    assert report["clusters"]
+    assert {"run.json", "index.html", "clusters.csv", "pairs.csv", "clusters.jsonl"} <= set(
+        _files(out)
+    )
+    lines = (out / "clusters.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == len(report["clusters"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_scan_leaves_no_process_and_no_report_that_looks_complete(
+    samples: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    dump = _dump(tmp_path, samples, 6)
+    out = tmp_path / "report"
+    timing = _run(dump, out)
+    started = time.monotonic()
+    assert timing.wait(timeout=120) == 0
+    whole = time.monotonic() - started
+    shutil.rmtree(out)
+    chance = random.Random(stop)
+    for _ in range(4):
+        scan = _run(dump, out)
+        seen: set[int] = set()
+        deadline = time.monotonic() + chance.uniform(0.3, 1.0) * whole
+        while time.monotonic() < deadline and scan.poll() is None:
+            seen |= _children(scan.pid)
+            time.sleep(0.01)
+        seen |= _children(scan.pid)
+        scan.send_signal(stop)
+        code = scan.wait(timeout=60)
+        if stop == signal.SIGTERM:
+            # 130 as for Ctrl-C; 0 when it had finished, or -15 when the signal came as
+            # Python was ending (its handlers are gone then): the report was complete.
+            assert code in (0, 130, -signal.SIGTERM), (tmp_path / "stderr.txt").read_text()
+            if code != 130:
+                _complete(out)
+        time.sleep(0.5)
+        assert [pid for pid in seen if _alive(pid)] == []
+        if out.exists():  # finished before the signal, or a complete report
+            _complete(out)
+            shutil.rmtree(out)
+        partial = [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+        if stop == signal.SIGTERM:
+            assert partial == [] and not (tmp_path / ".report.dedup-lock").exists()
+        else:  # killed outright: what it left is named as partial, and is removed next time
+            assert all((p / ".dedup-writing").exists() for p in partial)
+    assert _scan(str(dump), "-o", str(out), "-q").exit_code == 0
+    _complete(out)
+    assert [p.name for p in tmp_path.iterdir() if "report" in p.name] == ["report"]
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
