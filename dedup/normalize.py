@@ -439,20 +439,33 @@ def _drop_repeated_lines(
     keep: npt.NDArray[np.bool_],
     config: NormalizeConfig,
     stats: NormalizeStats,
+    text_starts: npt.NDArray[np.int64] | None = None,
 ) -> None:
+    """Drop the lines the source repeats; ``text_starts``: where each text of a joined batch
+    begins (one text when None). A text that would lose more than REPEATED_MAX_SHARE of its
+    characters this way keeps them all: that is a chapter the source carries more than once
+    (or a page that is all boilerplate), not story text framed by a site's lines."""
     if not config.on("repeated-lines") or not config.repeated_lines:
         return
     keys = line_key_array(codes)
     repeated_keys = _key_array(config.repeated_lines)
     at = np.minimum(np.searchsorted(repeated_keys, keys), len(repeated_keys) - 1)
     repeated = np.flatnonzero(repeated_keys[at] == keys)
-    if len(repeated):
-        newlines = np.flatnonzero(codes == ord("\n"))
-        starts = np.concatenate(([0], newlines + 1))
-        ends = np.append(newlines, len(original))
-        for start, end in zip(starts[repeated].tolist(), ends[repeated].tolist(), strict=True):
-            keep[start:end] = False
-            stats.add("repeated-lines", 1, original[start:end].strip() if config.explain else None)
+    if not len(repeated):
+        return
+    newlines = np.flatnonzero(codes == ord("\n"))
+    starts = np.concatenate(([0], newlines + 1))[repeated]
+    ends = np.append(newlines, len(original))[repeated]
+    bounds = np.array([0], dtype=np.int64) if text_starts is None else text_starts
+    text_of = np.searchsorted(bounds, starts, side="right") - 1
+    lengths = np.diff(np.append(bounds, len(original)))
+    dropped = np.bincount(text_of, weights=ends - starts, minlength=len(bounds))
+    spared = dropped > REPEATED_MAX_SHARE * lengths
+    for start, end, text in zip(starts.tolist(), ends.tolist(), text_of.tolist(), strict=True):
+        if spared[text]:
+            continue
+        keep[start:end] = False
+        stats.add("repeated-lines", 1, original[start:end].strip() if config.explain else None)
 
 
 def normalize_many(
@@ -486,7 +499,7 @@ def normalize_many(
             if text and (found or always):  # views: spans are dropped from the joined arrays
                 end = start + len(text)
                 _drop_boilerplate(text, codes[start:end], keep[start:end], stats, False, found)
-    _drop_repeated_lines(joined, codes, keep, config, stats)
+    _drop_repeated_lines(joined, codes, keep, config, stats, starts)
     kept, offsets, counts = _keep_and_fold(
         codes, keep, _placeholder_table(), _content_table(), _expanding_table(), _width_table()
     )
@@ -954,6 +967,8 @@ def _explain_examples(
 # at least this share of them: a slogan after every chapter qualifies, a poem quoted twice not.
 REPEATED_MIN_CHAPTERS = 3
 REPEATED_MIN_SHARE = 0.1
+# ...and a text keeps its repeated lines when they would be more than this share of it.
+REPEATED_MAX_SHARE = 0.5
 
 
 def repeated_lines_needed(chapters: int) -> int:

@@ -381,8 +381,9 @@ CANDIDATE_CEILING = 0.4
 # this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
 CONVERTED_PASSAGE = 0.02
 RepeatedLines = dict[str, frozenset[int]]
-# Per source: how many chapters, and each line key with the number of chapters it occurs in.
-LineCounts = dict[str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+# Per source: its distinct chapters of a file (chapter_lines), merged across files by
+# _repeated_lines.
+LineCounts = dict[str, "ChapterLines"]
 # Per input of a file, in the order it is read, per document: the chapters found in it (None
 # for a later piece of a file read in pieces, whose chapters go on from the piece before).
 FileChapters = tuple[tuple[ChapterTable | None, ...], ...]
@@ -433,11 +434,11 @@ def learn_and_prepare(
 
 
 def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
-    found: dict[str, tuple[int, list[npt.NDArray[np.int64]]]] = {}
+    found: dict[str, list[ChapterLines]] = {}
     file_chapters: list[tuple[ChapterTable | None, ...]] = []
     for result in results:
         tables: list[ChapterTable | None] = []
-        counted: list[tuple[str, int, npt.NDArray[np.int64]]] = []
+        counted: list[tuple[str, ChapterLines]] = []
         try:
             for document in result.documents:
                 codes = code_points(document.text)
@@ -445,27 +446,93 @@ def _count_line_keys(results: Iterable[ReadResult]) -> LearnedFile:
                 tables.append(
                     None if document.continued else ChapterTable.of(document, document_chapters)
                 )
-                keys = chapter_line_keys(codes, document_chapters)
-                counted.append((document.source, len(document_chapters), keys))
+                counted.append((document.source, chapter_lines(codes, document_chapters)))
         except (DecodeFailure, InputTooLarge):
             # A large file read as a stream failed part way: the main pass lists it as
             # skipped, so none of it counts here either.
             file_chapters.append(())
             continue
-        for source, chapters, keys in counted:
-            seen, all_keys = found.get(source, (0, []))
-            found[source] = (seen + chapters, [*all_keys, keys])
+        for source, lines in counted:
+            found.setdefault(source, []).append(lines)
         file_chapters.append(tuple(tables))
-    counts = {source: (chapters, *key_counts(keys)) for source, (chapters, keys) in found.items()}
+    counts = {source: ChapterLines.merged(parts) for source, parts in found.items()}
     return LearnedFile(counts, tuple(file_chapters))
 
 
-def chapter_line_keys(
+@dataclass(frozen=True, slots=True)
+class ChapterLines:
+    """The lines of a source's distinct chapters: each chapter by a hash of its set of line
+    keys (a chapter a source carries twice, or in two files, is one chapter here: its lines
+    are no more "repeated" for being there twice), and each (chapter, line key) pair once."""
+
+    chapters: npt.NDArray[np.int64]  # the distinct chapters' hashes, in the order first seen
+    pair_chapters: npt.NDArray[np.int64]  # per pair, its chapter's hash
+    pair_keys: npt.NDArray[np.int64]
+
+    @classmethod
+    def merged(cls, parts: Sequence[ChapterLines]) -> ChapterLines:
+        """The chapters of ``parts`` in order, a chapter already seen in an earlier part left
+        out of the later ones."""
+        if len(parts) == 1:
+            return parts[0]
+        hashes = concatenated([part.chapters for part in parts], np.int64)
+        _unique, first = np.unique(hashes, return_index=True)
+        kept_hashes = hashes[np.sort(first)]
+        # A pair is kept from the part where its chapter was first seen.
+        part_of = np.repeat(np.arange(len(parts)), [len(part.chapters) for part in parts])
+        home = dict(zip(hashes[first].tolist(), part_of[first].tolist(), strict=True))
+        pair_chapters, pair_keys = [], []
+        for number, part in enumerate(parts):
+            at_home = np.array(
+                [home[value] == number for value in part.chapters.tolist()], dtype=np.bool_
+            )
+            if not at_home.any():
+                continue
+            keep = np.isin(part.pair_chapters, part.chapters[at_home])
+            pair_chapters.append(part.pair_chapters[keep])
+            pair_keys.append(part.pair_keys[keep])
+        return cls(
+            kept_hashes,
+            concatenated(pair_chapters, np.int64),
+            concatenated(pair_keys, np.int64),
+        )
+
+
+# Multipliers of the hash of a chapter's line keys (odd 64-bit constants, splitmix64's).
+_KEY_MIX = np.uint64(0x9E3779B97F4A7C15)
+_KEY_MIX_AGAIN = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def chapter_lines(codes: npt.NDArray[np.uint32], chapters: Sequence[Chapter]) -> ChapterLines:
+    """The distinct chapters of a document and the line keys of each (ChapterLines)."""
+    unique = chapter_line_pairs(codes, chapters)
+    chapter_of, keys = unique >> 32, unique & 0xFFFFFFFF
+    if not len(unique):
+        empty = np.empty(0, dtype=np.int64)
+        return ChapterLines(empty, empty, empty)
+    starts = np.flatnonzero(np.append(True, chapter_of[1:] != chapter_of[:-1]))
+    # A chapter's hash: a sum of its keys each mixed (the keys are sorted and unique in it),
+    # then mixed with how many there are; equal key sets, equal hashes.
+    mixed = keys.astype(np.uint64) * _KEY_MIX
+    mixed ^= mixed >> np.uint64(31)
+    sums = np.add.reduceat(mixed, starts)
+    sizes = np.diff(np.append(starts, len(keys))).astype(np.uint64)
+    hashes = ((sums ^ sizes) * _KEY_MIX_AGAIN).view(np.int64)
+    _unique, first = np.unique(hashes, return_index=True)
+    first.sort()
+    kept = np.zeros(len(hashes), dtype=np.bool_)
+    kept[first] = True
+    per_pair = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(keys))))
+    keep_pair = kept[per_pair]
+    return ChapterLines(hashes[first], hashes[per_pair][keep_pair], keys[keep_pair])
+
+
+def chapter_line_pairs(
     codes: npt.NDArray[np.uint32], chapters: Sequence[Chapter]
 ) -> npt.NDArray[np.int64]:
-    """The line keys of each chapter's body, once per chapter (the same as keying each body's
-    lines apart: a body starts at a line end and ends at a line start), made for the whole
-    document at once rather than chapter by chapter."""
+    """Each (chapter number, line key) of the chapters' bodies once, as ``number << 32 | key``,
+    sorted: the same as keying each body's lines apart (a body starts at a line end and ends at
+    a line start), made for the whole document at once rather than chapter by chapter."""
     keys = line_key_array(codes)
     newlines = np.flatnonzero(codes == ord("\n"))
     line_starts = np.concatenate(([0], newlines + 1))
@@ -477,20 +544,29 @@ def chapter_line_keys(
         chapter_of_line[first:last] = number
     kept = (chapter_of_line >= 0) & (keys >= 0)
     # A key has 32 bits: chapter and key fit one number, and one sort makes them unique.
-    unique = sorted_unique((chapter_of_line[kept] << 32) | keys[kept])
-    return unique & 0xFFFFFFFF
+    return sorted_unique((chapter_of_line[kept] << 32) | keys[kept])
+
+
+def chapter_line_keys(
+    codes: npt.NDArray[np.uint32], chapters: Sequence[Chapter]
+) -> npt.NDArray[np.int64]:
+    """The line keys of each chapter's body, once per chapter."""
+    return chapter_line_pairs(codes, chapters) & 0xFFFFFFFF
 
 
 def _repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:
-    totals: dict[str, tuple[int, list[npt.NDArray[np.int64]], list[npt.NDArray[np.int64]]]] = {}
+    """Per source, the keys of the lines it repeats in enough of its distinct chapters (files
+    in scan order, a chapter counted where it is first seen)."""
+    parts: dict[str, list[ChapterLines]] = {}
     for file in learned:
-        for source, (chapters, keys, times) in file.line_counts.items():
-            seen, all_keys, all_times = totals.get(source, (0, [], []))
-            totals[source] = (seen + chapters, [*all_keys, keys], [*all_times, times])
+        for source, lines in file.line_counts.items():
+            parts.setdefault(source, []).append(lines)
     repeated: RepeatedLines = {}
-    for source, (chapters, all_keys, all_times) in totals.items():
-        keys, times = key_counts(all_keys, all_times)
-        repeated[source] = frozenset(keys[times >= repeated_lines_needed(chapters)].tolist())
+    for source, source_parts in parts.items():
+        lines = ChapterLines.merged(source_parts)
+        keys, times = key_counts([lines.pair_keys])
+        needed = repeated_lines_needed(len(lines.chapters))
+        repeated[source] = frozenset(keys[times >= needed].tolist())
     return repeated
 
 

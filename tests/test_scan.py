@@ -424,3 +424,32 @@ def test_line_keys_of_a_whole_document_are_those_of_its_chapters_apart(
         together = chapter_line_keys(codes, chapters)
         assert len(together) > 20
         assert sorted(together.tolist()) == sorted(np.concatenate(apart).tolist())
+
+
+@pytest.mark.parametrize("layout", ["files", "one-book", "with-own-ads"])
+def test_a_chapter_a_source_carries_three_times_is_still_matched_elsewhere(
+    tmp_path: Path, seed_with_ads: str, hongloumeng_simplified: str, layout: str
+) -> None:
+    """A source's repeated lines are learned per distinct chapter: three copies of one chapter
+    do not make its lines "repeated", and a copy that still looks repeated keeps its text."""
+    site_a, site_b = tmp_path / "site-a", tmp_path / "site-b"
+    site_a.mkdir()
+    site_b.mkdir()
+    (site_b / "ch.txt").write_text(seed_with_ads, "utf-8")
+    (site_a / "other.txt").write_text(hongloumeng_simplified, "utf-8")
+    if layout == "files":
+        for name in ("001.txt", "001 (1).txt", "001 (2).txt"):
+            (site_a / name).write_text(seed_with_ads, "utf-8")
+    elif layout == "one-book":
+        book = "".join(f"第{n}章 重复\n{seed_with_ads}\n" for n in "一二三")
+        (site_a / "book.txt").write_text(book, "utf-8")
+    else:  # near copies, each with the scraper's own line: no longer one chapter
+        for number in range(3):
+            ad = f"本章由第{number}号镜像站转载，请收藏本站网址\n"
+            (site_a / f"00{number}.txt").write_text(ad + seed_with_ads, "utf-8")
+    report = dedup.scan([str(tmp_path)], jobs=1)
+    across = [c for c in report.clusters if set(c.sources) == {"site-a", "site-b"}]
+    b_passages = next(e.passages for e in report.inputs if e.source == "site-b")
+    copies = [e for e in report.inputs if e.source == "site-a" and "other" not in e.path]
+    assert min(e.passages for e in copies) >= b_passages
+    assert len(across) >= b_passages, "every passage of site-b's chapter is found on site-a"
