@@ -24,7 +24,7 @@ from dedup.config import (
 from dedup.errors import ConfigError, DedupError, ExitStatus
 from dedup.explain import explain
 from dedup.lifetime import terminate_as_interrupt
-from dedup.models import Report
+from dedup.models import Report, source_counts
 from dedup.pipeline import normalize_file, scan
 from dedup.read.discover import shown
 from dedup.report import (
@@ -238,18 +238,12 @@ def format_option(function: F) -> F:
 
 
 def summary_json(report: Report, written: list[Path]) -> dict[str, Any]:
-    sources: dict[str, dict[str, int]] = {}
-    for entry in report.inputs:
-        counts = sources.setdefault(entry.source, {"files": 0, "passages": 0, "in_clusters": 0})
-        counts["files"] += 1
-        counts["passages"] += entry.passages
-    for cluster in report.clusters:
-        for member in cluster.members:
-            sources.setdefault(member.source, {"files": 0, "passages": 0, "in_clusters": 0})
-            sources[member.source]["in_clusters"] += 1
+    sources = {
+        source.name: source.to_dict() for source in source_counts(report.inputs, report.clusters)
+    }
     return {
         "summary": report.summary.to_dict(),
-        "sources": dict(sorted(sources.items())),
+        "sources": sources,
         "skipped": [entry.to_dict() for entry in report.skipped],
         "largest_clusters": [
             {"id": c.id, "size": len(c.members), "sources": list(c.sources)}

@@ -329,9 +329,12 @@ class InputFile:
     passages: int
     warnings: tuple[str, ...] = ()
     normalization: dict[str, int] = field(default_factory=dict)
+    # When records name their own source (--source-field): passages per source they name;
+    # empty when every passage is the file's ``source``.
+    passages_by_source: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "path": self.path,
             "source": self.source,
             "format": self.format,
@@ -342,6 +345,13 @@ class InputFile:
             "normalization": self.normalization,
             "warnings": list(self.warnings),
         }
+        if self.passages_by_source:
+            data["passages_by_source"] = self.passages_by_source
+        return data
+
+    def source_passages(self) -> dict[str, int]:
+        """Passages per source this input holds."""
+        return self.passages_by_source or {self.source: self.passages}
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,10 +423,11 @@ class Summary:
     chapters: int
     passages: int
     passages_too_short: int
-    candidate_pairs: int
-    verified_pairs: int
+    candidate_pairs: int  # pairs LSH proposed among distinct texts (exact copies apart)
+    verified_pairs: int  # exact copies' links included
     clusters: int
     duplicated_passages: int
+    exact_copy_pairs: int = 0  # links from a passage to an earlier one of the same text
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -428,9 +439,56 @@ class Summary:
             "passages_too_short": self.passages_too_short,
             "candidate_pairs": self.candidate_pairs,
             "verified_pairs": self.verified_pairs,
+            "exact_copy_pairs": self.exact_copy_pairs,
             "clusters": self.clusters,
             "duplicated_passages": self.duplicated_passages,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SourceCounts:
+    """What one source (site) holds and how much of it is duplicated elsewhere."""
+
+    name: str
+    files: int  # inputs holding a passage of it (or that are its, when empty)
+    passages: int
+    in_clusters: int  # its passages that are members of a cluster
+    duplicated_chars: int  # the characters of those members
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "passages": self.passages,
+            "in_clusters": self.in_clusters,
+            "duplicated_chars": self.duplicated_chars,
+        }
+
+
+def source_counts(inputs: Sequence[InputFile], clusters: Sequence[Cluster]) -> list[SourceCounts]:
+    """Per source, in name order: files, passages and the passages in clusters. Passages are
+    counted under the source their records name (--source-field), not their file's."""
+    files: dict[str, int] = {}
+    passages: dict[str, int] = {}
+    for entry in inputs:
+        for source, count in entry.source_passages().items():
+            files[source] = files.get(source, 0) + 1
+            passages[source] = passages.get(source, 0) + count
+    members: dict[str, int] = {}
+    characters: dict[str, int] = {}
+    for cluster in clusters:
+        for member in cluster.members:
+            members[member.source] = members.get(member.source, 0) + 1
+            characters[member.source] = characters.get(member.source, 0) + len(member.text)
+    return [
+        SourceCounts(
+            name,
+            files.get(name, 0),
+            passages.get(name, 0),
+            members.get(name, 0),
+            characters.get(name, 0),
+        )
+        for name in sorted(set(files) | set(members))
+    ]
 
 
 @dataclass(frozen=True, slots=True)

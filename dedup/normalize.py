@@ -408,13 +408,16 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
 
     original_codes = codes
     offsets = np.arange(len(original), dtype=np.int64)
+    separators = 0
     if config.on("placeholders"):
         placeholder = _table_mask(codes, _placeholder_table()) & keep
-        stats.add("placeholders", int(placeholder.sum()))
+        censoring = _beside_story_text(codes, placeholder, keep)
+        stats.add("placeholders", censoring)
+        separators = int(placeholder.sum()) - censoring
         keep &= ~placeholder
     if config.on("punctuation"):
         content = _table_mask(codes, _content_table())
-        stats.add("punctuation", int((keep & ~content).sum()))
+        stats.add("punctuation", int((keep & ~content).sum()) + separators)
         keep &= content
     else:
         keep &= ~np.isin(codes, code_points(" \t\r\n\u3000\ufeff"))
@@ -431,6 +434,20 @@ def normalize(original: str, config: NormalizeConfig | None = None) -> Normalize
         stats.add("width", int(np.count_nonzero(folded != codes)))
         codes = folded
     return _convert_and_finish(original, original_codes, codes, offsets, config, stats)
+
+
+def _beside_story_text(
+    codes: npt.NDArray[np.uint32], placeholder: npt.NDArray[np.bool_], keep: npt.NDArray[np.bool_]
+) -> int:
+    """How many of the ``placeholder`` characters are on a line with story text (censoring, as
+    _keep_and_fold counts it), not on a line of their own (a separator)."""
+    if not placeholder.any():
+        return 0
+    line = np.cumsum(codes == ord("\n"))
+    story = keep & ~placeholder & _table_mask(codes, _content_table())
+    has_story = np.zeros(int(line[-1]) + 1, dtype=np.bool_)
+    has_story[line[story]] = True
+    return int(np.count_nonzero(placeholder & has_story[line]))
 
 
 def _drop_repeated_lines(
@@ -614,20 +631,29 @@ def _keep_and_fold(
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The kept characters that are content, width-folded, with their offsets; and counts of
     placeholders dropped, other non-content characters dropped, characters folded, and kept
-    characters that NFKC expands (the caller's slow path handles those)."""
+    characters that NFKC expands (the caller's slow path handles those). A placeholder on a
+    line with no story character is a separator (a banner of ****), counted as punctuation:
+    only one beside story text stands for a censored word."""
     out = np.empty(codes.shape[0], dtype=np.uint32)
     offsets = np.empty(codes.shape[0], dtype=np.int64)
     counts = np.zeros(4, dtype=np.int64)
     kept = 0
+    line_placeholders = 0
+    line_has_content = False
     for index in range(codes.shape[0]):
+        code = codes[index]
+        if code == 10:  # a line ends: its placeholders were censoring or a separator
+            counts[0 if line_has_content else 1] += line_placeholders
+            line_placeholders = 0
+            line_has_content = False
         if not keep[index]:
             continue
-        code = codes[index]
         if placeholder[code]:
-            counts[0] += 1
+            line_placeholders += 1
         elif not content[code]:
             counts[1] += 1
         else:
+            line_has_content = True
             if expanding[code]:
                 counts[3] += 1
             folded = width[code]
@@ -636,6 +662,7 @@ def _keep_and_fold(
             out[kept] = folded
             offsets[kept] = index
             kept += 1
+    counts[0 if line_has_content else 1] += line_placeholders
     return out[:kept], offsets[:kept], counts
 
 

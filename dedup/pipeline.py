@@ -11,6 +11,7 @@ import codecs
 import contextlib
 import gc
 import itertools
+import logging
 import multiprocessing
 import os
 import re
@@ -84,6 +85,7 @@ from dedup.segment import (
 from dedup.verify import SimilarityTable, verify_table
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -204,6 +206,8 @@ def _prepare_input(
         normalization=dict(sorted(stats.counts.items())),
     )
     passages = windows.spans.take(kept)
+    if config.source_fields:
+        entry = replace(entry, passages_by_source=_passages_by_source(passages, result.source))
     with timer("segment"):
         byte_spans = _byte_spans(result, passages, whole_size, config)
     handed_back = tuple(
@@ -220,6 +224,17 @@ def _prepare_input(
         len(lengths) - len(kept),
         byte_spans,
     )
+
+
+def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
+    """Passages per source their records name; empty when all are the file's own source."""
+    sources = [source for source, _path, _record, _id in passages.documents]
+    counts = np.bincount(passages.document, minlength=len(sources)).tolist()
+    by_source: dict[str, int] = {}
+    for source, count in zip(sources, counts, strict=True):
+        if count:
+            by_source[source] = by_source.get(source, 0) + count
+    return {} if set(by_source) <= {own} else dict(sorted(by_source.items()))
 
 
 def _signatures_of(
@@ -896,6 +911,7 @@ def scan(
                 config.containment,
             )
             verified = SimilarityTable.concatenate([copies, similar])
+            exact = len(copies)
         # Normalized texts and signatures are done with: free them before texts are read back.
         prepared.normalized.clear()
         prepared.hashes.clear()
@@ -923,8 +939,9 @@ def scan(
     inputs = tuple(prepared.inputs)
     all_skipped = sorted([*skipped, *prepared.skipped], key=lambda entry: entry.path)
     summary = _summarize(
-        inputs, all_skipped, prepared.too_short, len(pairs), len(verified), clusters
+        inputs, all_skipped, prepared.too_short, len(pairs), len(verified), clusters, exact
     )
+    _check_kept_sources(config.keep, inputs)
     timer.seconds["total"] = time.perf_counter() - started
     return Report(
         dedup_version=__version__,
@@ -1113,6 +1130,30 @@ def _without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.
     return np.asarray(pairs[~overlapping], dtype=np.int64)
 
 
+def _check_kept_sources(keep: str, inputs: Sequence[InputFile]) -> None:
+    """--keep source:A,B names sources; say which of them the dump does not have (a typo
+    would otherwise fall back to the longest member without a word)."""
+    if not keep.startswith("source:"):
+        return
+    named = [name.strip() for name in keep.removeprefix("source:").split(",") if name.strip()]
+    present = {source for entry in inputs for source in entry.source_passages()}
+    missing = [name for name in named if name not in present]
+    if not missing:
+        return
+    fallback = (
+        "clusters are represented by their longest member"
+        if len(missing) == len(named)
+        else "the other sources listed are used"
+    )
+    logger.warning(
+        "--keep %s: no source named %s in this dump (%s); the sources are %s",
+        keep,
+        ", ".join(missing),
+        fallback,
+        ", ".join(sorted(present)) or "none",
+    )
+
+
 def _summarize(
     inputs: Sequence[InputFile],
     skipped: Sequence[Skipped],
@@ -1120,6 +1161,7 @@ def _summarize(
     candidates: int,
     verified: int,
     clusters: Sequence[Cluster],
+    exact_copies: int,
 ) -> Summary:
     return Summary(
         files=len(inputs),
@@ -1132,4 +1174,5 @@ def _summarize(
         verified_pairs=verified,
         clusters=len(clusters),
         duplicated_passages=sum(len(cluster.members) for cluster in clusters),
+        exact_copy_pairs=exact_copies,
     )

@@ -7,7 +7,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from dedup import __version__
@@ -130,3 +132,134 @@ def test_a_dump_of_nothing_but_bad_inputs_is_reported_not_a_crash(tmp_path: Path
         assert report["clusters"] == [] and report["summary"]["passages"] == 0
         skipped = {Path(entry["path"]).name for entry in report["skipped"]}
         assert {"empty.txt", "junk.txt", "broken.jsonl"} <= skipped
+
+
+def _run_main(arguments: list[str], monkeypatch: Any) -> tuple[int, str]:
+    """``dedup ARGUMENTS`` through main(), as the console script runs it: (status, stderr)."""
+    import io
+
+    errors = io.StringIO()
+    monkeypatch.setattr(sys, "argv", ["dedup", *arguments])
+    monkeypatch.setattr(sys, "stderr", errors)
+    try:
+        main()
+    except SystemExit as stop:
+        return int(stop.code or 0), errors.getvalue()
+    return 0, errors.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--encoding", "nosuch"], "unknown encoding 'nosuch'"),
+        (["--keep", "bogus"], "keep must be longest, first or source:NAME"),
+    ],
+)
+def test_bad_option_values_are_usage_errors_before_any_work(
+    samples: Path, tmp_path: Path, monkeypatch: Any, option: list[str], says: str
+) -> None:
+    import dedup.cli
+
+    def no_scan(*arguments: Any, **options: Any) -> None:
+        raise AssertionError("scanned with a bad option")
+
+    monkeypatch.setattr(dedup.cli, "scan", no_scan)
+    status, errors = _run_main(
+        ["scan", str(samples), "-o", str(tmp_path / "r"), *option], monkeypatch
+    )
+    assert status == 2
+    assert says in errors and errors.startswith("dedup: error: ")
+    assert not (tmp_path / "r").exists()
+
+
+def test_keep_naming_a_source_the_dump_lacks_is_a_warning_naming_those_it_has(
+    samples: Path, tmp_path: Path, caplog: Any
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["scan", str(samples), "-o", str(tmp_path / "r"), "-q", "--keep", "source:site-tw,nosuch"],
+    )
+    assert result.exit_code == 0
+    (warning,) = [r.getMessage() for r in caplog.records if "--keep" in r.getMessage()]
+    assert "no source named nosuch" in warning
+    assert "site-classic, site-gbk, site-mirror, site-qidian, site-tw" in warning
+
+
+def test_the_python_api_takes_one_path_and_names_a_misspelt_option(samples: Path) -> None:
+    import dedup
+
+    report = dedup.scan(samples, jobs=1)  # a Path, or a string, is one path
+    assert report == dedup.scan(str(samples), jobs=1) == dedup.scan([str(samples)], jobs=1)
+    assert len(report.clusters) > 50
+    with pytest.raises(dedup.DedupError, match="did you mean 'threshold'"):
+        dedup.scan(samples, treshold=0.5)
+
+
+def test_summary_counts_read_as_english(
+    samples: Path, tmp_path: Path, seed_simplified: str
+) -> None:
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "ch.txt").write_text(seed_simplified, "utf-8")
+    (one / "notes.md").write_text("x", "utf-8")
+    result = CliRunner().invoke(cli, ["scan", str(one), "-o", str(tmp_path / "r1"), "-j", "1"])
+    assert "read 1 file from 1 source (1 skipped)" in result.stdout
+    assert "skipped 1 input\n" in result.stdout
+    assert "with 1 job;" in result.stdout
+    # Exact copies are not LSH candidates: the pairs are said to be of both kinds.
+    copies = tmp_path / "copies"
+    for site in ("a", "b", "c"):
+        (copies / site).mkdir(parents=True)
+        (copies / site / "ch.txt").write_text(seed_simplified, "utf-8")
+    result = CliRunner().invoke(cli, ["scan", str(copies), "-o", str(tmp_path / "r2"), "-j", "1"])
+    report = json.loads((tmp_path / "r2" / "report.json").read_text("utf-8"))
+    summary = report["summary"]
+    assert summary["exact_copy_pairs"] == summary["verified_pairs"] > 0
+    assert summary["candidate_pairs"] == 0
+    assert (
+        f"{summary['verified_pairs']} verified pairs: {summary['verified_pairs']} exact copies, "
+        "0 of 0 candidates" in result.stdout
+    )
+
+
+def test_records_naming_their_source_are_counted_under_it(
+    tmp_path: Path, seed_simplified: str, seed_with_ads: str
+) -> None:
+    dump = tmp_path / "dump" / "crawl"
+    dump.mkdir(parents=True)
+    records = [
+        {"site": "site-a", "title": "第一章", "text": seed_simplified},
+        {"site": "site-b", "title": "第1章", "text": seed_simplified},
+        {"site": "site-b", "title": "第2章", "text": seed_with_ads},
+    ]
+    (dump / "all.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    out = tmp_path / "r"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "scan",
+            str(dump.parent),
+            "-o",
+            str(out),
+            "-j",
+            "1",
+            "--source-field",
+            "site",
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    sources = json.loads(result.stdout)["sources"]
+    assert set(sources) == {"site-a", "site-b"}
+    assert sources["site-a"]["files"] == sources["site-b"]["files"] == 1
+    assert sources["site-a"]["passages"] == sources["site-a"]["in_clusters"] > 0
+    assert sources["site-b"]["passages"] > sources["site-b"]["in_clusters"] > 0
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    (entry,) = report["inputs"]
+    assert sum(entry["passages_by_source"].values()) == entry["passages"]
+    result = CliRunner().invoke(
+        cli, ["scan", str(dump.parent), "-o", str(out), "-j", "1", "--source-field", "site"]
+    )
+    table = result.stdout.split("source ", 1)[1].split("\n\n", 1)[0]
+    assert "crawl" not in table and "site-a" in table and "site-b" in table

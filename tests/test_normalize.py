@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from dedup import normalize as normalize_module
 from dedup.codepoints import code_points, from_code_points
 from dedup.models import Document
-from dedup.normalize import NormalizeConfig, NormalizedText, line_key, line_keys, normalize
+from dedup.normalize import (
+    NormalizeConfig,
+    NormalizedText,
+    line_key,
+    line_keys,
+    normalize,
+    normalize_many,
+)
 from dedup.segment import split_chapters
 
 
@@ -371,3 +378,22 @@ def test_nfkc_by_table_is_nfkc_of_each_character(text: str) -> None:
     assert mapped_offsets.tolist() == [
         offset for offset, piece in zip(offsets.tolist(), pieces, strict=True) for _ in piece
     ]
+
+
+def test_a_banner_of_placeholders_is_a_separator_not_censorship(seed_simplified: str) -> None:
+    """Only a placeholder beside story text stands for a censored word; a line of ***** or
+    ○○○○○ between scenes is punctuation. The same counts on the compiled and the numpy path."""
+    text = (
+        "*" * 40
+        + "\n"
+        + seed_simplified[:200]
+        + "他说习**是好人。\n○○○○○○\n"
+        + seed_simplified[200:400]
+    )
+    for skip in (frozenset(), frozenset({"width"})):  # width off: the numpy path
+        stats = normalize(text, NormalizeConfig(skip=skip)).stats.counts
+        assert stats["placeholders"] == 2, skip
+        punctuation = normalize(text, NormalizeConfig(skip=skip | {"placeholders"}))
+        assert "*" not in punctuation.text
+    _texts, stats = normalize_many([text, text], NormalizeConfig())
+    assert stats.counts["placeholders"] == 4

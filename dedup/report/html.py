@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import key_counts
-from dedup.models import Cluster, Report
+from dedup.models import Cluster, Report, source_counts
 from dedup.normalize import NormalizeConfig, NormalizedText
 from dedup.report.palette import cluster_palette, normalized_texts
 
@@ -94,18 +94,8 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
     """Everything the page shows, as plain data (without the clusters, if asked:
     ``cluster_data`` gives them one at a time)."""
     options = report.options
-    files: Counter[str] = Counter()
-    passages: Counter[str] = Counter()
-    for entry in report.inputs:
-        files[entry.source] += 1
-        passages[entry.source] += entry.passages
-    duplicated: Counter[str] = Counter()
-    duplicated_characters: Counter[str] = Counter()
     histogram = [0] * HISTOGRAM_BINS
     for cluster in report.clusters:
-        for member in cluster.members:
-            duplicated[member.source] += 1
-            duplicated_characters[member.source] += len(member.text)
         for pair in cluster.pairs:
             histogram[min(HISTOGRAM_BINS - 1, int(pair.jaccard * HISTOGRAM_BINS))] += 1
     return {
@@ -116,13 +106,13 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         "jobs": report.jobs,
         "sources": [
             {
-                "name": source,
-                "files": files[source],
-                "passages": passages[source],
-                "duplicated": duplicated[source],
-                "duplicated_chars": duplicated_characters[source],
+                "name": source.name,
+                "files": source.files,
+                "passages": source.passages,
+                "duplicated": source.in_clusters,
+                "duplicated_chars": source.duplicated_chars,
             }
-            for source in sorted(set(files) | set(duplicated))
+            for source in source_counts(report.inputs, report.clusters)
         ],
         "overlap": source_overlap(report.clusters),
         "histogram": histogram,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dedup.models import Report
+from dedup.models import Report, Summary, source_counts
 from dedup.report.palette import Span
 
 if TYPE_CHECKING:
@@ -34,67 +34,79 @@ def _excerpt(text: str, width: int = 24) -> str:
     return flat if len(flat) <= width else flat[:width] + "…"
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 file``, ``2 files``: a count and its noun."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def _pairs_found(summary: Summary) -> str:
+    verified = plural(summary.verified_pairs, "verified pair")
+    candidates = plural(summary.candidate_pairs, "candidate")
+    if not summary.exact_copy_pairs:
+        return f"{verified} of {candidates}"
+    among = summary.verified_pairs - summary.exact_copy_pairs
+    return f"{verified}: {plural(summary.exact_copy_pairs, 'exact copy', 'exact copies')}, {among:,} of {candidates}"
+
+
 def format_summary(report: Report) -> str:
     summary = report.summary
-    sources = sorted({entry.source for entry in report.inputs})
+    sources = source_counts(report.inputs, report.clusters)
     lines = [
-        f"dedup {report.dedup_version}: read {summary.files} files from {len(sources)} sources "
-        f"({summary.files_skipped} skipped), {summary.chapters} chapters, "
-        f"{summary.passages} passages",
-        f"found {summary.clusters} clusters of near-duplicate passages "
-        f"({summary.duplicated_passages} passages, {summary.verified_pairs} verified pairs "
-        f"of {summary.candidate_pairs} candidates)",
+        f"dedup {report.dedup_version}: read {plural(summary.files, 'file')} from "
+        f"{plural(len(sources), 'source')} ({summary.files_skipped:,} skipped), "
+        f"{plural(summary.chapters, 'chapter')}, {plural(summary.passages, 'passage')}",
+        f"found {plural(summary.clusters, 'cluster')} of near-duplicate passages "
+        f"({plural(summary.duplicated_passages, 'passage')}, {_pairs_found(summary)})",
     ]
-
-    passages_per_source: Counter[str] = Counter()
-    files_per_source: Counter[str] = Counter()
-    for entry in report.inputs:
-        passages_per_source[entry.source] += entry.passages
-        files_per_source[entry.source] += 1
-    duplicated: Counter[str] = Counter()
-    for cluster in report.clusters:
-        for member in cluster.members:
-            duplicated[member.source] += 1
     if sources:
-        width = max(len("source"), *(len(source) for source in sources))
+        width = max(len("source"), *(len(source.name) for source in sources))
         lines += ["", f"{'source':<{width}}  files  passages  in clusters"]
         for source in sources:
-            total = passages_per_source[source]
-            share = f"{duplicated[source] / total:.0%}" if total else "-"
+            share = f"{source.in_clusters / source.passages:.0%}" if source.passages else "-"
             lines.append(
-                f"{source:<{width}}  {files_per_source[source]:>5}  {total:>8}  "
-                f"{duplicated[source]:>6} ({share})"
+                f"{source.name:<{width}}  {source.files:>5}  {source.passages:>8}  "
+                f"{source.in_clusters:>6} ({share})"
             )
 
-    lines += _normalization_lines(report, passages_per_source)
+    lines += _normalization_lines(report, {source.name: source.passages for source in sources})
 
     giants = [cluster for cluster in report.clusters if cluster.giant]
     if giants:
         limit = report.options.get("max_cluster_size")
         lines += [
             "",
-            f"{len(giants)} giant clusters (over {limit} passages each, listed last): most likely "
-            "site boilerplate that no pattern removes; check them in index.html",
+            f"{plural(len(giants), 'giant cluster')} (over {limit} passages each, listed last): "
+            "most likely site boilerplate that no pattern removes; check them in index.html",
         ]
 
     if report.clusters:
         lines += ["", "largest clusters"]
+        threshold = float(report.options.get("threshold", 0.0))
+        contained = False
         for cluster in report.clusters[:TOP_CLUSTERS]:
             lowest = min(pair.jaccard for pair in cluster.pairs)
             highest = max(pair.jaccard for pair in cluster.pairs)
+            below = lowest < threshold
+            contained |= below
             member = next(m for m in cluster.members if m.id == cluster.representative)
             title = f" {member.title}" if member.title else ""
             flag = " [giant]" if cluster.giant else ""
             lines.append(
-                f"  {cluster.id:<5}{flag} {len(cluster.members)} passages  "
-                f"{', '.join(cluster.sources)}  J {lowest:.2f}-{highest:.2f}{title}  "
-                f"「{_excerpt(member.text)}」"
+                f"  {cluster.id:<5}{flag} {plural(len(cluster.members), 'passage')}  "
+                f"{', '.join(cluster.sources)}  J {lowest:.2f}-{highest:.2f}{'*' if below else ''}"
+                f"{title}  「{_excerpt(member.text)}」"
             )
         if len(report.clusters) > TOP_CLUSTERS:
-            lines.append(f"  ... and {len(report.clusters) - TOP_CLUSTERS} more in the report")
+            lines.append(f"  ... and {len(report.clusters) - TOP_CLUSTERS:,} more in the report")
+        if contained:
+            containment = float(report.options.get("containment", 0.0))
+            lines.append(
+                f"  * some pairs are below the Jaccard threshold {threshold:.2f}: one passage "
+                f"holds at least {containment:.0%} of the other's shingles (--containment)"
+            )
 
     if report.skipped:
-        lines += ["", f"skipped {len(report.skipped)} inputs"]
+        lines += ["", f"skipped {plural(len(report.skipped), 'input')}"]
         lines += [f"  {entry.path}: {entry.reason}" for entry in report.skipped]
     warned = [entry for entry in report.inputs if entry.warnings]
     if warned:
@@ -109,12 +121,15 @@ def format_summary(report: Report) -> str:
             f"{stage} {seconds:.2f}s ({seconds / busy:.0%})" for stage, seconds in stages.items()
         )
         wall = report.timings.get("total", 0.0)
-        lines += ["", f"time {wall:.2f}s with {report.jobs} jobs; per stage, summed over workers:"]
+        lines += [
+            "",
+            f"time {wall:.2f}s with {plural(report.jobs, 'job')}; per stage, summed over workers:",
+        ]
         lines.append(f"  {shares}")
     return "\n".join(lines)
 
 
-def _normalization_lines(report: Report, passages: Counter[str]) -> list[str]:
+def _normalization_lines(report: Report, passages: dict[str, int]) -> list[str]:
     """One line per source: what normalization removed or converted there."""
     per_source: dict[str, Counter[str]] = {}
     for entry in report.inputs:
@@ -123,12 +138,12 @@ def _normalization_lines(report: Report, passages: Counter[str]) -> list[str]:
     for source, counts in sorted(per_source.items()):
         parts = []
         if counts["boilerplate"]:
-            parts.append(f"{counts['boilerplate']:,} ad/URL spans removed")
+            parts.append(plural(counts["boilerplate"], "ad/URL span") + " removed")
         if counts["repeated-lines"]:
-            parts.append(f"{counts['repeated-lines']:,} repeated site lines removed")
+            parts.append(plural(counts["repeated-lines"], "repeated site line") + " removed")
         if counts["placeholders"]:
-            parts.append(f"{counts['placeholders']:,} censorship placeholders")
-        if passages[source]:
+            parts.append(plural(counts["placeholders"], "censorship placeholder"))
+        if passages.get(source):
             share = counts["passages-converted"] / passages[source]
             other = "Traditional" if report.options.get("script") == "simplified" else "Simplified"
             parts.append(f"{share:.0%} of passages converted from {other}")
