@@ -39,36 +39,63 @@ class Explanation:
     spans_b: list[Span]
 
 
-def _document_text(path: str, record: int | None, config: ScanConfig) -> str:
-    files, skipped = discover_inputs([path])
+def _document_text(path: str, record: int | None, config: ScanConfig, entry: str | None) -> str:
+    """The text of ``path`` (of its archive ``entry``, if one is named), or of its record."""
+    if os.path.isdir(path):
+        raise InputPathError(
+            f"{path} is a folder; name one file in it (or a record, FILE#N, or a passage id "
+            "from a report)"
+        )
+    files, skipped = discover_inputs([path], follow_links=True)
     if skipped or not files:
         raise InputPathError(f"{path}: {skipped[0].reason if skipped else 'nothing to read'}")
-    results = [result for result in read_file(files[0], config)]
+    (file,) = files
+    results = list(read_file(file, config))
+    if file.format == "zip":
+        inner = {result.path.split("!/", 1)[1]: result for result in results}
+        if entry is None:
+            names = ", ".join(sorted(inner)[:5]) + (", ..." if len(inner) > 5 else "")
+            raise DedupError(
+                f"{path} is an archive of {len(inner)} entries; name one as "
+                f"{path}!/ENTRY (entries: {names})"
+            )
+        if entry not in inner:
+            raise DedupError(f"{path} has no entry {entry}; its entries are named as in the report")
+        results = [inner[entry]]
+    elif entry is not None:
+        raise DedupError(f"{path} is not a .zip archive: it has no entry {entry}")
     for result in results:
         if result.skipped is not None:
             raise DedupError(f"{result.path}: {result.skipped.reason}")
     documents = [document for result in results for document in result.documents]
+    label = path if entry is None else f"{path}!/{entry}"
     if record is None:
         if len(documents) != 1:
             raise DedupError(
-                f"{path} holds {len(documents)} records; name one as {path}#N (N as in the report)"
+                f"{label} holds {len(documents)} records; name one as {label}#N (N as in the "
+                "report)"
             )
         return documents[0].text
     for document in documents:
         if document.record == record:
             return document.text
-    raise DedupError(f"{path} has no record {record}; records are numbered as in the report")
+    raise DedupError(f"{label} has no record {record}; records are numbered as in the report")
 
 
 def resolve(reference: str, config: ScanConfig) -> tuple[str, str]:
-    """(label, original text) for a file, record or passage reference."""
+    """(label, original text) for a file, record or passage reference; a file may be an entry
+    of a zip archive (``dump.zip!/site/ch1.txt``), as the report names it."""
     if os.path.exists(reference):
-        return reference, _document_text(reference, None, config)
+        return reference, _document_text(reference, None, config, None)
     match = REFERENCE.match(reference)
-    if match is None or not os.path.exists(match["path"]):
+    path = match["path"] if match is not None else reference
+    entry = None
+    if "!/" in path and not os.path.exists(path):
+        path, entry = path.split("!/", 1)
+    if match is None or not os.path.exists(path):
         raise InputPathError(f"{reference}: no such file, record or passage; check the path")
     record = int(match["record"]) if match["record"] is not None else None
-    text = _document_text(match["path"], record, config)
+    text = _document_text(path, record, config, entry)
     if match["start"] is not None:
         start, end = int(match["start"]), int(match["end"])
         if not 0 <= start < end <= len(text):

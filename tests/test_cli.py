@@ -263,3 +263,56 @@ def test_records_naming_their_source_are_counted_under_it(
     )
     table = result.stdout.split("source ", 1)[1].split("\n\n", 1)[0]
     assert "crawl" not in table and "site-a" in table and "site-b" in table
+
+
+def test_explain_reaches_zip_entries_as_the_report_names_them(
+    samples: Path, tmp_path: Path
+) -> None:
+    import zipfile
+
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for site in ("site-classic", "site-qidian", "site-tw", "site-mirror"):
+            for file in sorted((samples / site).iterdir()):
+                out.write(file, f"{site}/{file.name}")
+    report_dir = tmp_path / "r"
+    assert (
+        CliRunner().invoke(cli, ["scan", str(archive), "-o", str(report_dir), "-q"]).exit_code == 0
+    )
+    report = json.loads((report_dir / "report.json").read_text("utf-8"))
+    members = [m for c in report["clusters"] for m in c["members"]]
+    zipped = next(m for m in members if "!/site-qidian/000.txt" in m["id"])
+    record = next(m for m in members if "dump.jsonl#" in m["id"])
+    for member in (zipped, record):
+        result = CliRunner().invoke(cli, ["explain", member["id"], member["id"]])
+        assert result.exit_code == 0, result.output
+        assert f"({len(member['text']):,} characters)" in result.stdout
+    whole = CliRunner().invoke(cli, ["explain", f"{archive}#0", zipped["id"]])
+    assert whole.exit_code == 1 and f"name one as {archive}!/ENTRY" in whole.stderr
+    folder = CliRunner().invoke(
+        cli, ["explain", str(samples / "site-qidian/000.txt"), str(samples)]
+    )
+    assert folder.exit_code == 1 and "is a folder; name one file in it" in folder.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(b"", "empty file"), (b"\x00\x01\x02binary\x00" * 20, "not text")],
+)
+def test_normalize_of_a_file_it_cannot_read_exits_1_with_the_reason(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    path = tmp_path / "ch.txt"
+    path.write_bytes(content)
+    result = CliRunner().invoke(cli, ["normalize", str(path)])
+    assert result.exit_code == 1 and says in result.stderr and result.stdout == ""
+
+
+def test_normalize_explain_into_a_closed_pipe_keeps_the_explanation(samples: Path) -> None:
+    book = samples / "site-qidian/hongloumeng.txt"
+    command = f"{sys.executable} -m dedup normalize --explain {book} | head -1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1
+    assert "chapters" in done.stderr and "punctuation" in done.stderr
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr
