@@ -270,3 +270,23 @@ def test_links_out_of_the_scanned_folder_are_followed_only_when_asked(
     found, skipped = discover_inputs([str(tmp_path / "dump")], follow_links=True)
     assert sorted(file.path.rsplit("/", 1)[1] for file in found) == ["ch.txt", "passwd.txt"]
     assert skipped == []
+
+
+def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplified: str) -> None:
+    dump = tmp_path / "dump"
+    for site, record_id, title in (("a", "@SUM(1+1)", '=HYPERLINK("http://x")'), ("b", "+1", "-2")):
+        (dump / site).mkdir(parents=True)
+        record = {"id": record_id, "title": title, "text": seed_simplified}
+        (dump / site / "d.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
+    out = tmp_path / "out"
+    assert CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q"]).exit_code == 0
+    import csv
+
+    rows = list(csv.DictReader((out / "clusters.csv").read_text("utf-8-sig").splitlines()))
+    assert rows
+    for row in rows:
+        for value in row.values():
+            assert not value.startswith(("=", "+", "-", "@")), value
+    assert {row["record_id"] for row in rows} == {"'@SUM(1+1)", "'+1"}
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    assert {m["record_id"] for c in report["clusters"] for m in c["members"]} == {"@SUM(1+1)", "+1"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html as html_lib
 import io
 import json
 import re
@@ -392,3 +393,94 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     monkeypatch.setattr(report_json._ForkedWriter, "__init__", no_copy)
     report_json.write_report(report, tmp_path / "here", two_processes=True)
     assert _written(tmp_path / "here") == files
+
+
+# A page that opens index.html in a frame (file pages may reach each other with
+# --allow-file-access-from-files) and uses it as a person would: edits the hash, clicks a
+# row, picks a filter; what it saw is written into its own DOM for --dump-dom to print.
+_DRIVER = """<!DOCTYPE html><html><body><iframe id="f" src="report/index.html#cluster=LATE"
+width="420" height="900"></iframe><pre id="out"></pre><script>
+const f = document.getElementById("f");
+const pause = () => new Promise((done) => setTimeout(done, 100));
+f.onload = async () => {
+  const w = f.contentWindow, d = () => f.contentDocument, seen = {};
+  const view = () => { const h = d().querySelector("#view h2"); return h ? h.textContent.split(":")[0] : null; };
+  const shown = () => d().getElementById("shown-count").textContent;
+  const right = () => Math.round(d().getElementById("view").getBoundingClientRect().right);
+  seen.late = view(); seen.lateRight = right(); seen.width = w.innerWidth;
+  w.location.hash = "#q=孙悟空"; await pause(); seen.simplified = shown();
+  w.location.hash = "#q=孫悟空"; await pause(); seen.traditional = shown();
+  w.location.hash = "#q=孫 悟，空"; await pause(); seen.punctuated = shown();
+  w.location.hash = "#source=nosuch"; await pause();
+  seen.noSource = (d().getElementById("no-source") || {}).textContent || null;
+  w.location.hash = ""; await pause();
+  d().querySelector('[data-cluster="c3"]').click(); seen.clicked = w.location.hash;
+  seen.pairRows = [...d().querySelectorAll("#view table tr")].slice(1).map((row) => row.cells[0].textContent);
+  const menu = d().getElementById("filter-source");
+  menu.value = "site-tw"; menu.dispatchEvent(new Event("change")); seen.filtered = w.location.hash;
+  w.location.hash = "#cluster=c1&source=site-gbk"; await pause();
+  seen.filteredOut = (d().getElementById("not-shown") || {}).textContent || null;
+  document.getElementById("out").textContent = JSON.stringify(seen);
+};
+</script></body></html>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_the_page_follows_its_url_and_writes_every_view_to_it(
+    in_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    # Short passages: more clusters than one page of the list holds (100).
+    result = CliRunner().invoke(
+        cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--passage-chars", "100"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    clusters = report["clusters"]
+    assert len(clusters) > 200
+    late = clusters[150]["id"]  # on the second page of the largest-first list
+    (tmp_path / "driver.html").write_text(_DRIVER.replace("LATE", late), "utf-8")
+    dom = _chromium(tmp_path, (tmp_path / "driver.html").as_uri(), "--dump-dom",
+                    "--allow-file-access-from-files")  # fmt: skip
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
+    assert found is not None and found.group(1), dom[-2000:]
+    seen = json.loads(html_lib.unescape(found.group(1)))
+    assert seen["late"] == late, "a cluster on a later page opens, its page shown"
+    assert seen["lateRight"] <= seen["width"], "the cluster view fits a 420 px window"
+
+    def with_query(query: str) -> int:
+        return sum(any(query in m["text"] for m in c["members"]) for c in clusters)
+
+    either = sum(
+        any("孙悟空" in m["text"] or "孫悟空" in m["text"] for m in c["members"]) for c in clusters
+    )
+    assert with_query("孙悟空") != with_query("孫悟空")  # a search by characters alone differs
+    total = len(clusters)
+    assert (
+        seen["simplified"]
+        == seen["traditional"]
+        == seen["punctuated"]
+        == f"{either} of {total} clusters shown"
+    )
+    assert seen["noSource"] and "nosuch" in seen["noSource"]
+    assert seen["clicked"] == "#cluster=c3"
+    c3 = next(c for c in clusters if c["id"] == "c3")
+    spans = {m["id"]: f"({m['start']}–{m['end']})" for m in c3["members"]}
+    assert len(seen["pairRows"]) == len(c3["pairs"]) >= 2
+    for row, pair in zip(seen["pairRows"], c3["pairs"], strict=True):
+        assert spans[pair["a"]] in row and spans[pair["b"]] in row
+    assert len(set(seen["pairRows"])) == len(seen["pairRows"])
+    assert seen["filtered"] == "#source=site-tw&cluster=c3"
+    assert seen["filteredOut"] and "does not pass the filters" in seen["filteredOut"]
+
+
+def test_the_page_is_byte_identical_between_runs(samples: Path, tmp_path: Path) -> None:
+    for jobs in ("1", "2"):
+        result = CliRunner().invoke(
+            cli, ["scan", str(samples), "-o", str(tmp_path / jobs), "-q", "-j", jobs]
+        )
+        assert result.exit_code == 0
+    assert (tmp_path / "1" / "index.html").read_bytes() == (
+        tmp_path / "2" / "index.html"
+    ).read_bytes()
+    assert json.loads((tmp_path / "2" / "run.json").read_text("utf-8"))["jobs"] == 2

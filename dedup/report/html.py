@@ -15,6 +15,7 @@ but ours (by hash) and no network at all.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -29,7 +30,7 @@ import numpy.typing as npt
 
 from dedup.arrays import key_counts
 from dedup.models import Cluster, Report, source_counts
-from dedup.normalize import NormalizeConfig, NormalizedText
+from dedup.normalize import NormalizeConfig, NormalizedText, normalize
 from dedup.report.palette import cluster_palette, normalized_texts
 
 INDEX_FILE = "index.html"
@@ -102,8 +103,7 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         "version": report.dedup_version,
         "options": options,
         "summary": report.summary.to_dict(),
-        "timings": {stage: round(seconds, 3) for stage, seconds in report.timings.items()},
-        "jobs": report.jobs,
+        "fold": search_folding(options["script"]),
         "sources": [
             {
                 "name": source.name,
@@ -153,6 +153,27 @@ def source_overlap(clusters: Sequence[Cluster]) -> list[list[Any]]:
         [names[code // size], names[code % size], total]
         for code, total in zip(codes.tolist(), totals.tolist(), strict=True)
     ]
+
+
+# Characters whose search folding is worked out: the CJK blocks (and compatibility
+# ideographs) where script and variant conversion happen, and the full-width forms.
+_FOLDED_RANGES = ((0x3400, 0x4DC0), (0x4E00, 0xA000), (0xF900, 0xFB00), (0xFF00, 0xFFF0))
+
+
+@functools.cache
+def search_folding(script: str) -> dict[str, str]:
+    """Each character normalization turns into another (its script, variant and width
+    steps, as a scan applies them), for the page's search: the page folds both the query and
+    the members' texts with it, so that 孙悟空 finds 孫悟空. Worked out by normalizing every such
+    character, each on a line of its own (no phrase rule reaches across a line)."""
+    characters = [chr(code) for low, high in _FOLDED_RANGES for code in range(low, high)]
+    config = NormalizeConfig(script=script, skip=frozenset({"boilerplate", "repeated-lines"}))
+    normalized = normalize("\n".join(characters), config)
+    folded: dict[str, list[str]] = {}
+    original = "\n".join(characters)
+    for char, offset in zip(normalized.text, normalized.offsets.tolist(), strict=True):
+        folded.setdefault(original[offset], []).append(char)
+    return {char: "".join(into) for char, into in sorted(folded.items()) if "".join(into) != char}
 
 
 _SMALL_CLUSTER_SOURCES = 16

@@ -24,11 +24,25 @@ PAIR_COLUMNS = [
 ]  # fmt: skip
 
 
+# A cell a spreadsheet would read as a formula (=, +, -, @, or a tab or carriage return
+# before one) is written behind an apostrophe, which spreadsheets show as text: a scraped title
+# or record id is data, never a formula to run (OWASP's advice on CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> None:
     out.write("\ufeff")  # so that spreadsheet programs read UTF-8
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
-    writer.writerows(["" if value is None else value for value in row] for row in rows)
+    writer.writerows([_cell(value) for value in row] for row in rows)
 
 
 def _cluster_rows(report: Report) -> Iterator[list[object]]:

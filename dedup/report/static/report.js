@@ -56,8 +56,6 @@
       el("div", {}, el("h2", {}, "Clusters shared between sources"), matrix),
       el("div", {}, el("h2", {}, "Pair similarity (Jaccard)"), table(["range", "pairs"], bins.filter((b, i) => data.histogram[i] || i === bins.length - 1))));
     section.append(grid);
-    const timing = Object.entries(data.timings).map(([k, v]) => `${k} ${v}s`).join(" · ");
-    if (timing) section.append(el("p", {class: "muted"}, `time with ${data.jobs} jobs: ${timing}`));
     if (data.skipped.length) {
       section.append(el("h2", {}, `Skipped inputs (${data.skipped.length})`),
         table(["path", "reason"], data.skipped.map((x) => [x.path, x.reason]), [0, 1]));
@@ -65,14 +63,30 @@
     return section;
   }
 
+  // Text is searched as a scan compares it: one script, full-width and case folded, without
+  // punctuation or spaces (data.fold is normalization's own character mapping), so that a
+  // query in either script, with or without punctuation, finds the same clusters.
+  const UNCOUNTED = /[\p{P}\p{S}\p{Z}\p{C}]/gu;
+  function fold(text) {
+    let out = "";
+    for (const char of text.normalize("NFKC").toLowerCase().replace(UNCOUNTED, "")) out += data.fold[char] || char;
+    return out;
+  }
+  const folded = new WeakMap();
+  function foldedText(member) {
+    if (!folded.has(member)) folded.set(member, fold(member.text) + "\u0000" + fold(member.title || ""));
+    return folded.get(member);
+  }
+
   function matches(cluster) {
     if (cluster.members.length < state.minSize || cluster.best < state.minSim) return false;
     if (state.source && !cluster.sources.includes(state.source)) return false;
     if (!state.query) return true;
     const q = state.query.toLowerCase();
+    const f = fold(state.query);
     return cluster.id.toLowerCase() === q || cluster.members.some((m) =>
       (m.title || "").toLowerCase().includes(q) || m.path.toLowerCase().includes(q) ||
-      m.source.toLowerCase().includes(q) || m.text.includes(state.query));
+      m.source.toLowerCase().includes(q) || (f !== "" && foldedText(m).includes(f)));
   }
 
   function sorted(list) {
@@ -102,7 +116,8 @@
   }
 
   function clusterView(cluster) {
-    const names = cluster.members.map((m) => `${m.source}: ${m.title || m.path}`);
+    // Each side by where it is, so that two pairs from the same two chapters differ.
+    const names = cluster.members.map((m) => `${m.source}: ${m.title || m.path} (${m.start}–${m.end})`);
     const pairs = table(["pair", "Jaccard", "containment", "identical characters"],
       cluster.pairs.map(([a, b, j, c, n]) => [`${names[a]} ↔ ${names[b]}`, j.toFixed(3), c.toFixed(3), fmt(n)]));
     return el("div", {class: "view", id: "view"},
@@ -123,7 +138,26 @@
     const sim = el("input", {type: "number", id: "filter-similarity", min: "0", max: "1", step: "0.05", value: String(state.minSim), style: "width:5em",
       onchange: (e) => { state.minSim = Number(e.target.value) || 0; state.page = 0; draw(); }});
     section.append(el("div", {class: "controls"}, search, source, "min. passages", size, "min. Jaccard", sim));
+    if (state.source && !data.sources.some((x) => x.name === state.source)) {
+      source.append(el("option", {value: state.source}, `${state.source} (not in this report)`));
+      source.value = state.source;
+      section.append(el("p", {class: "notice", id: "no-source"},
+        `No source named “${state.source}” in this report: choose one of the sources listed.`));
+    }
     const shown = sorted(data.clusters.filter(matches));
+    if (state.open) {
+      // The open cluster's page is shown, whatever page was; if it is not in the list, say why.
+      const at = shown.findIndex((c) => c.id === state.open);
+      if (at >= 0) state.page = Math.floor(at / PAGE);
+      else {
+        const known = data.clusters.some((c) => c.id === state.open);
+        section.append(el("p", {class: "notice", id: "not-shown"}, known
+          ? `Cluster ${state.open} does not pass the filters below; clear them to see it.`
+          : data.clusters.length < data.clusters_total
+            ? `Cluster ${state.open} is not on this page, which holds the largest clusters only; report.json has it.`
+            : `There is no cluster ${state.open} in this report.`));
+      }
+    }
     const header = (label, key) => el("th", {class: "sortable", onclick: () => {
       state.desc = state.sort === key ? !state.desc : true; state.sort = key; draw(); }}, label + (state.sort === key ? (state.desc ? " ▼" : " ▲") : ""));
     const rows = el("table", {id: "clusters"},
@@ -150,24 +184,51 @@
     const pages = Math.ceil(shown.length / PAGE);
     if (pages > 1) {
       section.append(el("div", {class: "pager"}, `page ${state.page + 1} of ${pages}`,
-        el("button", {onclick: () => { state.page = Math.max(0, state.page - 1); draw(); }}, "previous"),
-        el("button", {onclick: () => { state.page = Math.min(pages - 1, state.page + 1); draw(); }}, "next")));
+        el("button", {onclick: () => { state.open = null; state.page = Math.max(0, state.page - 1); draw(); }}, "previous"),
+        el("button", {onclick: () => { state.open = null; state.page = Math.min(pages - 1, state.page + 1); draw(); }}, "next")));
     }
     return section;
   }
 
+  // The view is in the URL: index.html#q=TEXT&source=NAME&size=3&sim=0.5&sort=id&order=asc&
+  // page=2&cluster=c3 opens the report just so, and every change is written back to it, so a
+  // view can be shared or bookmarked; editing the hash on an open page redraws it.
+  const DEFAULTS = {q: "", source: "", size: "2", sim: "0", sort: "size", order: "desc", page: "1", cluster: ""};
+  function toHash() {
+    const values = {q: state.query, source: state.source, size: String(state.minSize), sim: String(state.minSim),
+      sort: state.sort, order: state.desc ? "desc" : "asc", page: String(state.page + 1), cluster: state.open || ""};
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(values)) if (value !== DEFAULTS[key]) params.set(key, value);
+    return params.toString();
+  }
+  function fromHash() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    const get = (key) => params.get(key) ?? DEFAULTS[key];
+    state.query = get("q").trim();
+    state.source = get("source");
+    state.minSize = Math.max(2, Number(get("size")) || 2);
+    state.minSim = Math.min(1, Math.max(0, Number(get("sim")) || 0));
+    state.sort = ["size", "similarity", "id"].includes(get("sort")) ? get("sort") : "size";
+    state.desc = get("order") !== "asc";
+    state.page = Math.max(0, (Number(get("page")) || 1) - 1);
+    state.open = get("cluster") || null;
+  }
+  let drawnHash = null;
   function draw() {
     const focused = document.activeElement && document.activeElement.id;
+    const opened = state.open;
     app.replaceChildren(overview(), clusterList());
     if (focused) { const again = document.getElementById(focused); if (again) again.focus(); }
+    const hash = toHash();
+    if (hash !== location.hash.slice(1)) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+    drawnHash = hash;
+    return opened;
   }
-
-  // index.html#q=TEXT&source=NAME&cluster=c3 opens the report filtered, or on one cluster.
-  const params = new URLSearchParams(location.hash.slice(1));
-  state.query = params.get("q") || "";
-  state.source = params.get("source") || "";
-  state.open = params.get("cluster");
-  draw();
-  if (state.open) { const view = document.getElementById("view"); if (view) view.scrollIntoView(); }
+  function show() {
+    fromHash();
+    if (draw()) { const view = document.getElementById("view"); if (view) view.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", () => { if (location.hash.slice(1) !== drawnHash) show(); });
+  show();
   document.body.setAttribute("data-ready", "1");
 })();
