@@ -23,12 +23,13 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import key_counts
+from dedup.config import Script
 from dedup.models import Cluster, Report, source_counts
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
 from dedup.report.palette import cluster_palette, normalized_texts
@@ -103,7 +104,7 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         "version": report.dedup_version,
         "options": options,
         "summary": report.summary.to_dict(),
-        "fold": search_folding(options["script"]),
+        "fold": search_folding(cast(Script, options["script"])),
         "sources": [
             {
                 "name": source.name,
@@ -161,7 +162,7 @@ _FOLDED_RANGES = ((0x3400, 0x4DC0), (0x4E00, 0xA000), (0xF900, 0xFB00), (0xFF00,
 
 
 @functools.cache
-def search_folding(script: str) -> dict[str, str]:
+def search_folding(script: Script) -> dict[str, str]:
     """Each character normalization turns into another (its script, variant and width
     steps, as a scan applies them), for the page's search: the page folds both the query and
     the members' texts with it, so that 孙悟空 finds 孫悟空. Worked out by normalizing every such
