@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -290,3 +291,42 @@ def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplifie
     assert {row["record_id"] for row in rows} == {"'@SUM(1+1)", "'+1"}
     report = json.loads((out / "report.json").read_text("utf-8"))
     assert {m["record_id"] for c in report["clusters"] for m in c["members"]} == {"@SUM(1+1)", "+1"}
+
+
+def test_a_streamed_jsonl_says_how_many_warnings_it_did_not_list(
+    tmp_path: Path, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dedup.read import containers
+
+    monkeypatch.setattr(containers, "STREAM_BYTES", 4096)  # read as a stream past 4 KB
+    lines = [json.dumps({"text": seed_simplified})] + ['{"text": "broken'] * 25
+    (tmp_path / "dump.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    (found,), _ = discover_inputs([str(tmp_path / "dump.jsonl")])
+    results = read_file(found, ScanConfig())
+    result = next(results)  # a stream is read while its file is open: before the next input
+    assert not isinstance(result.documents, tuple), "read as a stream"
+    assert len(list(result.documents)) == 1
+    warnings = list(result.warnings)
+    assert len(warnings) == 21
+    assert (
+        warnings[0]
+        == "record 1 (line 2): not valid JSON (Unterminated string starting at), skipped"
+    )
+    assert warnings[-1] == "... and 5 more like these"
+
+
+def test_a_report_folder_inside_a_scanned_folder_is_left_out_once(
+    samples: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(samples, dump)
+    first = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(dump / "dedup-report"), "-q"])
+    assert first.exit_code == 0
+    again = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(dump / "dedup-report"), "-q"])
+    assert again.exit_code == 0
+    report = json.loads((dump / "dedup-report" / "report.json").read_text("utf-8"))
+    skipped = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert sorted(skipped) == [f"{dump.as_posix()}/README.md", f"{dump.as_posix()}/dedup-report"]
+    assert skipped[f"{dump.as_posix()}/dedup-report"].startswith("a report dedup wrote")
+    assert not any("dedup-report" in entry["path"] for entry in report["inputs"])
+    assert again.stderr.count("dedup-report") == 1
