@@ -37,7 +37,7 @@ from dedup.report import (
 )
 from dedup.report.folder import ReportFolder
 from dedup.report.rebuild import rebuild
-from dedup.report.terminal import format_comparison
+from dedup.report.terminal import format_comparison, printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 _defaults = ScanConfig()
@@ -338,7 +338,7 @@ def scan_command(
     with ReportFolder(out_dir) as folder:
         report = scan(paths, config)
         for entry in report.skipped:
-            click.echo(f"dedup: skipped {entry.path}: {entry.reason}", err=True)
+            click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
         _write_and_summarize(report, folder, formats, quiet)
     if strict and report.skipped:
         sys.exit(ExitStatus.INPUT_SKIPPED)
@@ -438,11 +438,11 @@ def normalize_command(path: str, explain: bool, **options: Any) -> None:
     data = sys.stdin.buffer.read() if path == "-" else None
     result = normalize_file(path, config, data=data, explain=explain)
     for warning in result.warnings:
-        click.echo(f"dedup: {warning}", err=True)
+        click.echo(f"dedup: {printable(warning)}", err=True)
     try:
         for title, text in result.chapters:
             if title:
-                click.echo(f"# {title}")
+                click.echo(f"# {printable(title)}")
             click.echo(text)
         sys.stdout.flush()
     except BrokenPipeError:  # | head: the reader has what it wanted; the explanation still

@@ -330,3 +330,22 @@ def test_a_report_folder_inside_a_scanned_folder_is_left_out_once(
     assert skipped[f"{dump.as_posix()}/dedup-report"].startswith("a report dedup wrote")
     assert not any("dedup-report" in entry["path"] for entry in report["inputs"])
     assert again.stderr.count("dedup-report") == 1
+
+
+def test_escape_sequences_in_titles_and_texts_never_reach_the_terminal(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    hostile = "\x1b]0;owned\x07\x1b[2J"
+    for site in ("a", "b"):
+        (tmp_path / site).mkdir()
+        record = {"title": f"第一章{hostile}", "text": hostile + seed_simplified}
+        (tmp_path / site / "d.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
+    scanned = CliRunner().invoke(cli, ["scan", str(tmp_path), "-o", str(tmp_path.parent / "o")])
+    assert scanned.exit_code == 0 and "第一章" in scanned.stdout
+    member = f"{tmp_path}/a/d.jsonl#0"
+    explained = CliRunner().invoke(cli, ["explain", member, f"{tmp_path}/b/d.jsonl#0"])
+    assert explained.exit_code == 0
+    normalized = CliRunner().invoke(cli, ["normalize", f"{tmp_path}/a/d.jsonl"])
+    for result in (scanned, explained, normalized):
+        assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b" in scanned.stdout and "\\x1b" in explained.stdout

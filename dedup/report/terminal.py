@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,20 @@ TOP_CLUSTERS = 10
 def _excerpt(text: str, width: int = 24) -> str:
     flat = "".join(text.split())
     return flat if len(flat) <= width else flat[:width] + "…"
+
+
+# Control characters but line ends and tabs: scraped titles and texts can hold escape
+# sequences, which a terminal would obey (set its title, hide text): shown escaped instead.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters shown as ``\\xNN``."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match[0]):02x}"
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -126,7 +141,7 @@ def format_summary(report: Report) -> str:
             f"time {wall:.2f}s with {plural(report.jobs, 'job')}; per stage, summed over workers:",
         ]
         lines.append(f"  {shares}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def _normalization_lines(report: Report, passages: dict[str, int]) -> list[str]:
@@ -175,15 +190,15 @@ def _painted(text: str, spans: list[Span], colour: bool) -> str:
     for span in sorted(spans, key=lambda s: s.start):
         if span.start < at:
             continue
-        pieces.append(text[at : span.start])
-        shared = text[span.start : span.end]
+        pieces.append(printable(text[at : span.start]))
+        shared = printable(text[span.start : span.end])
         if colour:
             background = _TERMINAL_COLOURS[span.colour % len(_TERMINAL_COLOURS)]
             pieces.append(click.style(shared, bg=background, fg="black"))
         else:
             pieces.append(f"⟦{shared}⟧")
         at = span.end
-    pieces.append(text[at:])
+    pieces.append(printable(text[at:]))
     return "".join(pieces)
 
 
@@ -193,8 +208,8 @@ def format_comparison(explanation: Explanation, colour: bool) -> str:
     marking = "same colour, same text" if colour else "⟦shared⟧"
     return "\n".join(
         [
-            f"A: {a.label} ({len(a.text):,} characters)",
-            f"B: {b.label} ({len(b.text):,} characters)",
+            f"A: {printable(a.label)} ({len(a.text):,} characters)",
+            f"B: {printable(b.label)} ({len(b.text):,} characters)",
             f"Jaccard {explanation.jaccard:.3f}   containment {explanation.containment:.3f}   "
             f"identical characters {explanation.identical_chars:,}   ({marking})",
             "",
