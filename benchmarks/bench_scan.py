@@ -33,8 +33,8 @@ import opencc
 import dedup
 from dedup.candidates import lsh_params
 from dedup.config import ScanConfig
+from dedup.engine.tasks import prepare_file
 from dedup.fingerprint import shingles
-from dedup.pipeline import prepare_file
 from dedup.read import discover_inputs
 from dedup.read.decode import decode_bytes
 

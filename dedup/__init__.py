@@ -6,20 +6,21 @@ The library does everything the ``dedup`` command does::
     report = dedup.scan(["corpus_samples/"], threshold=0.5)
     for cluster in report.clusters:
         print(cluster.id, [member.source for member in cluster.members])
-    open("report.json", "w").write(report.to_json())
+    dedup.write_report(report, "dedup-report")  # the files dedup scan writes
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from dedup.version import __version__
 
 if TYPE_CHECKING:
     from dedup.config import ScanConfig
     from dedup.errors import DedupError
     from dedup.models import Cluster, Member, Pair, Report
-    from dedup.pipeline import scan
+    from dedup.pipeline import scan, scan_to
+    from dedup.report.writer import write_report
 
 # The names below are imported when first used, not with the package: `dedup --version`, or a
 # program that only wants the error types, need not load numpy, numba and datasketch.
@@ -31,6 +32,8 @@ _LAZY = {
     "Pair": "dedup.models",
     "Report": "dedup.models",
     "scan": "dedup.pipeline",
+    "scan_to": "dedup.pipeline",
+    "write_report": "dedup.report.writer",
 }
 
 
@@ -57,4 +60,6 @@ __all__ = [
     "ScanConfig",
     "__version__",
     "scan",
+    "scan_to",
+    "write_report",
 ]

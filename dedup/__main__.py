@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from dedup.lifetime import interrupted
+from dedup.engine.lifetime import interrupted
 
 
 def main() -> None:

@@ -8,6 +8,9 @@ are grouped by sorting compact arrays, not by one Python object per passage per 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -15,6 +18,9 @@ from datasketch.lsh import _optimal_param
 
 from dedup.arrays import sorted_unique
 from dedup.fingerprint import SignatureTable
+from dedup.models import SpanTable
+from dedup.segment import text_hashes
+from dedup.verify import SimilarityTable
 
 Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
 # A bucket this large is boilerplate repeated across a dump (a site's disclaimer after every
@@ -94,3 +100,88 @@ def _bucket_pairs(keys: npt.NDArray[np.uint64]) -> list[Pairs]:
         found.append(np.stack((order[left], order[left + distance]), axis=1))
         distance += 1
     return found
+
+
+# LSH is tuned for a Jaccard threshold of at most this (the default threshold), whatever
+# --threshold is: stricter
+# thresholds are applied by exact verification. Pairs found only by containment (a scene inside
+# a longer passage) have a lower Jaccard similarity than the threshold, and a scan at a stricter
+# threshold finds exactly the pairs a looser scan found that pass it (so `dedup report
+# --threshold` equals a fresh scan).
+CANDIDATE_CEILING = 0.4
+
+
+def exact_copies(
+    texts: Sequence[str | None], hashes: npt.NDArray[np.int64] | None = None
+) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
+    """The first passage of every distinct normalized text, and a verified link from each later
+    copy to that first one (Jaccard, containment and MinHash estimate 1). ``hashes``: two per
+    text (segment.text_hashes, made by the workers), equal for equal texts; texts with both
+    equal are copies. A later copy's text may be None (a worker need not hand it back twice:
+    dedup.engine.copies); the first of each text is always there."""
+    if hashes is None:
+        hashes = text_hashes(cast(Sequence[str], texts))
+    if not len(hashes):  # a dump with no passage at all (every input skipped, say)
+        return np.empty(0, dtype=np.int64), SimilarityTable.of([])
+    by_hash = np.lexsort((hashes[:, 1], hashes[:, 0]))  # stable: the first of equals first
+    ordered = hashes[by_hash]
+    new_group = np.append(True, (ordered[1:] != ordered[:-1]).any(axis=1))
+    starts = np.flatnonzero(new_group)
+    # Each text's group is led by its first passage (the lowest index).
+    leader = np.empty(len(hashes), dtype=np.int64)
+    leader[by_hash] = np.repeat(by_hash[starts], np.diff(np.append(starts, len(hashes))))
+    copies = np.flatnonzero(leader != np.arange(len(hashes)))
+    originals = leader[copies]
+    ones = np.ones(len(copies), dtype=np.float64)
+    leaders = cast(list[str], [texts[index] for index in originals.tolist()])
+    lengths = np.fromiter(map(len, leaders), dtype=np.int64, count=len(leaders))
+    links = SimilarityTable(originals, copies, ones, ones, ones, lengths)
+    distinct = np.ones(len(hashes), dtype=np.bool_)
+    distinct[copies] = False
+    return np.flatnonzero(distinct).astype(np.int64), links
+
+
+def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.NDArray[np.int64]:
+    """Drop pairs of passages that overlap in the same text (--passage-overlap): they share
+    characters because they were cut that way, not because a site copied them."""
+    if not len(pairs):
+        return pairs
+    texts: dict[tuple[str, int | None], int] = {}
+    text_of_document = [
+        texts.setdefault((path, record), len(texts)) for _s, path, record, _i in spans.documents
+    ]
+    document = np.array(text_of_document, dtype=np.int64)[spans.document]
+    first, second = pairs[:, 0], pairs[:, 1]
+    overlapping = (
+        (document[first] == document[second])
+        & (spans.start[first] < spans.end[second])
+        & (spans.start[second] < spans.end[first])
+    )
+    return np.asarray(pairs[~overlapping], dtype=np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What the candidates stage proposes: each later copy of a text linked to its first
+    passage (verified already: the same normalized text), and pairs of distinct texts LSH
+    found alike enough to verify."""
+
+    copies: SimilarityTable
+    pairs: npt.NDArray[np.int64]
+
+
+def find_candidates(
+    texts: Sequence[str | None],
+    hashes: npt.NDArray[np.int64],
+    signatures: SignatureTable,
+    spans: SpanTable,
+    threshold: float,
+    num_perm: int,
+) -> Candidates:
+    """Exact copies (the same normalized text) are linked directly; LSH runs once per distinct
+    text, so a scene copied by a hundred sites costs a hundred links, not ten thousand pairs.
+    Pairs of passages that overlap in one text are left out."""
+    distinct, copies = exact_copies(texts, hashes)
+    bands, rows = lsh_params(min(threshold, CANDIDATE_CEILING), num_perm)
+    pairs = candidate_pairs(signatures, bands, rows, among=distinct)
+    return Candidates(copies, without_overlapping(pairs, spans))

@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 import click
 
-from dedup import __version__
 from dedup.config import (
     DEFAULT_ID_FIELDS,
     DEFAULT_TEXT_FIELDS,
@@ -21,11 +20,12 @@ from dedup.config import (
     SCRIPTS,
     ScanConfig,
 )
+from dedup.engine.lifetime import terminate_as_interrupt
 from dedup.errors import ConfigError, DedupError, ExitStatus
 from dedup.explain import explain
-from dedup.lifetime import terminate_as_interrupt
 from dedup.models import Report, source_counts
-from dedup.pipeline import normalize_file, scan
+from dedup.normalized_file import normalize_file
+from dedup.pipeline import scan_to
 from dedup.read.discover import shown
 from dedup.report import (
     DEFAULT_FORMATS,
@@ -38,6 +38,7 @@ from dedup.report import (
 from dedup.report.folder import ReportFolder
 from dedup.report.rebuild import rebuild
 from dedup.report.terminal import format_comparison, printable
+from dedup.version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 _defaults = ScanConfig()
@@ -336,18 +337,21 @@ def scan_command(
     # The report folder is checked and locked before the scan: a --out that cannot be
     # written fails now, not after an hour of scanning.
     with ReportFolder(out_dir) as folder:
-        report = scan(paths, config)
+        report, written = scan_to(folder, paths, config, formats)
         for entry in report.skipped:
             click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
-        _write_and_summarize(report, folder, formats, quiet)
+        _summarize(report, folder, written, formats, quiet)
     if strict and report.skipped:
         sys.exit(ExitStatus.INPUT_SKIPPED)
 
 
-def _write_and_summarize(
-    report: Report, folder: ReportFolder, formats: tuple[str, ...], quiet: bool
+def _summarize(
+    report: Report,
+    folder: ReportFolder,
+    written: list[Path],
+    formats: tuple[str, ...],
+    quiet: bool,
 ) -> None:
-    written = write_report(report, folder, formats)
     if "json" in formats:
         click.echo(json.dumps(summary_json(report, written), ensure_ascii=False, indent=2))
     elif not quiet and "text" in formats:
@@ -395,9 +399,8 @@ def report_command(
     """
     saved = load_report(directory / "report.json")
     with ReportFolder(out_dir or directory) as folder:
-        _write_and_summarize(
-            rebuild(saved, threshold, containment, min_size), folder, formats, quiet
-        )
+        rebuilt = rebuild(saved, threshold, containment, min_size)
+        _summarize(rebuilt, folder, write_report(rebuilt, folder, formats), formats, quiet)
 
 
 @cli.command("explain")

@@ -15,6 +15,7 @@ Rules (documented in docs/report-format.md):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any
@@ -24,8 +25,10 @@ import numpy.typing as npt
 
 from dedup.arrays import objects, sorted_unique
 from dedup.compiled import compiled
-from dedup.models import Cluster, Pair, Passage, made_in_bulk
+from dedup.models import Cluster, InputFile, Pair, Passage, made_in_bulk
 from dedup.verify import Similarity, SimilarityTable
+
+logger = logging.getLogger(__name__)
 
 KEEP_POLICIES = ("longest", "first", "source:NAME,...")
 
@@ -182,3 +185,27 @@ def _components(
     for item in range(size):
         parent[item] = parent[parent[item]]  # roots are smaller than their items: one step
     return parent
+
+
+def check_kept_sources(keep: str, inputs: Sequence[InputFile]) -> None:
+    """--keep source:A,B names sources; say which of them the dump does not have (a typo
+    would otherwise fall back to the longest member without a word)."""
+    if not keep.startswith("source:"):
+        return
+    named = [name.strip() for name in keep.removeprefix("source:").split(",") if name.strip()]
+    present = {source for entry in inputs for source in entry.source_passages()}
+    missing = [name for name in named if name not in present]
+    if not missing:
+        return
+    fallback = (
+        "clusters are represented by their longest member"
+        if len(missing) == len(named)
+        else "the other sources listed are used"
+    )
+    logger.warning(
+        "--keep %s: no source named %s in this dump (%s); the sources are %s",
+        keep,
+        ", ".join(missing),
+        fallback,
+        ", ".join(sorted(present)) or "none",
+    )

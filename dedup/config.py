@@ -137,6 +137,14 @@ class ScanConfig:
             )
         return cls(**options)
 
+    @classmethod
+    def with_options(cls, config: ScanConfig | None, options: dict[str, Any]) -> ScanConfig:
+        """``config`` (or the defaults) with ``options`` (fields by name) applied; a misspelt
+        one is a ConfigError."""
+        if config is None:
+            return cls.of(**options)
+        return cls.of(**{**config.to_fields(), **options}) if options else config
+
     def to_fields(self) -> dict[str, Any]:
         """Every field by name, as ``ScanConfig(**fields)`` takes them."""
         return {item.name: getattr(self, item.name) for item in fields(self)}

@@ -6,11 +6,13 @@ decoded text of that file or record, so every later stage can point back at what
 
 from __future__ import annotations
 
+import io
+import json
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
-from typing import Any, TypeVar, overload
+from typing import Any, TextIO, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -520,6 +522,24 @@ class Report:
         return data
 
     def to_json(self) -> str:
-        from dedup.report.json import report_to_json
+        """report.json's text (docs/report-format.md)."""
+        buffer = io.StringIO()
+        self.write_json(buffer)
+        return buffer.getvalue()
 
-        return report_to_json(self)
+    def write_json(self, out: TextIO, lines: TextIO | None = None) -> None:
+        """report.json, written as it is built: the top level indented, then one cluster per
+        line (a report of a large dump holds gigabytes of text; each cluster is encoded on its
+        own, by json's C encoder, and written before the next is). The same lines, one per
+        cluster, are clusters.jsonl: given ``lines``, they go there too, encoded once for
+        both."""
+        top = self.to_dict(clusters=False)
+        head = json.dumps(top, ensure_ascii=False, indent=2)
+        out.write(head[: -len("\n}")] + ',\n  "clusters": [')
+        for number, cluster in enumerate(self.clusters):
+            line = json.dumps(cluster.to_dict(), ensure_ascii=False)
+            out.write(",\n" if number else "\n")
+            out.write(line)
+            if lines is not None:
+                lines.write(line + "\n")
+        out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")

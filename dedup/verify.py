@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -340,3 +340,33 @@ def _estimates(
         equal = table.rows(block[:, 0]) == table.rows(block[:, 1])
         estimates[start : start + len(block)] = equal.mean(axis=1)
     return estimates
+
+
+def verify_candidates(
+    copies: SimilarityTable,
+    pairs: npt.NDArray[np.int64],
+    texts: Sequence[str | None],
+    signatures: SignatureTable,
+    ngram: int,
+    threshold: float,
+    containment: float,
+) -> SimilarityTable:
+    """The verified pairs: the exact copies' links (verified already), and the candidate
+    ``pairs`` whose exact similarity passes ``threshold`` or ``containment``."""
+    similar = verify_table(
+        pairs,
+        candidate_texts(texts, pairs),
+        signatures,
+        ngram,
+        threshold,
+        containment,
+    )
+    return SimilarityTable.concatenate([copies, similar])
+
+
+def candidate_texts(texts: Sequence[str | None], pairs: npt.NDArray[np.int64]) -> list[str]:
+    """``texts``, checked to hold the text of every passage in ``pairs``: candidates are drawn
+    from the first passage of each distinct text, which always comes with its text."""
+    if any(texts[index] is None for index in sorted_unique(pairs).tolist()):
+        raise RuntimeError("a candidate passage came without its text: please report this bug")
+    return cast(list[str], texts)

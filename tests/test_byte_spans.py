@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dedup
-from dedup import pipeline
 from dedup.config import ScanConfig
+from dedup.engine import member_texts, tasks
+from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets, texts_at
 from dedup.read import FoundFile, discover_inputs
-from dedup.read.byte_spans import NOT_IN_BYTES, byte_offsets, texts_at
 
 # One-, two-, three- and four-byte characters in UTF-8 (ASCII, Latin, Han, a Han extension B).
 CHARACTERS = st.sampled_from(list("a\n\r1éñ天地玄黄，。「」\U00020000\U0002a6d6"))
@@ -60,8 +60,8 @@ def _dump(tmp_path: Path, seed_simplified: str, hongloumeng_simplified: str) -> 
     return tmp_path
 
 
-def _prepared(found: FoundFile, config: ScanConfig) -> list[pipeline.PreparedInput]:
-    return [item for item in pipeline.prepare_file(found, config).inputs if item.entry]
+def _prepared(found: FoundFile, config: ScanConfig) -> list[tasks.PreparedInput]:
+    return [item for item in tasks.prepare_file(found, config).inputs if item.entry]
 
 
 def test_texts_by_bytes_are_the_texts_read_again(
@@ -81,7 +81,7 @@ def test_texts_by_bytes_are_the_texts_read_again(
             lengths = (item.passages.end - item.passages.start).tolist()
             starts, ends = item.byte_spans[:, 0].tolist(), item.byte_spans[:, 1].tolist()
             texts = texts_at(found.fs_path, found.stamp, starts, ends, lengths)
-            assert texts == pipeline.passage_texts(found, config, item.passages)
+            assert texts == member_texts.passage_texts(found, config, item.passages)
     # Not by bytes: another encoding, compressed, inside an archive, decoded with replacements.
     assert by_bytes == {"plain", "crlf", "bom"}
 
@@ -100,7 +100,7 @@ def test_a_scan_reads_the_same_member_texts_either_way(
     def not_known(*args: Any) -> Any:
         return np.full((len(args[1]), 2), NOT_IN_BYTES, dtype=np.int32)
 
-    monkeypatch.setattr(pipeline, "_byte_spans", not_known)
+    monkeypatch.setattr(tasks, "_byte_spans", not_known)
     for jobs in (1, 2):
         read_again = dedup.scan([str(dump)], errors="replace", jobs=jobs)
         assert read_again.to_json() == by_bytes.to_json()

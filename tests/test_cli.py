@@ -163,7 +163,7 @@ def test_bad_option_values_are_usage_errors_before_any_work(
     def no_scan(*arguments: Any, **options: Any) -> None:
         raise AssertionError("scanned with a bad option")
 
-    monkeypatch.setattr(dedup.cli, "scan", no_scan)
+    monkeypatch.setattr(dedup.cli, "scan_to", no_scan)
     status, errors = _run_main(
         ["scan", str(samples), "-o", str(tmp_path / "r"), *option], monkeypatch
     )

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import dedup
-from dedup import copies, pipeline
+from dedup import candidates
 from dedup.config import ScanConfig
-from dedup.copies import CopyFilter, forget_scan, new_scan
+from dedup.engine import copies, tasks
+from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.read import discover_inputs
 from dedup.script import convert
 from dedup.segment import text_hashes
@@ -79,7 +80,7 @@ def test_a_scan_gives_the_same_report_with_copies_left_out(
     scan = new_scan()
     try:
         handed = [
-            pipeline.prepare_file(file, ScanConfig(), copies=CopyFilter(scan, number))
+            tasks.prepare_file(file, ScanConfig(), copies=CopyFilter(scan, number))
             for number, file in enumerate(files)
         ]
     finally:
@@ -107,9 +108,7 @@ def test_the_first_copy_comes_with_its_text_whatever_order_files_are_prepared_in
     try:
         # One worker given the files last to first.
         backwards = {
-            number: pipeline.prepare_file(
-                files[number], ScanConfig(), copies=CopyFilter(scan, number)
-            )
+            number: tasks.prepare_file(files[number], ScanConfig(), copies=CopyFilter(scan, number))
             for number in reversed(range(len(files)))
         }
     finally:
@@ -117,6 +116,6 @@ def test_the_first_copy_comes_with_its_text_whatever_order_files_are_prepared_in
     items = [item for number in range(len(files)) for item in backwards[number].inputs]
     texts = [text for item in items for text in item.normalized]
     hashes = np.concatenate([item.hashes for item in items])
-    distinct, links = pipeline._exact_copies(texts, hashes)
+    distinct, links = candidates.exact_copies(texts, hashes)
     assert len(links) > len(distinct) / 2
     assert all(texts[index] is not None for index in distinct.tolist())

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import dedup
-from dedup import pipeline
+from dedup import windows
 from dedup.config import ScanConfig
+from dedup.engine import member_texts, tasks
 from dedup.models import Document
 from dedup.read import discover_inputs, read_file
 from dedup.read.decode import decode_bytes
@@ -228,7 +229,7 @@ def test_volumes_and_pages(hongloumeng_simplified: str) -> None:
 def test_a_long_file_without_line_breaks(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hongloumeng_simplified: str
 ) -> None:
-    monkeypatch.setattr(pipeline, "BLOCK_CHARS", 4000)
+    monkeypatch.setattr(windows, "BLOCK_CHARS", 4000)
     one_line = "".join(hongloumeng_simplified.split())
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "flat.txt").write_text(one_line, "utf-8")
@@ -236,8 +237,8 @@ def test_a_long_file_without_line_breaks(
     (entry,) = report.inputs
     assert entry.passages > len(one_line) / 900
     found = discover_inputs([str(tmp_path)])[0][0]
-    passages = pipeline.prepare_file(found, ScanConfig()).inputs[0].passages
-    texts = pipeline.passage_texts(found, ScanConfig(), passages)
+    passages = tasks.prepare_file(found, ScanConfig()).inputs[0].passages
+    texts = member_texts.passage_texts(found, ScanConfig(), passages)
     assert texts == [one_line[passage.start : passage.end] for passage in passages]
     assert all(text and text == text.strip() for text in texts)
     covered = sum(p.end - p.start for p in passages)

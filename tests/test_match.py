@@ -127,7 +127,7 @@ def test_keep_policies_and_chained_members() -> None:
 
 
 def test_overlapping_passages_of_one_text_never_pair() -> None:
-    from dedup.pipeline import _without_overlapping
+    from dedup.candidates import without_overlapping
 
     passages = [
         _passage("a/x.txt", 0, "甲" * 400),
@@ -142,7 +142,7 @@ def test_overlapping_passages_of_one_text_never_pair() -> None:
             for p in passages
         ]
     )
-    assert _without_overlapping(pairs, spans).tolist() == [[0, 2], [0, 3], [1, 2]]
+    assert without_overlapping(pairs, spans).tolist() == [[0, 2], [0, 3], [1, 2]]
 
 
 @settings(max_examples=150, deadline=None)

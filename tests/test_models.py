@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dedup import pipeline
 from dedup.config import ScanConfig
+from dedup.engine import tasks
 from dedup.models import PassageSpan, SpanTable
 from dedup.read import discover_inputs
 
 
 def _spans_of(folder: Path) -> list[SpanTable]:
     files, _skipped = discover_inputs([str(folder)])
-    return [item.passages for f in files for item in pipeline.prepare_file(f, ScanConfig()).inputs]
+    return [item.passages for f in files for item in tasks.prepare_file(f, ScanConfig()).inputs]
 
 
 def test_a_span_table_gives_back_the_spans_it_was_made_of(samples: Path) -> None:

@@ -357,7 +357,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
 ) -> None:
     import os
 
-    from dedup.report import json as report_json
+    from dedup.report import writer as report_json
 
     report = dedup.scan([str(samples)], jobs=1)
     forked = report_json.write_report(report, tmp_path / "forked", two_processes=True)

@@ -94,7 +94,7 @@ def test_an_unwritable_out_fails_before_the_scan(
     def no_scan(*arguments: Any, **options: Any) -> None:
         raise AssertionError("the scan ran before --out was checked")
 
-    monkeypatch.setattr(dedup.cli, "scan", no_scan)
+    monkeypatch.setattr(dedup.cli, "scan_to", no_scan)
     if where == "under-a-file":
         (tmp_path / "a-file").write_text("x", "utf-8")
         out = tmp_path / "a-file" / "report"

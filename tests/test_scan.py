@@ -166,7 +166,7 @@ def test_report_json_contract(report: dedup.Report) -> None:
 
 
 def test_exact_copies_are_found_by_two_hashes(seed_simplified: str) -> None:
-    from dedup.pipeline import _exact_copies
+    from dedup.candidates import exact_copies
     from dedup.segment import _window_hashes, text_hashes
 
     a, b = seed_simplified[:300], seed_simplified[300:600]
@@ -185,15 +185,15 @@ def test_exact_copies_are_found_by_two_hashes(seed_simplified: str) -> None:
         (texts, first_collides),
         (handed_back, from_the_workers),
     ):
-        distinct, links = _exact_copies(given, hashes)
+        distinct, links = exact_copies(given, hashes)
         assert distinct.tolist() == [0, 1]
         assert [(link.first, link.second) for link in links] == [(0, 2), (1, 3), (1, 4)]
         assert all(link.jaccard == 1.0 and link.identical_chars == 300 for link in links)
     # A single character apart is another text.
     near = [a, a[:-1] + ("。" if a[-1] != "。" else "，")]
-    assert _exact_copies(near)[0].tolist() == [0, 1]
+    assert exact_copies(near)[0].tolist() == [0, 1]
     assert text_hashes([]).shape == (0, 2)
-    assert _exact_copies([])[0].tolist() == []
+    assert exact_copies([])[0].tolist() == []
     assert (
         text_hashes(["", "天"]).tolist()
         == _window_hashes(code_points("天"), np.array([0, 0]), np.array([0, 1])).tolist()
@@ -209,6 +209,7 @@ def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
     """Its passages are left out, and so are the pairs they were in: a passage whose only
     copy was in that file is in no cluster (not left alone in one)."""
     from dedup import pipeline
+    from dedup.engine import gather, member_texts
 
     only_in_b_and_d = hongloumeng_simplified[:3000]
     for site, text in (
@@ -223,17 +224,17 @@ def test_a_file_that_changes_during_the_scan_is_listed_not_misquoted(
         m.source for c in dedup.scan([str(tmp_path)], jobs=1).clusters for m in c.members
     }
     changing = tmp_path / "b" / "chapter.txt"
-    first_pass = pipeline._prepare_all
+    first_pass = gather.prepare_all
 
     def then_edit(*args: Any, **kwargs: Any) -> Any:
         prepared = first_pass(*args, **kwargs)
         changing.write_text("（作者修改）" + seed_simplified, "utf-8")  # every offset moves
         return prepared
 
-    monkeypatch.setattr(pipeline, "_prepare_all", then_edit)
+    monkeypatch.setattr(pipeline, "prepare_all", then_edit)
     report = dedup.scan([str(tmp_path)], jobs=1)
     assert [(entry.path, entry.reason) for entry in report.skipped] == [
-        (changing.as_posix(), pipeline.CHANGED_WHILE_SCANNING)
+        (changing.as_posix(), member_texts.CHANGED_WHILE_SCANNING)
     ]
     assert report.clusters
     for cluster in report.clusters:
@@ -277,23 +278,24 @@ def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
     passages are those the main pass finds by looking for the headings itself."""
     from dataclasses import replace
 
-    from dedup import pipeline
+    from dedup import repeated_lines, windows
     from dedup.config import ScanConfig
+    from dedup.engine import tasks
     from dedup.read import discover_inputs
 
     config = ScanConfig()
     files, _skipped = discover_inputs([str(samples)])
-    learned = [pipeline.count_line_keys(file, config) for file in files]
-    repeated = pipeline._repeated_lines(learned)
-    looked_for = [pipeline.prepare_file(file, config, repeated) for file in files]
+    learned = [tasks.count_line_keys(file, config) for file in files]
+    repeated = repeated_lines.repeated_lines(learned)
+    looked_for = [tasks.prepare_file(file, config, repeated) for file in files]
 
     calls = []
-    split_chapters = pipeline.split_chapters
+    split_chapters = windows.split_chapters
     monkeypatch.setattr(
-        pipeline, "split_chapters", lambda *args: calls.append(args) or split_chapters(*args)
+        windows, "split_chapters", lambda *args: calls.append(args) or split_chapters(*args)
     )
     handed_on = [
-        pipeline.prepare_file(file, config, repeated, found.chapters)
+        tasks.prepare_file(file, config, repeated, found.chapters)
         for file, found in zip(files, learned, strict=True)
     ]
     assert calls == []
@@ -308,7 +310,7 @@ def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
         tuple(replace(table, text_length=table.text_length + 1) for table in tables if table)
         for tables in learned[0].chapters
     )
-    pipeline.prepare_file(files[0], config, repeated, stale)
+    tasks.prepare_file(files[0], config, repeated, stale)
     assert calls
 
 
@@ -331,8 +333,9 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
 ) -> None:
     """One site, one file: the lines that file repeats are all its source repeats, so both
     passes are made from one read of it, with the results of two."""
-    from dedup import pipeline
+    from dedup import repeated_lines
     from dedup.config import ScanConfig
+    from dedup.engine import gather, tasks
     from dedup.read import discover_inputs
 
     chapters = _site_with_a_slogan(tmp_path / "alone", "book.txt", hongloumeng_simplified)
@@ -341,18 +344,18 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
     config = ScanConfig(jobs=1)
     files, _skipped = discover_inputs([str(tmp_path)])
     assert [file.source for file in files] == ["alone", "pair", "pair"]
-    assert pipeline._read_once(files, config) == [True, False, False]
+    assert repeated_lines.read_once(files, config) == [True, False, False]
 
     reads = []
-    read_file = pipeline.read_file
+    read_file = tasks.read_file
     monkeypatch.setattr(
-        pipeline, "read_file", lambda file, config: reads.append(file) or read_file(file, config)
+        tasks, "read_file", lambda file, config: reads.append(file) or read_file(file, config)
     )
-    at_once = pipeline.learn_and_prepare(files[0], config)
+    at_once = tasks.learn_and_prepare(files[0], config)
     assert reads == [files[0]]
-    learned = pipeline.count_line_keys(files[0], config)
-    apart = pipeline.prepare_file(
-        files[0], config, pipeline._repeated_lines([learned]), learned.chapters
+    learned = tasks.count_line_keys(files[0], config)
+    apart = tasks.prepare_file(
+        files[0], config, repeated_lines.repeated_lines([learned]), learned.chapters
     )
     (ours,), (reference,) = at_once.inputs, apart.inputs
     assert ours.entry is not None and ours.entry == reference.entry
@@ -369,7 +372,7 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
         return json.dumps({**report.to_dict(), "timings": None})
 
     together = same_report()
-    monkeypatch.setattr(pipeline, "_read_once", lambda files, config: [False] * len(files))
+    monkeypatch.setattr(gather, "read_once", lambda files, config: [False] * len(files))
     assert same_report() == together
 
 
@@ -379,7 +382,7 @@ def test_files_are_read_once_only_where_no_file_can_hold_another_source(
     """An archive's folders, or records naming their source, can add to any source's lines."""
     import zipfile
 
-    from dedup import pipeline
+    from dedup import repeated_lines
     from dedup.config import ScanConfig
     from dedup.read import discover_inputs
 
@@ -392,7 +395,7 @@ def test_files_are_read_once_only_where_no_file_can_hold_another_source(
 
     def decided(**options: Any) -> list[bool]:
         files, _skipped = discover_inputs([str(tmp_path)])
-        return pipeline._read_once(files, ScanConfig(**options))
+        return repeated_lines.read_once(files, ScanConfig(**options))
 
     assert decided() == [True, True, True]
     assert decided(source_fields=("site",)) == [False, False, False]
@@ -407,7 +410,7 @@ def test_line_keys_of_a_whole_document_are_those_of_its_chapters_apart(
     from dedup.arrays import sorted_unique
     from dedup.models import Document
     from dedup.normalize import line_key_array
-    from dedup.pipeline import chapter_line_keys
+    from dedup.repeated_lines import chapter_line_keys
     from dedup.segment import split_chapters
 
     volumes = (

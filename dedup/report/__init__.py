@@ -1,7 +1,8 @@
 """Report stage: the report as files (report.json, index.html, CSV, JSONL) and as a summary."""
 
-from dedup.report.json import DEFAULT_FORMATS, FORMATS, load_report, report_to_json, write_report
+from dedup.report.record import load_report
 from dedup.report.terminal import format_explanation, format_summary
+from dedup.report.writer import DEFAULT_FORMATS, FORMATS, write_report
 
 __all__ = [
     "DEFAULT_FORMATS",
@@ -9,6 +10,5 @@ __all__ = [
     "format_explanation",
     "format_summary",
     "load_report",
-    "report_to_json",
     "write_report",
 ]

@@ -13,7 +13,7 @@ from dedup.report.palette import Span
 
 if TYPE_CHECKING:
     from dedup.explain import Explanation
-    from dedup.pipeline import NormalizedFile
+    from dedup.normalized_file import NormalizedFile
 
 # What each normalization count means, in the words of a summary line.
 STEP_WORDS = {

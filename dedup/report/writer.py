@@ -1,12 +1,10 @@
-"""report.json, the complete and stable record of a scan (format described in
-docs/report-format.md), and run.json, the facts of one run (timings, worker count) that differ
-between identical runs. ``load_report`` reads report.json back, so outputs can be rebuilt."""
+"""The report stage: a report's files written into its folder (report.json and run.json always,
+the page, tables and JSON Lines as asked), whole or not at all (dedup.report.folder)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import io
 import json
 import multiprocessing
 import multiprocessing.process
@@ -14,41 +12,19 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
 
-from dedup.errors import DedupError
-from dedup.lifetime import die_with_parent
-from dedup.models import Cluster, InputFile, Pair, Passage, Report, Skipped, Summary
+from dedup.engine.lifetime import die_with_parent
+from dedup.models import Report
 from dedup.report.folder import ReportFolder
 
 REPORT_FILE = "report.json"
+
 RUN_FILE = "run.json"
+
 # What --format can ask for; report.json and run.json are always written.
 FORMATS = ("html", "csv", "jsonl", "text", "json")
+
 DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
-
-
-def report_to_json(report: Report) -> str:
-    buffer = io.StringIO()
-    write_report_json(report, buffer)
-    return buffer.getvalue()
-
-
-def write_report_json(report: Report, out: TextIO, lines: TextIO | None = None) -> None:
-    """report.json, written as it is built: the top level indented, then one cluster per line
-    (a report of a large dump holds gigabytes of text; each cluster is encoded on its own, by
-    json's C encoder, and written before the next is). The same lines, one per cluster, are
-    clusters.jsonl: given ``lines``, they go there too, encoded once for both."""
-    top = report.to_dict(clusters=False)
-    head = json.dumps(top, ensure_ascii=False, indent=2)
-    out.write(head[: -len("\n}")] + ',\n  "clusters": [')
-    for number, cluster in enumerate(report.clusters):
-        line = json.dumps(cluster.to_dict(), ensure_ascii=False)
-        out.write(",\n" if number else "\n")
-        out.write(line)
-        if lines is not None:
-            lines.write(line + "\n")
-    out.write("\n  ]\n}\n" if report.clusters else "]\n}\n")
 
 
 def run_to_json(report: Report) -> str:
@@ -62,7 +38,7 @@ def run_to_json(report: Report) -> str:
 
 def write_report(
     report: Report,
-    directory: Path | ReportFolder,
+    directory: str | os.PathLike[str] | ReportFolder,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
     two_processes: bool | None = None,
 ) -> list[Path]:
@@ -80,7 +56,7 @@ def write_report(
     """
     if isinstance(directory, ReportFolder):
         return _write_into(report, directory, formats, two_processes)
-    with ReportFolder(directory) as folder:
+    with ReportFolder(Path(directory)) as folder:
         return _write_into(report, folder, formats, two_processes)
 
 
@@ -105,7 +81,7 @@ def _write_into(
                     lines = files.enter_context(
                         open(directory / CLUSTERS_JSONL, "w", encoding="utf-8", newline="")
                     )
-                write_report_json(report, handle, lines)
+                report.write_json(handle, lines)
             writing = RUN_FILE
             (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
             written = [REPORT_FILE, RUN_FILE]
@@ -183,54 +159,3 @@ def _in_copy(write: Callable[..., object], parent: int, *arguments: object) -> N
         write(*arguments)
     except BaseException:  # whatever it was, the parent writes these files and reports it
         sys.exit(1)
-
-
-def _passage(data: dict[str, Any]) -> Passage:
-    return Passage(
-        id=data["id"],
-        source=data["source"],
-        path=data["path"],
-        record=data["record"],
-        chapter=data["chapter"],
-        title=data["title"],
-        start=data["start"],
-        end=data["end"],
-        text=data["text"],
-        record_id=data.get("record_id"),
-    )
-
-
-def load_report(path: Path) -> Report:
-    """Read a report.json written by ``write_report``."""
-    try:
-        data = json.loads(path.read_text("utf-8"))
-        clusters = tuple(
-            Cluster(
-                id=cluster["id"],
-                representative=cluster["representative"],
-                members=tuple(_passage(member) for member in cluster["members"]),
-                pairs=tuple(Pair(**pair) for pair in cluster["pairs"]),
-                linked_through_others=tuple(cluster.get("linked_through_others", ())),
-                giant=cluster.get("giant", False),
-            )
-            for cluster in data["clusters"]
-        )
-        return Report(
-            dedup_version=data["dedup_version"],
-            options=data["options"],
-            summary=Summary(**data["summary"]),
-            inputs=tuple(
-                InputFile(**{**entry, "warnings": tuple(entry["warnings"])})
-                for entry in data["inputs"]
-            ),
-            skipped=tuple(Skipped(**entry) for entry in data["skipped"]),
-            clusters=clusters,
-        )
-    except FileNotFoundError as error:
-        raise DedupError(
-            f"{path}: no report here; run dedup scan first, or give its --out folder"
-        ) from error
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise DedupError(
-            f"{path}: not a dedup report.json this version can read ({error}); scan again"
-        ) from error

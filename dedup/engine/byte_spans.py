@@ -82,7 +82,7 @@ def _utf8_bytes(codes: npt.NDArray[np.uint32], start: int, end: int) -> int:
     return total
 
 
-def _mapped(descriptor: int) -> mmap.mmap:
+def mapped(descriptor: int) -> mmap.mmap:
     """The file read-only in memory; where the system can, its pages mapped at once rather than
     one fault at a time as the slices reach them (a tenth less time for member texts)."""
     populate = getattr(mmap, "MAP_POPULATE", 0)
@@ -106,7 +106,7 @@ def texts_at(
     try:
         with (
             open(path, "rb") as handle,
-            _mapped(handle.fileno()) as data,
+            mapped(handle.fileno()) as data,
         ):
             if len(data) != stamp[0]:
                 return None

@@ -1,0 +1,153 @@
+"""Every file prepared on the engine, in order: first the learn pass over the sources with
+several files, then the main pass, each file's result merged as it arrives and let go."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from tqdm import tqdm
+
+from dedup.arrays import concatenated
+from dedup.config import ScanConfig
+from dedup.engine.copies import CopyFilter, forget_scan, new_scan
+from dedup.engine.local import LocalEngine
+from dedup.engine.memory import release_freed_memory
+from dedup.engine.tasks import PreparedFile, count_line_keys, second_pass
+from dedup.fingerprint import SignatureTable
+from dedup.models import (
+    InputFile,
+    Skipped,
+    SpanTable,
+)
+from dedup.read import (
+    FoundFile,
+)
+from dedup.repeated_lines import read_once, repeated_lines
+from dedup.timing import StageTimer
+
+
+@dataclass
+class Prepared:
+    """All the workers handed back, merged: one entry per passage of the dump, in file order.
+    Each file's result is merged as it arrives and then let go, so that the passages' texts and
+    signatures are held once, not twice."""
+
+    signatures: SignatureTable
+    span_parts: list[SpanTable] = field(default_factory=list)
+    files: list[FoundFile] = field(default_factory=list)
+    spans_per_file: list[int] = field(default_factory=list)
+    normalized: list[str | None] = field(default_factory=list)
+    hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    byte_span_parts: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    inputs: list[InputFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    too_short: int = 0
+
+    def add(self, file: FoundFile, result: PreparedFile) -> None:
+        for item in result.inputs:
+            self.span_parts.append(item.passages)
+            self.files.append(file)
+            self.spans_per_file.append(len(item.passages))
+            self.normalized += item.normalized
+            self.hashes.append(item.hashes)
+            self.byte_span_parts.append(item.byte_spans)
+            self.signatures.append(item.signatures)
+            if item.entry is not None:
+                self.inputs.append(item.entry)
+            if item.skipped is not None:
+                self.skipped.append(item.skipped)
+            self.too_short += item.too_short
+
+    def passages(self) -> Passages:
+        """Every passage of the dump, merged (the parts they were made of let go)."""
+        passages = Passages(
+            spans=SpanTable.concatenate(self.span_parts),
+            file_of=np.repeat(np.arange(len(self.files)), self.spans_per_file),
+            byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
+            texts=self.normalized,
+            hashes=concatenated(self.hashes, np.int64, columns=2),
+            signatures=self.signatures,
+        )
+        self.span_parts, self.byte_span_parts, self.hashes = [], [], []
+        self.normalized = []
+        self.signatures = SignatureTable(self.signatures.num_perm)
+        return passages
+
+
+@dataclass
+class Passages:
+    """Every passage of a dump, in file order, as the stages after the workers use them."""
+
+    spans: SpanTable  # where each passage is
+    file_of: npt.NDArray[np.int64]  # the index in Prepared.files of its file
+    byte_spans: npt.NDArray[np.int32]  # where it is in that file's bytes (PreparedInput)
+    # Normalized texts (None for a later copy of a text: see dedup.engine.copies), their two
+    # hashes, and their MinHash signatures (zeros for those copies).
+    texts: list[str | None]
+    hashes: npt.NDArray[np.int64]
+    signatures: SignatureTable
+
+    def let_go_of_texts(self) -> None:
+        """Normalized texts, hashes and signatures are done with once pairs are verified: free
+        them before member texts are read back. They were unpickled on the pool's result
+        thread, whose malloc arena keeps their memory once freed, while member texts are made
+        on this thread, from another arena: so the freed memory is handed back too (without
+        it a 1 GB scan held both; docs/performance.md)."""
+        self.texts = []
+        self.hashes = self.hashes[:0]
+        self.signatures = SignatureTable(self.signatures.num_perm)
+        release_freed_memory()
+
+
+def prepare_all(
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    timer: StageTimer,
+    engine: LocalEngine,
+) -> Prepared:
+    """Every file read, segmented, normalized and fingerprinted. First the lines each source
+    repeats are learned from the files of sources with several (a file alone in its source is
+    learned from as it is prepared), then every file is prepared, in order."""
+    learning = "repeated-lines" not in config.skip_steps
+    # True: the file is learned from as it is prepared, in one read of it.
+    at_once = read_once(files, config) if learning else [False] * len(files)
+    apart = [number for number, once in enumerate(at_once) if learning and not once]
+    found = engine.map(count_line_keys, [files[number] for number in apart], repeat(config))
+    learned = dict(zip(apart, found, strict=True))
+    for file_learned in learned.values():
+        timer.add("learn-lines", file_learned.seconds)
+    repeated = repeated_lines(learned.values())
+    # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
+    scan = new_scan()
+    results = engine.map(
+        second_pass,
+        files,
+        repeat(config),
+        at_once,
+        repeat(repeated),
+        [learned[number].chapters if number in learned else () for number in range(len(files))],
+        [CopyFilter(scan, number) for number in range(len(files))],
+    )
+    learned.clear()
+    prepared = Prepared(SignatureTable(config.num_perm))
+    progress: dict[str, Any] = {
+        "total": len(files),
+        "unit": "file",
+        "disable": not config.show_progress,
+        "leave": False,
+    }
+    try:
+        for file, result in zip(
+            files, tqdm(results, desc="read+fingerprint", **progress), strict=True
+        ):
+            prepared.add(file, result)
+            for stage, seconds in result.seconds.items():
+                timer.add(stage, seconds)
+    finally:
+        forget_scan(scan)  # this process's table, when the files were prepared here
+    return prepared

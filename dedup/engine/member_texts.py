@@ -1,0 +1,130 @@
+"""The text of the passages that cluster, read back from their files at the end of a scan (the
+scan keeps only where each passage is): a plain UTF-8 file by the passages' bytes, here; any
+other read again in the workers."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.arrays import sorted_unique
+from dedup.config import ScanConfig
+from dedup.engine.byte_spans import NOT_IN_BYTES, texts_at
+from dedup.engine.gather import Passages
+from dedup.engine.local import LocalEngine
+from dedup.models import (
+    Passage,
+    PassageSpan,
+    Skipped,
+    SpanTable,
+)
+from dedup.read import (
+    FoundFile,
+    file_stamp,
+    read_file,
+)
+from dedup.verify import SimilarityTable
+
+CHANGED_WHILE_SCANNING = (
+    "changed while dedup was scanning it; its passages are left out: scan again"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """The passages of the verified pairs, by index, with their text; the verified pairs
+    among them; and the files whose text was no longer where the scan found it (changed
+    since), whose passages are left out."""
+
+    passages: dict[int, Passage]
+    verified: SimilarityTable
+    changed: tuple[Skipped, ...]
+
+
+def read_members(
+    verified: SimilarityTable,
+    passages: Passages,
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    engine: LocalEngine,
+) -> Members:
+    """The member passages of ``verified``, their text read back from their files. A file
+    whose passages are known by their bytes is read here, those bytes alone; any other is
+    read once more in the workers, meanwhile."""
+    spans, byte_spans = passages.spans, passages.byte_spans
+    indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
+    # Rows come in file order, so each file's members are one stretch of ``indexes``.
+    file_numbers, firsts = np.unique(passages.file_of[indexes], return_index=True)
+    groups = np.split(indexes, firsts[1:]) if len(indexes) else []
+    found_files = [files[number] for number in file_numbers.tolist()]
+    by_bytes = [bool((byte_spans[group] != NOT_IN_BYTES).all()) for group in groups]
+    elsewhere = [number for number, known in enumerate(by_bytes) if not known]
+    read_back = engine.in_any_order(
+        passage_texts,
+        [found_files[number] for number in elsewhere],
+        repeat(config),
+        [spans.take(groups[number]) for number in elsewhere],
+    )
+    here = (
+        (number, _texts_by_bytes(found_files[number], spans, byte_spans, groups[number]))
+        for number, known in enumerate(by_bytes)
+        if known
+    )
+    members: dict[int, Passage] = {}
+    changed: list[str] = []
+    for number, group_texts in itertools.chain(
+        here, ((elsewhere[task], texts) for task, texts in read_back)
+    ):
+        if group_texts is None or None in group_texts:
+            changed.append(found_files[number].path)
+            continue
+        made = spans.passages(groups[number], cast(list[str], group_texts))
+        members.update(zip(groups[number].tolist(), made, strict=True))
+    if changed:
+        kept = np.fromiter(members, dtype=np.int64, count=len(members))
+        verified = verified.where(np.isin(verified.first, kept) & np.isin(verified.second, kept))
+    skipped = tuple(Skipped(path, CHANGED_WHILE_SCANNING) for path in sorted(changed))
+    return Members(members, verified, skipped)
+
+
+def _texts_by_bytes(
+    file: FoundFile,
+    spans: SpanTable,
+    byte_spans: npt.NDArray[np.int32],
+    rows: npt.NDArray[np.int64],
+) -> list[str] | None:
+    at = byte_spans[rows]
+    lengths = spans.end[rows] - spans.start[rows]
+    return texts_at(
+        file.fs_path, file.stamp, at[:, 0].tolist(), at[:, 1].tolist(), lengths.tolist()
+    )
+
+
+def passage_texts(
+    file: FoundFile, config: ScanConfig, spans: Sequence[PassageSpan]
+) -> list[str | None]:
+    """The texts of ``spans``, all in ``file``, read from it once more (None where the file no
+    longer has the span: it changed after it was scanned)."""
+    table = spans if isinstance(spans, SpanTable) else SpanTable.of(spans)
+    keys = [(path, record) for _source, path, record, _id in table.documents]
+    wanted: dict[tuple[str, int | None], list[int]] = {}
+    for position, document in enumerate(table.document.tolist()):
+        wanted.setdefault(keys[document], []).append(position)
+    starts, ends = table.start.tolist(), table.end.tolist()
+    texts: list[str | None] = [None] * len(table)
+    if file.stamp is not None and file_stamp(file.fs_path) != file.stamp:
+        return texts
+    for result in read_file(file, config):
+        for document in result.documents:
+            for position in wanted.get((document.path, document.record), ()):
+                start = starts[position] - document.base
+                end = ends[position] - document.base
+                if start >= 0 and end <= len(document.text):
+                    texts[position] = document.text[start:end]
+    return texts

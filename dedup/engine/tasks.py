@@ -1,0 +1,276 @@
+"""The per-file task a worker runs: read -> segment -> normalize -> fingerprint for every input
+inside one file, and what it hands back (spans, hashes, signatures; each distinct text once)."""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.config import ScanConfig
+from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets
+from dedup.engine.copies import CopyFilter
+from dedup.fingerprint import signatures
+from dedup.models import (
+    InputFile,
+    Skipped,
+    SpanTable,
+)
+from dedup.read import (
+    RECORD_FORMATS,
+    FoundFile,
+    ReadResult,
+    read_file,
+)
+from dedup.read.containers import InputTooLarge
+from dedup.read.decode import DecodeFailure
+from dedup.repeated_lines import (
+    FileChapters,
+    LearnedFile,
+    RepeatedLines,
+    learn_lines,
+    repeated_lines,
+)
+from dedup.segment import (
+    ChapterTable,
+)
+from dedup.timing import StageTimer
+from dedup.windows import input_windows
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedInput:
+    """What one worker hands back for one input: its passages and their fingerprints."""
+
+    entry: InputFile | None
+    skipped: Skipped | None
+    passages: SpanTable
+    # None for a copy of a text this worker handed back for this or an earlier file (copies.py)
+    normalized: tuple[str | None, ...]
+    hashes: npt.NDArray[np.int64]  # two of each normalized text (equal texts, equal hashes)
+    signatures: npt.NDArray[np.uint32]
+    too_short: int
+    # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
+    byte_spans: npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    inputs: tuple[PreparedInput, ...]
+    seconds: dict[str, float]
+
+
+# A passage counts as converted from the other script when script conversion changed at least
+# this share of its characters (a Simplified text has a few characters OpenCC touches anyway).
+CONVERTED_PASSAGE = 0.02
+
+
+def prepare_file(
+    file: FoundFile,
+    config: ScanConfig,
+    repeated: RepeatedLines | None = None,
+    chapters: FileChapters = (),
+    copies: CopyFilter | None = None,
+) -> PreparedFile:
+    """read -> segment -> normalize -> fingerprint for one file (every input inside it);
+    ``chapters`` are those the learn pass found in it, if it ran; with ``copies``, texts
+    handed back before are left out (see dedup.engine.copies)."""
+    timer = StageTimer()
+    results = read_file(file, config)
+    prepared: list[PreparedInput] = []
+    for number in itertools.count():
+        with timer("read"):
+            result = next(results, None)
+        if result is None:
+            break
+        known = chapters[number] if number < len(chapters) else ()
+        prepared.append(
+            _prepare_input(result, config, repeated or {}, known, timer, _whole_size(file), copies)
+        )
+    return PreparedFile(tuple(prepared), timer.seconds)
+
+
+def _whole_size(file: FoundFile) -> int | None:
+    """The size in bytes of ``file`` when its one input is all of its bytes as they are on
+    disk (not an archive's entry, not compressed), else None."""
+    if file.format != "txt" or file.compression is not None or file.stamp is None:
+        return None
+    return file.stamp[0]
+
+
+def _prepare_input(
+    result: ReadResult,
+    config: ScanConfig,
+    repeated: RepeatedLines,
+    known: Sequence[ChapterTable | None],
+    timer: StageTimer,
+    whole_size: int | None = None,
+    copies: CopyFilter | None = None,
+) -> PreparedInput:
+    """read -> .. fingerprint for one input; ``whole_size``: see _whole_size."""
+    if result.skipped is not None:
+        return _skipped_input(result.skipped, config)
+    try:
+        windows, chapter_count, records, stats = input_windows(
+            result, config, repeated, known, timer
+        )
+    except (DecodeFailure, InputTooLarge) as failure:
+        # Only a large file read as a stream can fail part way; none of it is used.
+        reason = (
+            str(failure) or f"larger than {config.max_file_mb} MB; raise --max-file-mb to read it"
+        )
+        return _skipped_input(Skipped(result.path, reason), config)
+    lengths = np.fromiter(map(len, windows.texts), dtype=np.int64, count=len(windows.texts))
+    kept = np.flatnonzero(lengths >= config.min_passage_chars)
+    converted = int(np.count_nonzero(windows.converted[kept] >= CONVERTED_PASSAGE))
+    stats.add("passages-converted", converted)
+
+    texts = tuple(windows.texts[i] for i in kept.tolist())
+    hashes = windows.hashes[kept]
+    # Copies of texts this worker handed back already go back without their text, and without
+    # a signature (zeros): the main process uses neither, only the first passage of each text.
+    handing_back = np.ones(len(texts), dtype=np.bool_) if copies is None else copies.keep(hashes)
+    with timer("fingerprint"):
+        fingerprints = _signatures_of(texts, handing_back, config)
+
+    entry = InputFile(
+        path=result.path,
+        source=result.source,
+        format=result.format,
+        encoding=result.encoding,
+        records=records if result.format in RECORD_FORMATS else 0,
+        chapters=chapter_count,
+        passages=len(kept),
+        warnings=tuple(result.warnings),
+        normalization=dict(sorted(stats.counts.items())),
+    )
+    passages = windows.spans.take(kept)
+    if config.source_fields:
+        entry = replace(entry, passages_by_source=_passages_by_source(passages, result.source))
+    with timer("segment"):
+        byte_spans = _byte_spans(result, passages, whole_size, config)
+    handed_back = tuple(
+        text if handing else None
+        for text, handing in zip(texts, handing_back.tolist(), strict=True)
+    )
+    return PreparedInput(
+        entry,
+        None,
+        passages,
+        handed_back,
+        hashes,
+        fingerprints,
+        len(lengths) - len(kept),
+        byte_spans,
+    )
+
+
+def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
+    """Passages per source their records name; empty when all are the file's own source."""
+    sources = [source for source, _path, _record, _id in passages.documents]
+    counts = np.bincount(passages.document, minlength=len(sources)).tolist()
+    by_source: dict[str, int] = {}
+    for source, count in zip(sources, counts, strict=True):
+        if count:
+            by_source[source] = by_source.get(source, 0) + count
+    return {} if set(by_source) <= {own} else dict(sorted(by_source.items()))
+
+
+def _signatures_of(
+    texts: Sequence[str], handing_back: npt.NDArray[np.bool_], config: ScanConfig
+) -> npt.NDArray[np.uint32]:
+    """The signatures of the texts handed back; zeros for the others."""
+    if handing_back.all():
+        return signatures(texts, config.ngram, config.num_perm, config.seed)
+    rows = np.flatnonzero(handing_back)
+    made = np.zeros((len(texts), config.num_perm), dtype=np.uint32)
+    made[rows] = signatures(
+        [texts[row] for row in rows.tolist()], config.ngram, config.num_perm, config.seed
+    )
+    return made
+
+
+def _byte_spans(
+    result: ReadResult, passages: SpanTable, whole_size: int | None, config: ScanConfig
+) -> npt.NDArray[np.int32]:
+    """Where each passage's text is in the bytes of its file, when the input's one document
+    is those bytes decoded as UTF-8, nothing replaced (after a byte-order mark, if any)."""
+    unknown = np.full((len(passages), 2), NOT_IN_BYTES, dtype=np.int32)
+    if whole_size is None or whole_size >= 1 << 31 or not isinstance(result.documents, tuple):
+        return unknown
+    try:
+        encoding = codecs.lookup(result.encoding).name
+    except LookupError:
+        return unknown
+    if encoding not in ("utf-8", "utf-8-sig") or len(result.documents) != 1:
+        return unknown
+    (document,) = result.documents
+    if document.base or (config.errors != "strict" and "\ufffd" in document.text):
+        return unknown
+    ends = np.append(passages.end, len(document.text))
+    offsets = byte_offsets(document.text, np.concatenate((passages.start, ends)))
+    mark = whole_size - int(offsets[-1])  # the bytes before the text: a byte-order mark
+    if mark not in ((0, len(codecs.BOM_UTF8)) if encoding == "utf-8-sig" else (0,)):
+        return unknown
+    return (offsets[:-1] + mark).reshape(2, -1).T.astype(np.int32)
+
+
+def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
+    empty = np.empty((0, config.num_perm), dtype=np.uint32)
+    no_hashes = np.empty((0, 2), dtype=np.int64)
+    no_spans = np.empty((0, 2), dtype=np.int32)
+    return PreparedInput(None, skipped, SpanTable.of(()), (), no_hashes, empty, 0, no_spans)
+
+
+def count_line_keys(file: FoundFile, config: ScanConfig) -> LearnedFile:
+    """Per source: how many chapters, and in how many of them each line occurs."""
+    started = time.perf_counter()
+    learned = learn_lines(read_file(file, config))
+    return replace(learned, seconds=time.perf_counter() - started)
+
+
+def learn_and_prepare(
+    file: FoundFile, config: ScanConfig, copies: CopyFilter | None = None
+) -> PreparedFile:
+    """``prepare_file`` for a file that is the only one of its source: the lines its source
+    repeats are learned from it alone, so both passes are made from one read of it (a file
+    read as a stream, which cannot be gone through twice, is read twice)."""
+    timer = StageTimer()
+    results: list[ReadResult] = []
+    with timer("read"):
+        for result in read_file(file, config):
+            if not isinstance(result.documents, tuple):  # a stream
+                learned = count_line_keys(file, config)
+                repeated = repeated_lines([learned])
+                prepared = prepare_file(file, config, repeated, learned.chapters, copies)
+                prepared.seconds["learn-lines"] = learned.seconds
+                return prepared
+            results.append(result)
+    with timer("learn-lines"):
+        learned = learn_lines(results)
+        repeated = repeated_lines([learned])
+    inputs = tuple(
+        _prepare_input(result, config, repeated, known, timer, _whole_size(file), copies)
+        for result, known in zip(results, learned.chapters, strict=True)
+    )
+    return PreparedFile(inputs, timer.seconds)
+
+
+def second_pass(
+    file: FoundFile,
+    config: ScanConfig,
+    at_once: bool,
+    repeated: RepeatedLines,
+    chapters: FileChapters,
+    copies: CopyFilter,
+) -> PreparedFile:
+    """The main pass over one file: learned from as it is prepared when it is read once
+    (alone in its source), else prepared with what the learn pass found (if it ran)."""
+    if at_once:
+        return learn_and_prepare(file, config, copies)
+    return prepare_file(file, config, repeated, chapters, copies)

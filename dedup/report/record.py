@@ -1,0 +1,62 @@
+"""report.json read back (docs/report-format.md), so that outputs can be rebuilt from it
+(``dedup report``); Report.write_json writes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dedup.errors import DedupError
+from dedup.models import Cluster, InputFile, Pair, Passage, Report, Skipped, Summary
+
+
+def _passage(data: dict[str, Any]) -> Passage:
+    return Passage(
+        id=data["id"],
+        source=data["source"],
+        path=data["path"],
+        record=data["record"],
+        chapter=data["chapter"],
+        title=data["title"],
+        start=data["start"],
+        end=data["end"],
+        text=data["text"],
+        record_id=data.get("record_id"),
+    )
+
+
+def load_report(path: Path) -> Report:
+    """Read a report.json written by ``write_report``."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        clusters = tuple(
+            Cluster(
+                id=cluster["id"],
+                representative=cluster["representative"],
+                members=tuple(_passage(member) for member in cluster["members"]),
+                pairs=tuple(Pair(**pair) for pair in cluster["pairs"]),
+                linked_through_others=tuple(cluster.get("linked_through_others", ())),
+                giant=cluster.get("giant", False),
+            )
+            for cluster in data["clusters"]
+        )
+        return Report(
+            dedup_version=data["dedup_version"],
+            options=data["options"],
+            summary=Summary(**data["summary"]),
+            inputs=tuple(
+                InputFile(**{**entry, "warnings": tuple(entry["warnings"])})
+                for entry in data["inputs"]
+            ),
+            skipped=tuple(Skipped(**entry) for entry in data["skipped"]),
+            clusters=clusters,
+        )
+    except FileNotFoundError as error:
+        raise DedupError(
+            f"{path}: no report here; run dedup scan first, or give its --out folder"
+        ) from error
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise DedupError(
+            f"{path}: not a dedup report.json this version can read ({error}); scan again"
+        ) from error

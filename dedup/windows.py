@@ -1,0 +1,168 @@
+"""One input's passages: its chapters (by their headings) normalized in blocks and batches, and
+cut into passage windows, in columns (segment + normalize for one input)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.arrays import concatenated
+from dedup.config import ScanConfig
+from dedup.models import (
+    Chapter,
+    Document,
+    DocumentKey,
+    SpanTable,
+)
+from dedup.normalize import (
+    BATCH_CHARS,
+    NormalizeConfig,
+    NormalizeStats,
+    in_batches,
+    normalize_many,
+)
+from dedup.read import (
+    ReadResult,
+)
+from dedup.repeated_lines import RepeatedLines
+from dedup.segment import (
+    ChapterTable,
+    ChapterWindows,
+    chapter_windows,
+    split_chapters,
+)
+from dedup.timing import StageTimer
+
+
+@dataclass
+class InputWindows:
+    """The passages of one input as they are cut, chapter by chapter, in columns."""
+
+    texts: list[str] = field(default_factory=list)
+    chapters: list[tuple[ChapterWindows, DocumentKey, int | None, str | None]] = field(
+        default_factory=list
+    )
+
+    def add(self, windows: ChapterWindows, document: Document, chapter: Chapter) -> None:
+        self.texts += windows.texts
+        key = (document.source, document.path, document.record, document.record_id)
+        self.chapters.append((windows, key, chapter.index, chapter.title))
+
+    @property
+    def converted(self) -> npt.NDArray[np.float64]:
+        return concatenated([windows.converted for windows, *_rest in self.chapters], np.float64)
+
+    @property
+    def hashes(self) -> npt.NDArray[np.int64]:
+        parts = [windows.hashes for windows, *_rest in self.chapters]
+        return concatenated(parts, np.int64, columns=2)
+
+    @property
+    def spans(self) -> SpanTable:
+        documents: dict[DocumentKey, int] = {}
+        titles: dict[str | None, int] = {}
+        sizes = [len(windows.texts) for windows, *_rest in self.chapters]
+
+        def each(values: list[int]) -> npt.NDArray[np.int64]:
+            return np.repeat(np.array(values, dtype=np.int64), sizes)
+
+        document = [documents.setdefault(key, len(documents)) for _w, key, _c, _t in self.chapters]
+        title = [titles.setdefault(title, len(titles)) for _w, _k, _c, title in self.chapters]
+        return SpanTable(
+            tuple(documents),
+            tuple(titles),
+            each(document),
+            each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),
+            each(title),
+            concatenated([windows.starts for windows, *_rest in self.chapters], np.int64),
+            concatenated([windows.ends for windows, *_rest in self.chapters], np.int64),
+        )
+
+
+def input_windows(
+    result: ReadResult,
+    config: ScanConfig,
+    repeated: RepeatedLines,
+    known: Sequence[ChapterTable | None],
+    timer: StageTimer,
+) -> tuple[InputWindows, int, int, NormalizeStats]:
+    windows = InputWindows()
+    chapters_seen: set[tuple[int | None, int]] = set()
+    stats = NormalizeStats()
+    records = 0
+    carry: Chapter | None = None  # the chapter a streamed piece goes on with
+    next_index = 0
+    documents = iter(result.documents)
+    for number in itertools.count():
+        with timer("read"):  # a streamed file is read as its documents are asked for
+            document = next(documents, None)
+        if document is None:
+            break
+        records += not document.continued
+        with timer("segment"):
+            if not document.continued:
+                carry, next_index = None, 0
+            table = known[number] if number < len(known) else None
+            if table is not None and table.text_length == len(document.text):
+                chapters = table.chapters()  # a document read afresh, as the learn pass read it
+            else:
+                chapters = split_chapters(document, carry, next_index)
+        numbers = [c.index for c in chapters if c.index is not None]
+        chapters_seen.update((document.record, number) for number in numbers)
+        if chapters:
+            carry = chapters[-1]
+            next_index = max(numbers, default=next_index - 1) + 1
+        normalize_config = NormalizeConfig(
+            script=config.script,
+            skip=frozenset(config.skip_steps),
+            repeated_lines=repeated.get(document.source, frozenset()),
+        )
+        blocks = [
+            Chapter(chapter.index, chapter.title, chapter.start, block_start, block_end)
+            for chapter in chapters
+            for block_start, block_end in _blocks(document.text, chapter)
+        ]
+        for batch in _batches(blocks):
+            with timer("normalize"):
+                texts = [document.text[block.body_start : block.end] for block in batch]
+                normalized, batch_stats = normalize_many(texts, normalize_config)
+            stats.merge(batch_stats)
+            with timer("segment"):
+                for block, text in zip(batch, normalized, strict=True):
+                    cut = chapter_windows(
+                        document, block, text, config.passage_chars, config.passage_overlap
+                    )
+                    windows.add(cut, document, block)
+    return windows, len(chapters_seen), records, stats
+
+
+# A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
+# (or a line end), so that a 200 MB file with no headings or line breaks needs memory for one
+# block at a time rather than for the whole file several times over.
+BLOCK_CHARS = 1 << 20
+
+_BLOCK_END = re.compile(r"[。！？!?…\n][」』”’\"'）)]*")
+
+
+def _blocks(text: str, chapter: Chapter) -> list[tuple[int, int]]:
+    start, end = chapter.body_start, chapter.end
+    blocks = []
+    while end - start > BLOCK_CHARS:
+        limit = start + BLOCK_CHARS
+        window = text[limit - BLOCK_CHARS // 4 : limit]
+        ends = [match.end() for match in _BLOCK_END.finditer(window)]
+        cut = limit - BLOCK_CHARS // 4 + ends[-1] if ends else limit
+        blocks.append((start, cut))
+        start = cut
+    blocks.append((start, end))
+    return blocks
+
+
+def _batches(blocks: list[Chapter]) -> Iterator[list[Chapter]]:
+    """The chapter blocks in batches of about BATCH_CHARS characters, normalized together."""
+    return in_batches(blocks, (block.end - block.body_start for block in blocks), BATCH_CHARS)
