@@ -7,7 +7,7 @@ process much less, so this is the script to compare two versions of a stage with
 from ../shared/corpora (红楼梦 in Simplified, and its Traditional Project Gutenberg edition), per
 chapter as a scan does it, it prints characters per second for:
 
-- script conversion: dedup.script.convert against OpenCC converting the whole text (the result
+- script conversion: dedup.normalize.opencc.convert against OpenCC converting the whole text (the result
   is checked to be identical);
 - normalize (all steps): a chapter at a time, and chapters together as a scan does
   (``normalize_many`` in batches of ``normalize.BATCH_CHARS``); segment (passage windows) on
@@ -28,7 +28,7 @@ import opencc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_scan import rensa_signatures
-from dedup import script
+from dedup.normalize import opencc as script
 from dedup.config import ScanConfig
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Document
@@ -41,7 +41,7 @@ from dedup.normalize import (
     prepare_tables,
 )
 from dedup.read.decode import decode_bytes
-from dedup.script import convert
+from dedup.normalize.opencc import convert
 from dedup.segment import split_chapters, split_passages
 
 BOOKS = {
@@ -104,7 +104,7 @@ def bench_book(
         f"{label}: {len(chapters)} chapters, {chars:,} characters ({content_chars:,} story characters)"
     )
 
-    # Each process remembers the runs OpenCC converted (dedup.script): time the book once with
+    # Each process remembers the runs OpenCC converted (dedup.normalize.opencc): time the book once with
     # that cache empty (as a scan meets its first book), then with the book's runs remembered.
     def convert_afresh() -> list[str]:
         script._run_cache.cache_clear()

@@ -2,7 +2,7 @@
 
     python benchmarks/make_opencc_tables.py
 
-dedup.script converts only the stretches of text that an OpenCC dictionary can change (see its
+dedup.normalize.opencc converts only the stretches of text that an OpenCC dictionary can change (see its
 docstring for why that is exact). That needs two character sets per conversion, read here from
 the dictionaries of the installed opencc package (dumped to text by the ``opencc_dict`` tool
 its wheel ships):
@@ -31,7 +31,7 @@ from typing import Any
 import opencc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dedup.script import FAST_CONFIGS, TABLES_FILE, opencc_data_dir
+from dedup.normalize.opencc import FAST_CONFIGS, TABLES_FILE, opencc_data_dir
 
 HERE = Path(__file__).resolve().parents[1]
 

@@ -12,12 +12,12 @@ from dedup.normalize import (
     NormalizeStats,
     normalize,
 )
+from dedup.normalize.repeated_lines import learn_lines, repeated_lines
 from dedup.read import (
     discover_inputs,
     read_bytes,
     read_file,
 )
-from dedup.repeated_lines import learn_lines, repeated_lines
 from dedup.segment import (
     split_chapters,
 )

@@ -26,10 +26,10 @@ from dedup.normalize import (
     in_batches,
     normalize_many,
 )
+from dedup.normalize.repeated_lines import RepeatedLines
 from dedup.read import (
     ReadResult,
 )
-from dedup.repeated_lines import RepeatedLines
 from dedup.segment import (
     ChapterTable,
     ChapterWindows,

@@ -13,8 +13,8 @@ from dedup import candidates
 from dedup.config import ScanConfig
 from dedup.engine import copies, tasks
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
+from dedup.normalize.opencc import convert
 from dedup.read import discover_inputs
-from dedup.script import convert
 from dedup.segment import text_hashes
 
 

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dedup import normalize as normalize_module
 from dedup.codepoints import code_points, from_code_points
 from dedup.models import Document
 from dedup.normalize import (
@@ -23,6 +22,10 @@ from dedup.normalize import (
     normalize,
     normalize_many,
 )
+from dedup.normalize import boilerplate as normalize_boilerplate
+from dedup.normalize import records as normalize_records
+from dedup.normalize import steps as normalize_steps
+from dedup.normalize import tables as normalize_tables
 from dedup.segment import split_chapters
 
 
@@ -169,9 +172,8 @@ def test_line_keys_keep_the_characters_line_key_keeps_across_all_of_unicode() ->
 
 def _separate_steps_normalize(text: str) -> NormalizedText:
     """normalize() made to take its numpy path: the fused pass reports an expanding character."""
-    from dedup import normalize as module
 
-    fused = module._keep_and_fold
+    fused = normalize_steps._keep_and_fold
 
     def reporting_expansion(*args: Any) -> Any:
         kept, offsets, counts = fused(*args)
@@ -180,7 +182,7 @@ def _separate_steps_normalize(text: str) -> NormalizedText:
         return kept, offsets, counts
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "_keep_and_fold", reporting_expansion)
+        patch.setattr(normalize_steps, "_keep_and_fold", reporting_expansion)
         return normalize(text)
 
 
@@ -216,12 +218,12 @@ def test_the_fused_pass_equals_the_separate_steps_on_real_chapters(
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from("小说天堂網址ｗＷw.ｃcCoOmM。未完待续 \n第"), max_size=60))
 def test_triggers_found_in_one_pass_are_those_in_the_folded_text(text: str) -> None:
-    folded = text.translate(normalize_module._halfwidth()).translate(
+    folded = text.translate(normalize_tables._halfwidth()).translate(
         {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
     )
-    triggers = {t for _p, found in normalize_module.boilerplate_patterns() for t in found}
+    triggers = {t for _p, found in normalize_boilerplate.boilerplate_patterns() for t in found}
     expected = {t for t in triggers if len(t) >= 2 and t in folded}
-    assert normalize_module._present_triggers(code_points(text)) == expected
+    assert normalize_boilerplate._present_triggers(code_points(text)) == expected
     assert expected or "小说天堂" not in folded  # the alphabet does reach triggers
 
 
@@ -237,14 +239,14 @@ def test_normalized_text_carries_the_code_points_it_was_made_from(seed_tradition
 
 def _each_alone(texts: list[str], config: NormalizeConfig) -> tuple[list[NormalizedText], Any]:
     alone = [normalize(text, config) for text in texts]
-    stats = normalize_module.NormalizeStats()
+    stats = normalize_records.NormalizeStats()
     for normalized in alone:
         stats.merge(normalized.stats)
     return alone, stats.counts
 
 
 def _assert_many_is_each_alone(texts: list[str], config: NormalizeConfig) -> None:
-    many, stats = normalize_module.normalize_many(texts, config)
+    many, stats = normalize_steps.normalize_many(texts, config)
     alone, counts = _each_alone(texts, config)
     assert len(many) == len(alone)
     for together, apart in zip(many, alone, strict=True):
@@ -323,13 +325,17 @@ def test_patterns_searched_line_by_line_find_what_a_whole_search_finds(text: str
     filtered = [
         (pattern, lines_with)
         for (pattern, _triggers), lines_with in zip(
-            normalize_module.boilerplate_patterns(), normalize_module._line_filters(), strict=True
+            normalize_boilerplate.boilerplate_patterns(),
+            normalize_boilerplate._line_filters(),
+            strict=True,
         )
         if lines_with is not None
     ]
     assert filtered  # the URL pattern has one
     for pattern, lines_with in filtered:
-        spans = [m.span() for m in normalize_module.boilerplate_matches(pattern, lines_with, text)]
+        spans = [
+            m.span() for m in normalize_boilerplate.boilerplate_matches(pattern, lines_with, text)
+        ]
         assert spans == [m.span() for m in pattern.finditer(text)]
 
 
@@ -342,7 +348,7 @@ def test_the_watermark_pattern_with_its_look_ahead_matches_as_without(text: str)
     before = re.compile(r"(?:txt|ｔｘｔ)?小[说說]天堂", flags)
     (now,) = [
         p
-        for p, _t in normalize_module.boilerplate_patterns()
+        for p, _t in normalize_boilerplate.boilerplate_patterns()
         if p.pattern.startswith("(?=[tｔ小])")
     ]
     assert [m.span() for m in now.finditer(text)] == [m.span() for m in before.finditer(text)]
@@ -353,11 +359,11 @@ def test_the_watermark_pattern_with_its_look_ahead_matches_as_without(text: str)
 def test_folding_by_a_compiled_lookup_equals_numpy_indexing(text: str) -> None:
     codes = code_points(text)
     for table in (
-        normalize_module._variant_code_table(),
-        normalize_module._halfwidth_table(),
-        normalize_module._width_table(),
+        normalize_tables.variant_code_table(),
+        normalize_tables.halfwidth_table(),
+        normalize_tables.width_table(),
     ):
-        assert normalize_module._fold(codes, table).tolist() == table[codes].tolist()
+        assert normalize_tables.fold(codes, table).tolist() == table[codes].tolist()
 
 
 @settings(max_examples=300, deadline=None)
@@ -369,10 +375,10 @@ def test_folding_by_a_compiled_lookup_equals_numpy_indexing(text: str) -> None:
 )
 def test_nfkc_by_table_is_nfkc_of_each_character(text: str) -> None:
     """Each character mapped alone, an expanding one (㈠ -> (一)) repeating its offset."""
-    from dedup.normalize import _nfkc
+    from dedup.normalize.tables import nfkc
 
     offsets = np.arange(10, 10 + len(text), dtype=np.int64)
-    codes, mapped_offsets = _nfkc(code_points(text), offsets)
+    codes, mapped_offsets = nfkc(code_points(text), offsets)
     pieces = [unicodedata.normalize("NFKC", char) for char in text]
     assert from_code_points(codes) == "".join(pieces)
     assert mapped_offsets.tolist() == [

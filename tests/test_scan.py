@@ -278,9 +278,10 @@ def test_the_main_pass_cuts_the_chapters_the_learn_pass_found(
     passages are those the main pass finds by looking for the headings itself."""
     from dataclasses import replace
 
-    from dedup import repeated_lines, windows
+    from dedup import windows
     from dedup.config import ScanConfig
     from dedup.engine import tasks
+    from dedup.normalize import repeated_lines
     from dedup.read import discover_inputs
 
     config = ScanConfig()
@@ -333,9 +334,9 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
 ) -> None:
     """One site, one file: the lines that file repeats are all its source repeats, so both
     passes are made from one read of it, with the results of two."""
-    from dedup import repeated_lines
     from dedup.config import ScanConfig
     from dedup.engine import gather, tasks
+    from dedup.normalize import repeated_lines
     from dedup.read import discover_inputs
 
     chapters = _site_with_a_slogan(tmp_path / "alone", "book.txt", hongloumeng_simplified)
@@ -382,8 +383,8 @@ def test_files_are_read_once_only_where_no_file_can_hold_another_source(
     """An archive's folders, or records naming their source, can add to any source's lines."""
     import zipfile
 
-    from dedup import repeated_lines
     from dedup.config import ScanConfig
+    from dedup.normalize import repeated_lines
     from dedup.read import discover_inputs
 
     for site in ("a", "b"):
@@ -410,7 +411,7 @@ def test_line_keys_of_a_whole_document_are_those_of_its_chapters_apart(
     from dedup.arrays import sorted_unique
     from dedup.models import Document
     from dedup.normalize import line_key_array
-    from dedup.repeated_lines import chapter_line_keys
+    from dedup.normalize.repeated_lines import chapter_line_keys
     from dedup.segment import split_chapters
 
     volumes = (

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dedup import script
-from dedup.script import FAST_CONFIGS, convert, fast_path_ready
+from dedup.normalize import opencc as script
+from dedup.normalize.opencc import FAST_CONFIGS, convert, fast_path_ready
 
 CONFIGS = ("tw2s", "hk2s")
 

@@ -24,10 +24,10 @@ from dedup.models import (
     Skipped,
     SpanTable,
 )
+from dedup.normalize.repeated_lines import read_once, repeated_lines
 from dedup.read import (
     FoundFile,
 )
-from dedup.repeated_lines import read_once, repeated_lines
 from dedup.timing import StageTimer
 
 

@@ -21,6 +21,13 @@ from dedup.models import (
     Skipped,
     SpanTable,
 )
+from dedup.normalize.repeated_lines import (
+    FileChapters,
+    LearnedFile,
+    RepeatedLines,
+    learn_lines,
+    repeated_lines,
+)
 from dedup.read import (
     RECORD_FORMATS,
     FoundFile,
@@ -29,13 +36,6 @@ from dedup.read import (
 )
 from dedup.read.containers import InputTooLarge
 from dedup.read.decode import DecodeFailure
-from dedup.repeated_lines import (
-    FileChapters,
-    LearnedFile,
-    RepeatedLines,
-    learn_lines,
-    repeated_lines,
-)
 from dedup.segment import (
     ChapterTable,
 )

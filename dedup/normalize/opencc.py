@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 FAST_CONFIGS = ("tw2s", "hk2s")
 TABLES_FILE = "opencc_tables.json"
-_UNICODE_SIZE = 0x110000
+UNICODE_SIZE = 0x110000
 # When a phrase rule changes the length, the characters are converted one by one so that
 # offsets stay valid; without the fast path that is decided per chunk of this many characters.
 _CONVERT_CHUNK = 64
@@ -109,10 +109,10 @@ def _tables(config: str) -> _Tables | None:
                 name,
             )
             return None
-    kind = np.zeros(_UNICODE_SIZE, dtype=np.uint8)
+    kind = np.zeros(UNICODE_SIZE, dtype=np.uint8)
     kind[code_points(entry["phrase_chars"])] |= _PHRASE
     kind[code_points(entry["changing_chars"])] |= _CHANGING
-    alone = np.arange(_UNICODE_SIZE, dtype=np.uint32)
+    alone = np.arange(UNICODE_SIZE, dtype=np.uint32)
     for char in entry["changing_chars"]:
         alone[ord(char)] = ord(_convert_alone(char, config))
     return _Tables(kind, alone)
