@@ -28,7 +28,6 @@ import opencc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_scan import rensa_signatures
-from dedup.normalize import opencc as script
 from dedup.config import ScanConfig
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Document
@@ -40,8 +39,9 @@ from dedup.normalize import (
     normalize_many,
     prepare_tables,
 )
-from dedup.read.decode import decode_bytes
+from dedup.normalize import opencc as script
 from dedup.normalize.opencc import convert
+from dedup.read.decode import decode_bytes
 from dedup.segment import split_chapters, split_passages
 
 BOOKS = {
