@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import objects, sorted_unique
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 from dedup.models import Cluster, InputFile, Pair, Passage, made_in_bulk
 from dedup.verify import Similarity, SimilarityTable
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from datasketch import MinHash
 
 from dedup.codepoints import code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 
 SHINGLE_MULTIPLIER = np.uint64(0x100000001B3)  # the 64-bit FNV prime: odd, spreads code points
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

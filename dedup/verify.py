@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
-from dedup.compiled import compiled
 from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
+from dedup.kernels import compiled
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.crc import crc32_utf8
+from dedup.kernels.crc import crc32_utf8
 
 # One, two, three and four bytes in UTF-8.
 ALPHABET = "aZ9éΣא中文章。𠀀😀\n"

@@ -274,6 +274,8 @@ _BATCH_ALPHABET = [
 @example(["本章更新时间：", "2024-01-01 12:00 他说"], "simplified")  # \s* would span the join
 @example(["乾", "隆皇帝的頭"], "simplified")  # 乾隆 is a phrase: 乾 alone becomes 干
 @example(["他說㈠", "乾隆皇帝", "", "頭髮①"], "traditional")  # ㈠ and ① take the slow path
+# Half its characters on a repeated line: the joining newline is not the text's.
+@example(["爲爲爲更新时间：\n爲爲，求月票", ""], "simplified")
 def test_chapters_normalized_together_are_as_if_normalized_alone(
     texts: list[str], script: str
 ) -> None:

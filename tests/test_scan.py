@@ -167,7 +167,8 @@ def test_report_json_contract(report: dedup.Report) -> None:
 
 def test_exact_copies_are_found_by_two_hashes(seed_simplified: str) -> None:
     from dedup.candidates import exact_copies
-    from dedup.segment import _window_hashes, text_hashes
+    from dedup.segment import text_hashes
+    from dedup.segment.passages import _window_hashes
 
     a, b = seed_simplified[:300], seed_simplified[300:600]
     texts = [a, b, a, b, b]

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from dedup import segment
 from dedup.models import Document
 from dedup.normalize import normalize
+from dedup.segment import chapters as segment_chapters
+from dedup.segment import passages as segment_passages
 from dedup.segment import split_chapters, split_passages, window_bounds
 
 
@@ -167,7 +169,9 @@ def test_compiled_cuts_equal_the_plain_python_ones(
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     candidates = [i for i in range(1, len(text)) if text[i - 1] == "。"]
     min_len, max_len = passage_chars // 2, passage_chars * 2
-    compiled = segment._cuts(codes, np.array(candidates, dtype=np.int64), min_len, max_len, modulus)
+    compiled = segment_passages._cuts(
+        codes, np.array(candidates, dtype=np.int64), min_len, max_len, modulus
+    )
     assert compiled.tolist() == _reference_cuts(text, candidates, min_len, max_len, modulus)
 
 
@@ -175,7 +179,7 @@ def test_compiled_cuts_on_a_real_chapter(seed_traditional: str) -> None:
     text = normalize(seed_traditional).text
     candidates = list(range(7, len(text), 13))
     for modulus in (2, 7, 200):
-        compiled = segment._cuts(
+        compiled = segment_passages._cuts(
             np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32),
             np.array(candidates, dtype=np.int64),
             150,
@@ -187,7 +191,7 @@ def test_compiled_cuts_on_a_real_chapter(seed_traditional: str) -> None:
 
 # The heading patterns as they were before possessive quantifiers made them linear: the
 # reference the linear ones must agree with (on short lines, where these are still fast).
-_NUMERAL = segment._NUMERAL
+_NUMERAL = segment_chapters._NUMERAL
 _BACKTRACKING_HEADING = re.compile(
     r"^[ \t\u3000#]*[【\[]?[ \t\u3000]*"
     r"(?:[^\n。！？，,：:]{0,10}?[ \t\u3000]+)?"
@@ -263,7 +267,7 @@ def test_linear_heading_patterns_match_what_the_backtracking_ones_did(pieces: li
         for pattern in (_BACKTRACKING_HEADING, _BACKTRACKING_VOLUME)
         if (match := pattern.match(text, start))
     ]
-    assert [(h.start, h.body_start) for h in segment._headings(text)] == sorted(every_line)
+    assert [(h.start, h.body_start) for h in segment_chapters._headings(text)] == sorted(every_line)
 
 
 def test_long_runs_of_spaces_or_numerals_are_not_headings() -> None:
@@ -290,17 +294,17 @@ def _reference_sentence_ends(offsets: np.ndarray, original: str, size: int) -> l
 def test_sentence_ends_in_one_pass_equal_the_vectorized_ones(original: str) -> None:
     normalized = normalize(original)
     expected = _reference_sentence_ends(normalized.offsets, original, len(normalized.text))
-    found = segment._sentence_ends_in(
+    found = segment_passages._sentence_ends_in(
         np.frombuffer(original.encode("utf-32-le"), dtype=np.uint32),
         normalized.offsets,
-        segment._SENTENCE_END_TABLE,
+        segment_passages.sentence_end_table(),
     )
     assert found.tolist() == expected
 
 
 def test_the_space_table_is_str_isspace_over_all_of_unicode() -> None:
     spaces = [code for code in range(0x110000) if chr(code).isspace()]
-    assert np.flatnonzero(segment._SPACE_TABLE).tolist() == spaces
+    assert np.flatnonzero(segment_passages.space_table()).tolist() == spaces
 
 
 @settings(max_examples=200, deadline=None)
@@ -309,8 +313,8 @@ def test_passages_end_where_rstrip_ends_them(text: str, data: st.DataObject) -> 
     start = data.draw(st.integers(0, len(text)))
     limit = data.draw(st.integers(start, len(text)))
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    (end,) = segment._without_trailing_space(
-        codes, np.array([start]), np.array([limit]), segment._SPACE_TABLE
+    (end,) = segment_passages._without_trailing_space(
+        codes, np.array([start]), np.array([limit]), segment_passages.space_table()
     ).tolist()
     assert end == start + len(text[start:limit].rstrip())
 
@@ -324,9 +328,12 @@ def test_passages_end_where_rstrip_ends_them(text: str, data: st.DataObject) -> 
 def test_heading_keywords_found_by_the_loop_are_those_the_pattern_finds(pieces: list[str]) -> None:
     text = "".join(pieces)
     by_pattern = sorted(
-        {text.rfind("\n", 0, m.start()) + 1 for m in segment._HEADING_KEYWORD.finditer(text)}
+        {
+            text.rfind("\n", 0, m.start()) + 1
+            for m in segment_chapters._HEADING_KEYWORD.finditer(text)
+        }
     )
-    assert segment._heading_line_candidates(text) == by_pattern
+    assert segment_chapters._heading_line_candidates(text) == by_pattern
 
 
 def test_a_chapter_table_gives_back_the_chapters_it_was_made_of(

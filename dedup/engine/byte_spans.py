@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 from dedup.read.discover import file_stamp
 
 __all__ = ["NOT_IN_BYTES", "byte_offsets", "texts_at"]

@@ -24,23 +24,24 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dedup.compiled import compiled
+from dedup.kernels import compiled
+from dedup.kernels.tables import empty_table, probe, rehashed
 
 __all__ = ["CopyFilter", "forget_scan", "new_scan"]
 
 _FIRST_SLOTS = 1 << 12
 _MOST_SLOTS = 1 << 21  # 48 MB a worker when full: two hashes and a file number a slot
 _EMPTY = -1
+_FIRST, _SECOND, _FILE = 0, 1, 2  # the columns of a record
 _scans = itertools.count()
 
 
 @dataclass
 class _HandedBack:
-    """An open-addressing table: the two hashes of each text handed back, and its file."""
+    """An open-addressing table (dedup.kernels.tables): a row per text handed back, its two
+    hashes and its file (_EMPTY where the slot is free)."""
 
-    first: npt.NDArray[np.int64]
-    second: npt.NDArray[np.int64]
-    file: npt.NDArray[np.int64]  # _EMPTY where the slot is free
+    records: npt.NDArray[np.int64]
     used: int = 0
 
 
@@ -71,81 +72,45 @@ class CopyFilter:
         table = _tables.get(self.scan)
         if table is None:
             table = _tables[self.scan] = _empty(_FIRST_SLOTS)
-        slots = table.file.shape[0]
+        slots = table.records.shape[0]
         while 2 * (table.used + len(hashes)) > slots and slots < _MOST_SLOTS:
             slots *= 2
-        if slots != table.file.shape[0]:
-            grown = _empty(slots)
-            grown.used = table.used
-            _rehash(table.first, table.second, table.file, grown.first, grown.second, grown.file)
-            table = _tables[self.scan] = grown
+        if slots != table.records.shape[0]:
+            table.records = rehashed(table.records, slots, _FIRST, _FILE, _EMPTY)
         keep = np.empty(len(hashes), dtype=np.bool_)
         # A full table stops taking new texts: at most half its slots are used, so probes end.
         room = max(0, slots // 2 - table.used)
-        table.used += _mark(
-            table.first, table.second, table.file, hashes, self.file_number, room, keep
-        )
+        table.used += _mark(table.records, hashes, self.file_number, room, keep)
         return keep
 
 
 def _empty(slots: int) -> _HandedBack:
-    return _HandedBack(
-        np.zeros(slots, dtype=np.int64),
-        np.zeros(slots, dtype=np.int64),
-        np.full(slots, _EMPTY, dtype=np.int64),
-    )
-
-
-@compiled
-def _rehash(
-    first: npt.NDArray[np.int64],
-    second: npt.NDArray[np.int64],
-    file: npt.NDArray[np.int64],
-    new_first: npt.NDArray[np.int64],
-    new_second: npt.NDArray[np.int64],
-    new_file: npt.NDArray[np.int64],
-) -> None:
-    mask = new_file.shape[0] - 1
-    for old in range(file.shape[0]):
-        if file[old] == _EMPTY:
-            continue
-        slot = first[old] & mask
-        while new_file[slot] != _EMPTY:
-            slot = (slot + 1) & mask
-        new_first[slot], new_second[slot], new_file[slot] = first[old], second[old], file[old]
+    return _HandedBack(empty_table(slots, 3, _FILE, _EMPTY))
 
 
 @compiled
 def _mark(
-    first: npt.NDArray[np.int64],
-    second: npt.NDArray[np.int64],
-    file: npt.NDArray[np.int64],
+    records: npt.NDArray[np.int64],
     hashes: npt.NDArray[np.int64],
     file_number: int,
     room: int,
     keep: npt.NDArray[np.bool_],
 ) -> int:
     """Fill ``keep`` (see CopyFilter.keep); returns how many texts were added to the table."""
-    mask = file.shape[0] - 1
     added = 0
     for text in range(hashes.shape[0]):
-        slot = hashes[text, 0] & mask
-        while file[slot] != _EMPTY and not (
-            first[slot] == hashes[text, 0] and second[slot] == hashes[text, 1]
-        ):
-            slot = (slot + 1) & mask
-        if file[slot] == _EMPTY:
+        first, second = hashes[text, 0], hashes[text, 1]
+        slot = probe(records, first, _FIRST, first, _SECOND, second, _FILE, _EMPTY)
+        if records[slot, _FILE] == _EMPTY:
             keep[text] = True
             if added < room:
-                first[slot], second[slot], file[slot] = (
-                    hashes[text, 0],
-                    hashes[text, 1],
-                    file_number,
-                )
+                records[slot, _FIRST] = first
+                records[slot, _SECOND] = second
+                records[slot, _FILE] = file_number
                 added += 1
-        elif file[slot] <= file_number:
+        elif records[slot, _FILE] <= file_number:
             keep[text] = False  # handed back already, for this file or an earlier one
         else:
             keep[text] = True  # seen in a later file first: this is the earlier copy
-            file[slot] = file_number
+            records[slot, _FILE] = file_number
     return added

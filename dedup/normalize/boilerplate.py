@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points, from_code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 from dedup.normalize.records import NormalizeStats
 from dedup.normalize.tables import (
     UNICODE_SIZE,

@@ -12,7 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points, from_code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
+from dedup.kernels.hashing import FNV_OFFSET, FNV_PRIME, fnv1a
 from dedup.normalize.records import NormalizeConfig, NormalizeStats
 from dedup.normalize.tables import UNICODE_SIZE, content_table, identity_table, table_mask
 
@@ -29,16 +30,10 @@ def line_key(line: str) -> int | None:
     content = _NOT_CONTENT.sub("", line).lower()
     if len(content) < _MIN_LINE_KEY_CHARS:
         return None
-    value = _FNV_OFFSET
+    value = FNV_OFFSET
     for char in content:
-        value = ((value ^ ord(char)) * _FNV_PRIME) & _MASK64
+        value = ((value ^ ord(char)) * FNV_PRIME) & _MASK64
     return (value ^ (value >> 32)) & 0xFFFFFFFF
-
-
-_FNV_OFFSET = 0xCBF29CE484222325
-
-
-_FNV_PRIME = 0x100000001B3
 
 
 _MASK64 = (1 << 64) - 1
@@ -125,7 +120,7 @@ def _line_hashes(
     keys = np.empty(lines, dtype=np.int64)
     line = 0
     length = 0
-    value = np.uint64(_FNV_OFFSET)
+    value = np.uint64(FNV_OFFSET)
     for code in codes:
         mapped = table[code]
         if mapped == _NOT_KEYED:
@@ -133,11 +128,11 @@ def _line_hashes(
                 keys[line] = _folded(value) if length >= shortest else -1
                 line += 1
                 length = 0
-                value = np.uint64(_FNV_OFFSET)
+                value = np.uint64(FNV_OFFSET)
             continue
         if mapped == _CONTEXTUAL:
             return keys, False
-        value = (value ^ np.uint64(mapped)) * np.uint64(_FNV_PRIME)
+        value = fnv1a(value, np.uint64(mapped))
         length += 1
     keys[line] = _folded(value) if length >= shortest else -1
     return keys, True
@@ -160,10 +155,10 @@ def drop_repeated_lines(
     keep: npt.NDArray[np.bool_],
     config: NormalizeConfig,
     stats: NormalizeStats,
-    text_starts: npt.NDArray[np.int64] | None = None,
+    texts: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
 ) -> None:
-    """Drop the lines the source repeats; ``text_starts``: where each text of a joined batch
-    begins (one text when None). A text that would lose more than REPEATED_MAX_SHARE of its
+    """Drop the lines the source repeats; ``texts``: where each text of a joined batch begins
+    and ends (one text, all of ``original``, when None). A text that would lose more than REPEATED_MAX_SHARE of its
     characters this way keeps them all: that is a chapter the source carries more than once
     (or a page that is all boilerplate), not story text framed by a site's lines."""
     if not config.on("repeated-lines") or not config.repeated_lines:
@@ -177,9 +172,11 @@ def drop_repeated_lines(
     newlines = np.flatnonzero(codes == ord("\n"))
     starts = np.concatenate(([0], newlines + 1))[repeated]
     ends = np.append(newlines, len(original))[repeated]
-    bounds = np.array([0], dtype=np.int64) if text_starts is None else text_starts
+    if texts is None:
+        texts = np.array([0], dtype=np.int64), np.array([len(original)], dtype=np.int64)
+    bounds, text_ends = texts
     text_of = np.searchsorted(bounds, starts, side="right") - 1
-    lengths = np.diff(np.append(bounds, len(original)))
+    lengths = text_ends - bounds
     dropped = np.bincount(text_of, weights=ends - starts, minlength=len(bounds))
     spared = dropped > REPEATED_MAX_SHARE * lengths
     for start, end, text in zip(starts.tolist(), ends.tolist(), text_of.tolist(), strict=True):

@@ -42,7 +42,9 @@ import numpy.typing as npt
 import opencc
 
 from dedup.codepoints import code_points, from_code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
+from dedup.kernels.hashing import FNV_OFFSET, fnv1a
+from dedup.kernels.tables import probe, rehashed
 
 __all__ = [
     "FAST_CONFIGS",
@@ -207,7 +209,7 @@ class _RunCache:
         while 2 * (int(self.used[0]) + runs) > slots and slots < 2 * self.runs:
             slots *= 2
         if slots != self.records.shape[0]:
-            self.records = _rehashed(self.records, slots)
+            self.records = rehashed(self.records, slots, _HASH, _LENGTH, 0)
         size = self.store.shape[0]
         while int(self.used[1]) + 2 * chars > size and size < 2 * self.chars:
             size *= 2
@@ -235,27 +237,11 @@ def _run_cache(config: str) -> _RunCache:
 
 
 @compiled
-def _rehashed(records: npt.NDArray[np.int64], slots: int) -> npt.NDArray[np.int64]:
-    """The records in a table of ``slots`` slots (a power of two)."""
-    table = np.zeros((slots, 4), dtype=np.int64)
-    mask = slots - 1
-    for old in range(records.shape[0]):
-        if records[old, _LENGTH] == 0:
-            continue
-        slot = records[old, _HASH] & mask
-        while table[slot, _LENGTH] != 0:
-            slot = (slot + 1) & mask
-        for column in range(4):
-            table[slot, column] = records[old, column]
-    return table
-
-
-@compiled
 def _run_hash(codes: npt.NDArray[np.uint32], start: int, end: int) -> np.int64:
     """FNV-1a over the code points of a run (as a signed 64-bit number)."""
-    value = np.uint64(0xCBF29CE484222325)
+    value = np.uint64(FNV_OFFSET)
     for position in range(start, end):
-        value = (value ^ np.uint64(codes[position])) * np.uint64(0x100000001B3)
+        value = fnv1a(value, np.uint64(codes[position]))
     return np.int64(value)
 
 
@@ -271,19 +257,18 @@ def _cached_run(
     """(where the conversion of the stored run equal to ``codes[start:end]`` begins in the
     store, or -1; the slot it is in, or the free slot where it would go)."""
     mask = records.shape[0] - 1
-    slot = value & mask
     length = end - start
-    while records[slot, _LENGTH] != 0:
-        if records[slot, _HASH] == value and records[slot, _LENGTH] == length:
-            stored = records[slot, _STORED]
-            same = True
-            for offset in range(length):
-                if store[stored + offset] != codes[start + offset]:
-                    same = False
-                    break
-            if same:
-                return stored + length, slot
-        slot = (slot + 1) & mask
+    slot = probe(records, value, _HASH, value, _LENGTH, length, _LENGTH, 0)
+    while records[slot, _LENGTH] != 0:  # a run of this hash and length: the same run?
+        stored = records[slot, _STORED]
+        same = True
+        for offset in range(length):
+            if store[stored + offset] != codes[start + offset]:
+                same = False
+                break
+        if same:
+            return stored + length, slot
+        slot = probe(records, (slot + 1) & mask, _HASH, value, _LENGTH, length, _LENGTH, 0)
     return -1, slot
 
 

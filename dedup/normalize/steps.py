@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points, from_code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 from dedup.normalize.boilerplate import (
     drop_boilerplate,
     patterns_always_tried,
@@ -159,7 +159,7 @@ def normalize_many(
             if text and (found or always):  # views: spans are dropped from the joined arrays
                 end = start + len(text)
                 drop_boilerplate(text, codes[start:end], keep[start:end], stats, False, found)
-    drop_repeated_lines(joined, codes, keep, config, stats, starts)
+    drop_repeated_lines(joined, codes, keep, config, stats, (starts, starts + lengths))
     kept, offsets, counts = _keep_and_fold(
         codes, keep, placeholder_table(), content_table(), expanding_table(), width_table()
     )

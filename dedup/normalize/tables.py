@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points, from_code_points
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 
 PLACEHOLDERS = "*＊□■×✕○〇●◯"
 

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
 import pytest
 
-from dedup import compiled as module
+from dedup.kernels import jit as module
 
 
 def test_without_a_writable_cache_the_loop_is_compiled_anyway(
@@ -39,9 +43,24 @@ def test_loops_use_512_bit_vectors_only_where_the_processor_has_them() -> None:
     assert module.full_width_features("+64bit,+avx,+avx2,+avx512fp16") is None
 
 
-def test_the_chosen_cpu_features_are_what_numba_compiles_for() -> None:
-    from llvmlite import binding
-
-    host = binding.get_host_cpu_features().flatten()
-    features = numba.core.registry.cpu_target.target_context.codegen().magic_tuple()[2]
-    assert features == (module.full_width_features(host) or host)
+def test_numba_compiles_for_the_chosen_features_and_its_settings_are_left_alone(
+    samples: Path,
+) -> None:
+    """Importing dedup leaves numba.config as it was, and numba compiles dedup's loops (and a
+    scan's) for the features chosen."""
+    script = (
+        "import numba, dedup, dedup.pipeline, dedup.normalize, dedup.segment\n"
+        "print(numba.config.CPU_FEATURES)\n"
+        f"dedup.scan({str(samples)!r}, jobs=1)\n"
+        "from llvmlite import binding\n"
+        "from dedup.kernels import jit\n"
+        "host = binding.get_host_cpu_features().flatten()\n"
+        "made = numba.core.registry.cpu_target.target_context.codegen().magic_tuple()[2]\n"
+        "print(made == (jit.full_width_features(host) or host))\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FEATURES"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "True"]

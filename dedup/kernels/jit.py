@@ -8,8 +8,12 @@ then compiled afresh in each run rather than failing the import.
 On a processor with 512-bit vectors (AVX-512) the loops are compiled to use them: LLVM's tuning
 for such processors prefers 256-bit vectors (older ones slowed their clock for the wide ones),
 and the MinHash loop, a multiply-add and a minimum per shingle and permutation, runs a quarter
-faster at the full width here. This is decided before numba compiles anything, and left alone
-where the caller has chosen CPU features (``NUMBA_CPU_FEATURES``) or numba already compiled.
+faster at the full width here (docs/performance.md). Numba reads its CPU features once, when
+its code generator is made, which the first compiled loop's definition does: so they are set
+for that moment, when this module is imported, and numba's setting is put back at once (a
+program that imports dedup finds ``numba.config`` as it was; its own loops share the code
+generator, tuned the same). Nothing is changed where the caller has chosen CPU features
+(``NUMBA_CPU_FEATURES``) or numba's code generator exists already.
 """
 
 from __future__ import annotations
@@ -35,19 +39,24 @@ def full_width_features(host_features: str) -> str | None:
     return f"{host_features},-prefer-256-bit"
 
 
-def _use_full_vector_width() -> None:
-    """Have numba compile for the full vector width, unless its CPU features are chosen
-    already or its code generator exists (it reads them when it is made)."""
+def _make_code_generator_full_width() -> None:
+    """Have numba's code generator made for the full vector width, unless its CPU features
+    are chosen already or it exists (it reads them when it is made)."""
     config: Any = numba.config  # numba ships no type information for its settings
     made = "_toplevel_target_context" in vars(registry.cpu_target)
     if config.CPU_FEATURES is not None or made:
         return
     features = full_width_features(binding.get_host_cpu_features().flatten())
-    if features is not None:
-        config.CPU_FEATURES = features
+    if features is None:
+        return
+    config.CPU_FEATURES = features
+    try:
+        registry.cpu_target.target_context  # noqa: B018 - made now, reading the features
+    finally:
+        config.CPU_FEATURES = None
 
 
-_use_full_vector_width()
+_make_code_generator_full_width()
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from dedup.compiled import compiled
+from dedup.kernels import compiled
 
 __all__ = ["CRC_START", "crc32_update", "crc32_utf8"]
 

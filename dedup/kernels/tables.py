@@ -1,0 +1,62 @@
+"""Open-addressing tables of 64-bit records, inside compiled loops: a table is an array of
+``slots`` rows (a power of two), a row per record, found by linear probing from its key's low
+bits; a slot is free while its ``used_column`` holds ``free``. The hand-back table of exact
+copies (dedup.engine.copies) and OpenCC's run cache (dedup.normalize.opencc) are such tables.
+A table is kept at most half full, so a probe ends soon.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.kernels.jit import compiled
+
+__all__ = ["empty_table", "probe", "rehashed"]
+
+
+def empty_table(slots: int, columns: int, used_column: int, free: int) -> npt.NDArray[np.int64]:
+    """A table of ``slots`` free slots (a power of two) of ``columns`` columns each."""
+    table = np.zeros((slots, columns), dtype=np.int64)
+    table[:, used_column] = free
+    return table
+
+
+@compiled
+def probe(
+    table: npt.NDArray[np.int64],
+    start: int | np.int64,
+    key_column: int,
+    key: int | np.int64,
+    match_column: int,
+    match: int | np.int64,
+    used_column: int,
+    free: int,
+) -> int:
+    """From slot ``start`` on, the first slot that is free or holds a record whose ``key_column``
+    is ``key`` and whose ``match_column`` is ``match``."""
+    mask = table.shape[0] - 1
+    slot = int(start & mask)
+    while table[slot, used_column] != free:
+        if table[slot, key_column] == key and table[slot, match_column] == match:
+            return slot
+        slot = (slot + 1) & mask
+    return slot
+
+
+@compiled
+def rehashed(
+    table: npt.NDArray[np.int64], slots: int, key_column: int, used_column: int, free: int
+) -> npt.NDArray[np.int64]:
+    """The records of ``table`` in a table of ``slots`` slots (a power of two)."""
+    grown = np.zeros((slots, table.shape[1]), dtype=np.int64)
+    grown[:, used_column] = free
+    mask = slots - 1
+    for old in range(table.shape[0]):
+        if table[old, used_column] == free:
+            continue
+        slot = table[old, key_column] & mask
+        while grown[slot, used_column] != free:
+            slot = (slot + 1) & mask
+        grown[slot] = table[old]
+    return grown
