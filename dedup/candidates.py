@@ -17,10 +17,9 @@ import numpy.typing as npt
 from datasketch.lsh import _optimal_param
 
 from dedup.arrays import sorted_unique
+from dedup.columns import SimilarityTable, SpanTable
 from dedup.fingerprint import SignatureTable
-from dedup.models import SpanTable
 from dedup.segment import text_hashes
-from dedup.verify import SimilarityTable
 
 Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
 # A bucket this large is boilerplate repeated across a dump (a site's disclaimer after every

@@ -24,9 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import objects, sorted_unique
+from dedup.columns import Similarity, SimilarityTable
 from dedup.kernels import compiled
 from dedup.models import Cluster, InputFile, Pair, Passage, made_in_bulk
-from dedup.verify import Similarity, SimilarityTable
 
 logger = logging.getLogger(__name__)
 

@@ -9,15 +9,10 @@ from __future__ import annotations
 import io
 import json
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
-from typing import Any, TextIO, TypeVar, overload
-
-import numpy as np
-import numpy.typing as npt
-
-from dedup.arrays import concatenated, objects
+from typing import Any, TextIO, TypeVar
 
 R = TypeVar("R")
 
@@ -93,153 +88,6 @@ class PassageSpan:
 
 # What a span's document is: source, path, record, record id.
 DocumentKey = tuple[str, str, int | None, str | None]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class SpanTable(Sequence[PassageSpan]):
-    """The spans of many passages as columns: what workers hand back and what a scan keeps for
-    every passage of a dump (five numbers a passage rather than an object, which costs less to
-    send between processes, to hold, and to compare in bulk). Row ``i`` is the
-    :class:`PassageSpan` ``table[i]``."""
-
-    documents: tuple[DocumentKey, ...]
-    titles: tuple[str | None, ...]
-    document: npt.NDArray[np.int64]  # row -> index into documents
-    chapter: npt.NDArray[np.int64]  # -1 where the passage is in no numbered chapter
-    title: npt.NDArray[np.int64]  # row -> index into titles
-    start: npt.NDArray[np.int64]
-    end: npt.NDArray[np.int64]
-
-    @classmethod
-    def of(cls, spans: Sequence[PassageSpan]) -> SpanTable:
-        """The table of ``spans``."""
-        documents: dict[DocumentKey, int] = {}
-        titles: dict[str | None, int] = {}
-        columns = np.array(
-            [
-                (
-                    documents.setdefault(
-                        (span.source, span.path, span.record, span.record_id), len(documents)
-                    ),
-                    -1 if span.chapter is None else span.chapter,
-                    titles.setdefault(span.title, len(titles)),
-                    span.start,
-                    span.end,
-                )
-                for span in spans
-            ],
-            dtype=np.int64,
-        ).reshape(-1, 5)
-        return cls(tuple(documents), tuple(titles), *(columns[:, i].copy() for i in range(5)))
-
-    @classmethod
-    def concatenate(cls, tables: Sequence[SpanTable]) -> SpanTable:
-        """The rows of ``tables`` one after the other (documents and titles shared)."""
-        documents: dict[DocumentKey, int] = {}
-        titles: dict[str | None, int] = {}
-        document_rows, title_rows = [], []
-        for table in tables:
-            document_index = [documents.setdefault(d, len(documents)) for d in table.documents]
-            title_index = [titles.setdefault(t, len(titles)) for t in table.titles]
-            document_rows.append(np.array(document_index, dtype=np.int64)[table.document])
-            title_rows.append(np.array(title_index, dtype=np.int64)[table.title])
-        return cls(
-            tuple(documents),
-            tuple(titles),
-            concatenated(document_rows, np.int64),
-            concatenated([table.chapter for table in tables], np.int64),
-            concatenated(title_rows, np.int64),
-            concatenated([table.start for table in tables], np.int64),
-            concatenated([table.end for table in tables], np.int64),
-        )
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    @overload
-    def __getitem__(self, row: int) -> PassageSpan: ...
-
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[PassageSpan]: ...
-
-    def __getitem__(self, row: int | slice) -> PassageSpan | Sequence[PassageSpan]:
-        if isinstance(row, slice):
-            return self.rows(np.arange(len(self))[row])
-        return self.rows(np.array([row], dtype=np.int64))[0]
-
-    def __iter__(self) -> Iterator[PassageSpan]:
-        return iter(self.rows(np.arange(len(self))))
-
-    def rows(self, rows: npt.NDArray[np.int64]) -> list[PassageSpan]:
-        """The spans of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
-        return [
-            PassageSpan(source, path, record, chapter, title, start, end, record_id)
-            for (source, path, record, record_id), chapter, title, start, end in self._columns(rows)
-        ]
-
-    def passages(self, rows: npt.NDArray[np.int64], texts: Sequence[str]) -> list[Passage]:
-        """The passages of ``rows``, with their ``texts`` (made column by column)."""
-        columns = {**self.row_fields(rows), "text": texts}
-        return made_in_bulk(Passage, *(columns[field.name] for field in fields(Passage)))
-
-    def row_fields(self, rows: npt.NDArray[np.int64]) -> dict[str, list[Any]]:
-        """The fields the passages of ``rows`` have, but their texts, as columns: Passage field
-        name -> one value per row."""
-        document = self.document[rows]
-
-        def per_row(values: Sequence[Any]) -> list[Any]:
-            taken: list[Any] = objects(values)[document].tolist()
-            return taken
-
-        sources, paths, records, record_ids = (
-            zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
-        )
-        where = [
-            path if record is None else f"{path}#{record}"
-            for path, record in zip(paths, records, strict=True)
-        ]
-        starts, ends = self.start[rows].tolist(), self.end[rows].tolist()
-        chapters = self.chapter[rows].tolist()
-        return {
-            "id": list(map("{}:{}-{}".format, per_row(where), starts, ends)),  # passage_id's
-            "source": per_row(sources),
-            "path": per_row(paths),
-            "record": per_row(records),
-            "chapter": list(map({-1: None}.get, chapters, chapters)),  # -1: no numbered chapter
-            "title": objects(self.titles)[self.title[rows]].tolist(),
-            "start": starts,
-            "end": ends,
-            "record_id": per_row(record_ids),
-        }
-
-    def take(self, rows: npt.NDArray[np.int64]) -> SpanTable:
-        """A table of ``rows`` alone, holding only the documents and titles they use (small to
-        send to a worker)."""
-        documents, document = np.unique(self.document[rows], return_inverse=True)
-        titles, title = np.unique(self.title[rows], return_inverse=True)
-        return SpanTable(
-            tuple(self.documents[i] for i in documents.tolist()),
-            tuple(self.titles[i] for i in titles.tolist()),
-            document.reshape(-1).astype(np.int64),
-            self.chapter[rows],
-            title.reshape(-1).astype(np.int64),
-            self.start[rows],
-            self.end[rows],
-        )
-
-    def _columns(
-        self, rows: npt.NDArray[np.int64]
-    ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
-        documents, titles = self.documents, self.titles
-        for document, chapter, title, start, end in zip(
-            self.document[rows].tolist(),
-            self.chapter[rows].tolist(),
-            self.title[rows].tolist(),
-            self.start[rows].tolist(),
-            self.end[rows].tolist(),
-            strict=True,
-        ):
-            yield documents[document], None if chapter < 0 else chapter, titles[title], start, end
 
 
 @dataclass(frozen=True, slots=True)

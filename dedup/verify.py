@@ -8,85 +8,17 @@ share a key with probability about 2**-64, so the values are exact in practice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast, overload
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
+from dedup.columns import Similarity, SimilarityTable
 from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
 from dedup.kernels import compiled
-
-
-@dataclass(frozen=True, slots=True)
-class Similarity:
-    first: int
-    second: int
-    jaccard: float
-    containment: float
-    minhash_jaccard: float
-    identical_chars: int
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class SimilarityTable(Sequence[Similarity]):
-    """Verified pairs as columns: a dump in which every scene has copies has about one pair per
-    passage, and a million objects cost seconds to make and to read back."""
-
-    first: npt.NDArray[np.int64]
-    second: npt.NDArray[np.int64]
-    jaccard: npt.NDArray[np.float64]
-    containment: npt.NDArray[np.float64]
-    minhash_jaccard: npt.NDArray[np.float64]
-    identical_chars: npt.NDArray[np.int64]
-
-    @classmethod
-    def of(cls, pairs: Sequence[Similarity]) -> SimilarityTable:
-        if isinstance(pairs, SimilarityTable):
-            return pairs
-        rows = [
-            (p.first, p.second, p.jaccard, p.containment, p.minhash_jaccard, p.identical_chars)
-            for p in pairs
-        ]
-        columns = list(zip(*rows, strict=True)) if rows else [()] * 6
-        return cls(
-            np.array(columns[0], dtype=np.int64),
-            np.array(columns[1], dtype=np.int64),
-            np.array(columns[2], dtype=np.float64),
-            np.array(columns[3], dtype=np.float64),
-            np.array(columns[4], dtype=np.float64),
-            np.array(columns[5], dtype=np.int64),
-        )
-
-    @classmethod
-    def concatenate(cls, tables: Sequence[SimilarityTable]) -> SimilarityTable:
-        return cls(*(np.concatenate([getattr(t, name) for t in tables]) for name in _COLUMNS))
-
-    def where(self, rows: npt.NDArray[np.bool_] | npt.NDArray[np.int64]) -> SimilarityTable:
-        return SimilarityTable(*(getattr(self, name)[rows] for name in _COLUMNS))
-
-    def __len__(self) -> int:
-        return len(self.first)
-
-    @overload
-    def __getitem__(self, row: int) -> Similarity: ...
-
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[Similarity]: ...
-
-    def __getitem__(self, row: int | slice) -> Similarity | Sequence[Similarity]:
-        if isinstance(row, slice):
-            return list(self.where(np.arange(len(self))[row]))
-        return next(iter(self.where(np.array([row], dtype=np.int64))))
-
-    def __iter__(self) -> Iterator[Similarity]:
-        columns = (getattr(self, name).tolist() for name in _COLUMNS)
-        return (Similarity(*row) for row in zip(*columns, strict=True))
-
-
-_COLUMNS = ("first", "second", "jaccard", "containment", "minhash_jaccard", "identical_chars")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
+from dedup.columns import SpanTable
 from dedup.config import ScanConfig
-from dedup.models import (
-    Chapter,
-    Document,
-    DocumentKey,
-    SpanTable,
-)
+from dedup.models import Chapter, Document, DocumentKey
 from dedup.normalize import (
     BATCH_CHARS,
     NormalizeConfig,

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from dedup import cluster
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
+from dedup.columns import Similarity, SimilarityTable, SpanTable
 from dedup.fingerprint import shingles, signatures
-from dedup.models import Cluster, Pair, Passage, PassageSpan, SpanTable
+from dedup.models import Cluster, Pair, Passage, PassageSpan
 from dedup.normalize import normalize
-from dedup.verify import Similarity, SimilarityTable, identical_chars, verify_pairs, verify_table
+from dedup.verify import identical_chars, verify_pairs, verify_table
 
 
 def test_lsh_params_are_datasketchs() -> None:

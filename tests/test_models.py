@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.engine import tasks
-from dedup.models import PassageSpan, SpanTable
+from dedup.models import PassageSpan
 from dedup.read import discover_inputs
 
 

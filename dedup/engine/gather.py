@@ -13,17 +13,14 @@ import numpy.typing as npt
 from tqdm import tqdm
 
 from dedup.arrays import concatenated
+from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.local import LocalEngine
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import PreparedFile, count_line_keys, second_pass
 from dedup.fingerprint import SignatureTable
-from dedup.models import (
-    InputFile,
-    Skipped,
-    SpanTable,
-)
+from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import read_once, repeated_lines
 from dedup.read import (
     FoundFile,

@@ -18,9 +18,7 @@ from dedup.codepoints import code_points
 from dedup.config import ScanConfig
 from dedup.engine.lifetime import die_with_parent
 from dedup.fingerprint import signatures
-from dedup.models import (
-    Document,
-)
+from dedup.models import Document
 from dedup.normalize import (
     line_key_array,
     normalize,

@@ -14,22 +14,17 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
+from dedup.columns import SimilarityTable, SpanTable
 from dedup.config import ScanConfig
 from dedup.engine.byte_spans import NOT_IN_BYTES, texts_at
 from dedup.engine.gather import Passages
 from dedup.engine.local import LocalEngine
-from dedup.models import (
-    Passage,
-    PassageSpan,
-    Skipped,
-    SpanTable,
-)
+from dedup.models import Passage, PassageSpan, Skipped
 from dedup.read import (
     FoundFile,
     file_stamp,
     read_file,
 )
-from dedup.verify import SimilarityTable
 
 CHANGED_WHILE_SCANNING = (
     "changed while dedup was scanning it; its passages are left out: scan again"

@@ -12,15 +12,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets
 from dedup.engine.copies import CopyFilter
 from dedup.fingerprint import signatures
-from dedup.models import (
-    InputFile,
-    Skipped,
-    SpanTable,
-)
+from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import (
     FileChapters,
     LearnedFile,

@@ -15,9 +15,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated, key_counts, sorted_unique
 from dedup.codepoints import code_points
 from dedup.config import ScanConfig
-from dedup.models import (
-    Chapter,
-)
+from dedup.models import Chapter
 from dedup.normalize import (
     line_key_array,
     repeated_lines_needed,

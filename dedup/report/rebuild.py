@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from dedup.cluster import cluster_pairs
+from dedup.columns import Similarity
 from dedup.errors import ConfigError
 from dedup.models import Report
-from dedup.verify import Similarity
 
 
 def rebuild(

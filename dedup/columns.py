@@ -1,0 +1,241 @@
+"""Column tables: many records of one kind held as numpy columns (a number a field a row)
+rather than as objects, which cost seconds by the million to make, to send between processes
+and to read back. Row ``i`` of a table is the record ``table[i]``; ``rows`` makes the records of
+many rows in one go, ``take`` a smaller table of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Generic, TypeVar, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.arrays import concatenated, objects
+from dedup.models import DocumentKey, Passage, PassageSpan, made_in_bulk
+
+R = TypeVar("R")
+
+
+class ColumnTable(Sequence[R], Generic[R]):
+    """What every column table does by its rows: a table is a sequence of its records."""
+
+    __slots__ = ()
+
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[R]:
+        """The records of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, row: int) -> R: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[R]: ...
+
+    def __getitem__(self, row: int | slice) -> R | Sequence[R]:
+        if isinstance(row, slice):
+            return self.rows(np.arange(len(self))[row])
+        if not -len(self) <= row < len(self):
+            raise IndexError(row)
+        return self.rows(np.array([row % len(self)], dtype=np.int64))[0]
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self.rows(np.arange(len(self))))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpanTable(ColumnTable[PassageSpan]):
+    """The spans of many passages as columns: what workers hand back and what a scan keeps for
+    every passage of a dump (five numbers a passage rather than an object, which costs less to
+    send between processes, to hold, and to compare in bulk). Row ``i`` is the
+    :class:`PassageSpan` ``table[i]``."""
+
+    documents: tuple[DocumentKey, ...]
+    titles: tuple[str | None, ...]
+    document: npt.NDArray[np.int64]  # row -> index into documents
+    chapter: npt.NDArray[np.int64]  # -1 where the passage is in no numbered chapter
+    title: npt.NDArray[np.int64]  # row -> index into titles
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @classmethod
+    def of(cls, spans: Sequence[PassageSpan]) -> SpanTable:
+        """The table of ``spans``."""
+        documents: dict[DocumentKey, int] = {}
+        titles: dict[str | None, int] = {}
+        columns = np.array(
+            [
+                (
+                    documents.setdefault(
+                        (span.source, span.path, span.record, span.record_id), len(documents)
+                    ),
+                    -1 if span.chapter is None else span.chapter,
+                    titles.setdefault(span.title, len(titles)),
+                    span.start,
+                    span.end,
+                )
+                for span in spans
+            ],
+            dtype=np.int64,
+        ).reshape(-1, 5)
+        return cls(tuple(documents), tuple(titles), *(columns[:, i].copy() for i in range(5)))
+
+    @classmethod
+    def concatenate(cls, tables: Sequence[SpanTable]) -> SpanTable:
+        """The rows of ``tables`` one after the other (documents and titles shared)."""
+        documents: dict[DocumentKey, int] = {}
+        titles: dict[str | None, int] = {}
+        document_rows, title_rows = [], []
+        for table in tables:
+            document_index = [documents.setdefault(d, len(documents)) for d in table.documents]
+            title_index = [titles.setdefault(t, len(titles)) for t in table.titles]
+            document_rows.append(np.array(document_index, dtype=np.int64)[table.document])
+            title_rows.append(np.array(title_index, dtype=np.int64)[table.title])
+        return cls(
+            tuple(documents),
+            tuple(titles),
+            concatenated(document_rows, np.int64),
+            concatenated([table.chapter for table in tables], np.int64),
+            concatenated(title_rows, np.int64),
+            concatenated([table.start for table in tables], np.int64),
+            concatenated([table.end for table in tables], np.int64),
+        )
+
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[PassageSpan]:
+        """The spans of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
+        return [
+            PassageSpan(source, path, record, chapter, title, start, end, record_id)
+            for (source, path, record, record_id), chapter, title, start, end in self._columns(rows)
+        ]
+
+    def passages(self, rows: npt.NDArray[np.int64], texts: Sequence[str]) -> list[Passage]:
+        """The passages of ``rows``, with their ``texts`` (made column by column)."""
+        columns = {**self.row_fields(rows), "text": texts}
+        return made_in_bulk(Passage, *(columns[field.name] for field in fields(Passage)))
+
+    def row_fields(self, rows: npt.NDArray[np.int64]) -> dict[str, list[Any]]:
+        """The fields the passages of ``rows`` have, but their texts, as columns: Passage field
+        name -> one value per row."""
+        document = self.document[rows]
+
+        def per_row(values: Sequence[Any]) -> list[Any]:
+            taken: list[Any] = objects(values)[document].tolist()
+            return taken
+
+        sources, paths, records, record_ids = (
+            zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
+        )
+        where = [
+            path if record is None else f"{path}#{record}"
+            for path, record in zip(paths, records, strict=True)
+        ]
+        starts, ends = self.start[rows].tolist(), self.end[rows].tolist()
+        chapters = self.chapter[rows].tolist()
+        return {
+            "id": list(map("{}:{}-{}".format, per_row(where), starts, ends)),  # passage_id's
+            "source": per_row(sources),
+            "path": per_row(paths),
+            "record": per_row(records),
+            "chapter": list(map({-1: None}.get, chapters, chapters)),  # -1: no numbered chapter
+            "title": objects(self.titles)[self.title[rows]].tolist(),
+            "start": starts,
+            "end": ends,
+            "record_id": per_row(record_ids),
+        }
+
+    def take(self, rows: npt.NDArray[np.int64]) -> SpanTable:
+        """A table of ``rows`` alone, holding only the documents and titles they use (small to
+        send to a worker)."""
+        documents, document = np.unique(self.document[rows], return_inverse=True)
+        titles, title = np.unique(self.title[rows], return_inverse=True)
+        return SpanTable(
+            tuple(self.documents[i] for i in documents.tolist()),
+            tuple(self.titles[i] for i in titles.tolist()),
+            document.reshape(-1).astype(np.int64),
+            self.chapter[rows],
+            title.reshape(-1).astype(np.int64),
+            self.start[rows],
+            self.end[rows],
+        )
+
+    def _columns(
+        self, rows: npt.NDArray[np.int64]
+    ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
+        documents, titles = self.documents, self.titles
+        for document, chapter, title, start, end in zip(
+            self.document[rows].tolist(),
+            self.chapter[rows].tolist(),
+            self.title[rows].tolist(),
+            self.start[rows].tolist(),
+            self.end[rows].tolist(),
+            strict=True,
+        ):
+            yield documents[document], None if chapter < 0 else chapter, titles[title], start, end
+
+
+@dataclass(frozen=True, slots=True)
+class Similarity:
+    first: int
+    second: int
+    jaccard: float
+    containment: float
+    minhash_jaccard: float
+    identical_chars: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SimilarityTable(ColumnTable[Similarity]):
+    """Verified pairs as columns: a dump in which every scene has copies has about one pair per
+    passage, and a million objects cost seconds to make and to read back."""
+
+    first: npt.NDArray[np.int64]
+    second: npt.NDArray[np.int64]
+    jaccard: npt.NDArray[np.float64]
+    containment: npt.NDArray[np.float64]
+    minhash_jaccard: npt.NDArray[np.float64]
+    identical_chars: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, pairs: Sequence[Similarity]) -> SimilarityTable:
+        if isinstance(pairs, SimilarityTable):
+            return pairs
+        rows = [
+            (p.first, p.second, p.jaccard, p.containment, p.minhash_jaccard, p.identical_chars)
+            for p in pairs
+        ]
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 6
+        return cls(
+            np.array(columns[0], dtype=np.int64),
+            np.array(columns[1], dtype=np.int64),
+            np.array(columns[2], dtype=np.float64),
+            np.array(columns[3], dtype=np.float64),
+            np.array(columns[4], dtype=np.float64),
+            np.array(columns[5], dtype=np.int64),
+        )
+
+    @classmethod
+    def concatenate(cls, tables: Sequence[SimilarityTable]) -> SimilarityTable:
+        return cls(*(np.concatenate([getattr(t, name) for t in tables]) for name in _COLUMNS))
+
+    def where(self, rows: npt.NDArray[np.bool_] | npt.NDArray[np.int64]) -> SimilarityTable:
+        return SimilarityTable(*(getattr(self, name)[rows] for name in _COLUMNS))
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def take(self, rows: npt.NDArray[np.int64]) -> SimilarityTable:
+        return self.where(rows)
+
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[Similarity]:
+        columns = (getattr(self, name)[rows].tolist() for name in _COLUMNS)
+        return [Similarity(*row) for row in zip(*columns, strict=True)]
+
+
+_COLUMNS = ("first", "second", "jaccard", "containment", "minhash_jaccard", "identical_chars")
