@@ -1,4 +1,12 @@
-"""Errors the library raises and the exit codes the CLI maps them to."""
+"""The errors dedup raises, one tree under DedupError, and the exit codes the CLI maps them to.
+
+- ``DedupError``: a problem the user can fix; the message says how (exit 1).
+  - ``ConfigError``: an option value that cannot work, found before any work (exit 2).
+  - ``InputPathError``: a path given to read does not exist or cannot be used.
+  - ``ReportFolderError``: the report cannot be written where asked.
+  - ``ReadError``: one input cannot be read. A scan never stops for it: the input is listed
+    as skipped with the message as its reason. Its kinds say which reader gave up.
+"""
 
 from enum import IntEnum
 
@@ -21,3 +29,31 @@ class ConfigError(DedupError):
 
 class InputPathError(DedupError):
     """A path given on the command line does not exist or cannot be listed."""
+
+
+class ReportFolderError(DedupError):
+    """The report cannot be written where the user asked; the message says what to do."""
+
+
+class ReadError(DedupError):
+    """One input cannot be read (or read on, for a stream); the message is its skip reason."""
+
+
+class DecodeFailure(ReadError):
+    """The bytes are not text in any encoding we can trust."""
+
+
+class InputTooLarge(ReadError):
+    """An input grew past its size cap once decompressed."""
+
+
+class NotRecords(ReadError):
+    """A JSON file that holds no records."""
+
+
+class NotAnEpub(ReadError):
+    """A .epub that is not a readable EPUB."""
+
+
+class TableError(ReadError):
+    """A CSV or Parquet table that cannot be read."""

@@ -296,9 +296,9 @@ def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplifie
 def test_a_streamed_jsonl_says_how_many_warnings_it_did_not_list(
     tmp_path: Path, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dedup.read import containers
+    from dedup.read import streams
 
-    monkeypatch.setattr(containers, "STREAM_BYTES", 4096)  # read as a stream past 4 KB
+    monkeypatch.setattr(streams, "STREAM_BYTES", 4096)  # read as a stream past 4 KB
     lines = [json.dumps({"text": seed_simplified})] + ['{"text": "broken'] * 25
     (tmp_path / "dump.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
     (found,), _ = discover_inputs([str(tmp_path / "dump.jsonl")])

@@ -6,7 +6,8 @@ import codecs
 
 import pytest
 
-from dedup.read.decode import DecodeFailure, decode_bytes, plausibility
+from dedup.errors import DecodeFailure
+from dedup.read.decode import decode_bytes, plausibility
 
 
 def test_big5_fixture_is_not_utf8_and_decodes_as_big5(hongloumeng_big5_bytes: bytes) -> None:

@@ -263,10 +263,11 @@ def test_large_files_are_read_as_streams(
 ) -> None:
     """Text and JSONL inputs over the streaming size are decoded and segmented a piece at a
     time; offsets still index the whole file and the same duplicates are found."""
-    from dedup.read import containers, txt
+    from dedup.read import streams
+    from dedup.read import txt
 
     whole = dedup.scan([str(samples)], jobs=1)
-    monkeypatch.setattr(containers, "STREAM_BYTES", 4096)
+    monkeypatch.setattr(streams, "STREAM_BYTES", 4096)
     monkeypatch.setattr(txt, "PIECE_CHARS", 3000)
     streamed = dedup.scan([str(samples)], jobs=1)
 
@@ -298,9 +299,9 @@ def test_a_streamed_file_that_fails_part_way_is_skipped_not_fatal(
 ) -> None:
     """Past the first piece of a large file, a byte that does not decode: the pass that learns
     repeated lines had let the error end the scan."""
-    from dedup.read import containers
+    from dedup.read import streams
 
-    monkeypatch.setattr(containers, "STREAM_BYTES", 4096)
+    monkeypatch.setattr(streams, "STREAM_BYTES", 4096)
     for site in ("a", "b"):
         (tmp_path / site).mkdir()
         (tmp_path / site / "book.txt").write_text(hongloumeng_simplified[:20_000], "utf-8")

@@ -16,6 +16,7 @@ from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets
 from dedup.engine.copies import CopyFilter
+from dedup.errors import DecodeFailure, InputTooLarge
 from dedup.fingerprint import signatures
 from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import (
@@ -31,8 +32,6 @@ from dedup.read import (
     ReadResult,
     read_file,
 )
-from dedup.read.containers import InputTooLarge
-from dedup.read.decode import DecodeFailure
 from dedup.segment import (
     ChapterTable,
 )

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated, key_counts, sorted_unique
 from dedup.codepoints import code_points
 from dedup.config import ScanConfig
+from dedup.errors import DecodeFailure, InputTooLarge
 from dedup.models import Chapter
 from dedup.normalize import (
     line_key_array,
@@ -25,8 +26,6 @@ from dedup.read import (
     FoundFile,
     ReadResult,
 )
-from dedup.read.containers import InputTooLarge
-from dedup.read.decode import DecodeFailure
 from dedup.segment import (
     ChapterTable,
     split_chapters,

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from dedup.config import ScanConfig
+from dedup.errors import DecodeFailure, NotAnEpub, NotRecords, TableError
 from dedup.models import Document, Skipped
-from dedup.read.containers import Limits, RawInput, raw_inputs
+from dedup.read.containers import raw_inputs
 from dedup.read.decode import (
-    DecodeFailure,
     Replacements,
     decode_bytes,
     decode_stream,
@@ -22,17 +22,17 @@ from dedup.read.decode import (
     replacement_warning,
 )
 from dedup.read.discover import FoundFile, discover_inputs, file_stamp
-from dedup.read.epub import NotAnEpub, documents_from_epub
+from dedup.read.epub import documents_from_epub
 from dedup.read.html import visible_text
 from dedup.read.jsonl import (
-    NotRecords,
     RecordFields,
     documents_from_json,
     documents_from_jsonl,
     documents_from_jsonl_stream,
     documents_from_records,
 )
-from dedup.read.table import TableError, csv_rows, parquet_rows
+from dedup.read.streams import Limits, RawInput
+from dedup.read.table import csv_rows, parquet_rows
 from dedup.read.txt import documents_from_text, documents_from_text_stream
 
 __all__ = [

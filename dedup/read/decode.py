@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points
+from dedup.errors import DecodeFailure
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -39,10 +40,6 @@ CANDIDATES = ("utf-8", "gb18030", "big5hkscs", "utf-16-le", "utf-16-be")
 SAMPLE_BYTES = 256 * 1024
 # Share of characters that must look like real text for a decoding to be believed.
 MIN_PLAUSIBLE = 0.85
-
-
-class DecodeFailure(Exception):
-    """The bytes are not text in any encoding we can trust; the message says what to do."""
 
 
 @dataclass(frozen=True, slots=True)

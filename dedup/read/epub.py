@@ -7,15 +7,12 @@ import posixpath
 import zipfile
 from xml.etree import ElementTree
 
+from dedup.errors import DecodeFailure, NotAnEpub
 from dedup.models import Document
-from dedup.read.decode import DecodeFailure, decode_bytes
+from dedup.read.decode import decode_bytes
 from dedup.read.html import visible_text
 
 _CONTAINER = "META-INF/container.xml"
-
-
-class NotAnEpub(ValueError):
-    pass
 
 
 def _local(tag: str) -> str:

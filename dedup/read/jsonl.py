@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from dedup.errors import NotRecords
 from dedup.models import Document
 from dedup.read.decode import Decoded
 
@@ -165,10 +166,6 @@ def _line(index: int) -> str:
     """Where a JSON Lines record is, for people: the report's 0-based record number, and the
     1-based line an editor shows."""
     return f"record {index} (line {index + 1})"
-
-
-class NotRecords(ValueError):
-    pass
 
 
 def documents_from_json(

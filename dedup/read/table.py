@@ -8,11 +8,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from dedup.errors import TableError
 from dedup.read.decode import Decoded
-
-
-class TableError(ValueError):
-    pass
 
 
 def csv_rows(

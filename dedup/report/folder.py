@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from types import TracebackType
 
-from dedup.errors import DedupError
+from dedup.errors import ReportFolderError
 from dedup.read.discover import LOCK_SUFFIX, WRITING_MARKER, is_report_folder, shown
 
 # Every name dedup writes into a report folder; a folder holding anything else is the user's.
@@ -37,10 +37,6 @@ REPORT_FILES = frozenset(
         WRITING_MARKER,
     }
 )
-
-
-class ReportFolderError(DedupError):
-    """The report cannot be written where the user asked; the message says what to do."""
 
 
 class ReportFolder:
