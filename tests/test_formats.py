@@ -263,8 +263,7 @@ def test_large_files_are_read_as_streams(
 ) -> None:
     """Text and JSONL inputs over the streaming size are decoded and segmented a piece at a
     time; offsets still index the whole file and the same duplicates are found."""
-    from dedup.read import streams
-    from dedup.read import txt
+    from dedup.read import streams, txt
 
     whole = dedup.scan([str(samples)], jobs=1)
     monkeypatch.setattr(streams, "STREAM_BYTES", 4096)
