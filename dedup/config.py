@@ -29,8 +29,68 @@ DEFAULT_ID_FIELDS = ("id", "chapter_id", "url")
 
 
 @dataclass(frozen=True, slots=True)
+class NormalizeConfig:
+    """The normalize stage's part: the script to convert to, the steps switched off, the line
+    keys a source repeats (learned per scan), and whether to collect examples of each step."""
+
+    script: Script = "simplified"
+    skip: frozenset[str] = frozenset()
+    repeated_lines: frozenset[int] = frozenset()  # line keys (see line_key) to drop
+    explain: bool = False  # collect examples of what each step did
+
+    def on(self, step: str) -> bool:
+        return step not in self.skip
+
+
+@dataclass(frozen=True, slots=True)
+class ReadConfig:
+    """The read stage's part: which fields of a record hold what, how to decode, the caps."""
+
+    text_fields: tuple[str, ...]
+    title_fields: tuple[str, ...]
+    id_fields: tuple[str, ...]
+    source_fields: tuple[str, ...]
+    encoding: str | None
+    errors: DecodeErrors
+    max_file_mb: int
+    max_whole_file_mb: int
+    follow_links: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentConfig:
+    """The segment stage's part: passage length, overlap, and the shortest passage kept."""
+
+    passage_chars: int
+    passage_overlap: int
+    min_passage_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class MatchConfig:
+    """The fingerprint, candidates and verify stages' part: shingles, MinHash, thresholds."""
+
+    ngram: int
+    num_perm: int
+    seed: int
+    threshold: float
+    containment: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """The cluster stage's part: the representative's policy and the giant-cluster size."""
+
+    keep: str
+    max_cluster_size: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScanConfig:
-    """Every option that changes what a scan finds.
+    """Every option that changes what a scan finds: flat, as users give them (``scan(path,
+    threshold=0.5)``, one CLI option each) and as report.json records them, with a part per
+    stage (``config.read``, ``.normalize``, ``.segment``, ``.match``, ``.cluster``) for the
+    stage code to take.
 
     ``jobs`` and ``show_progress`` change only how fast and how visibly the scan runs, so they
     are left out of :meth:`to_dict` (and so out of the report): a ``--jobs 1`` run and a
@@ -119,6 +179,37 @@ class ScanConfig:
                 ) from None
         if self.jobs < 0:
             raise ConfigError(f"jobs must be 0 (all cores) or a positive number, not {self.jobs}")
+
+    @property
+    def read(self) -> ReadConfig:
+        return ReadConfig(
+            self.text_fields,
+            self.title_fields,
+            self.id_fields,
+            self.source_fields,
+            self.encoding,
+            self.errors,
+            self.max_file_mb,
+            self.max_whole_file_mb,
+            self.follow_links,
+        )
+
+    @property
+    def normalize(self) -> NormalizeConfig:
+        """The normalize part; each scan adds the repeated lines it learns per source."""
+        return NormalizeConfig(script=self.script, skip=frozenset(self.skip_steps))
+
+    @property
+    def segment(self) -> SegmentConfig:
+        return SegmentConfig(self.passage_chars, self.passage_overlap, self.min_passage_chars)
+
+    @property
+    def match(self) -> MatchConfig:
+        return MatchConfig(self.ngram, self.num_perm, self.seed, self.threshold, self.containment)
+
+    @property
+    def cluster(self) -> ClusterConfig:
+        return ClusterConfig(self.keep, self.max_cluster_size)
 
     @classmethod
     def of(cls, **options: Any) -> ScanConfig:

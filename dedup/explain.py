@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dedup.config import ScanConfig
 from dedup.errors import DedupError, InputPathError
 from dedup.fingerprint import shingles
-from dedup.normalize import NormalizeConfig, NormalizedText, normalize
+from dedup.normalize import NormalizedText, normalize
 from dedup.read import discover_inputs, read_file
 from dedup.report.palette import Span, spans_in_original
 from dedup.verify import identical_chars, shared_blocks
@@ -108,7 +108,7 @@ def resolve(reference: str, config: ScanConfig) -> tuple[str, str]:
 
 def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
     config = config or ScanConfig()
-    normalize_config = NormalizeConfig(script=config.script, skip=frozenset(config.skip_steps))
+    normalize_config = config.normalize
     sides = []
     for reference in (a, b):
         label, text = resolve(reference, config)

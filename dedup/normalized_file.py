@@ -3,12 +3,11 @@ step did to them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dedup.config import ScanConfig
 from dedup.errors import InputPathError
 from dedup.normalize import (
-    NormalizeConfig,
     NormalizeStats,
     normalize,
 )
@@ -66,9 +65,8 @@ def normalize_file(
             continue
         warnings += [f"{result.path}: {warning}" for warning in result.warnings]
         for document in result.documents:
-            normalize_config = NormalizeConfig(
-                script=config.script,
-                skip=frozenset(config.skip_steps),
+            normalize_config = replace(
+                config.normalize,
                 repeated_lines=repeated.get(document.source, frozenset()),
                 explain=explain,
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,6 @@ from dedup.config import ScanConfig
 from dedup.models import Chapter, Document, DocumentKey
 from dedup.normalize import (
     BATCH_CHARS,
-    NormalizeConfig,
     NormalizeStats,
     in_batches,
     normalize_many,
@@ -113,10 +112,8 @@ def input_windows(
         if chapters:
             carry = chapters[-1]
             next_index = max(numbers, default=next_index - 1) + 1
-        normalize_config = NormalizeConfig(
-            script=config.script,
-            skip=frozenset(config.skip_steps),
-            repeated_lines=repeated.get(document.source, frozenset()),
+        normalize_config = replace(
+            config.normalize, repeated_lines=repeated.get(document.source, frozenset())
         )
         blocks = [
             Chapter(chapter.index, chapter.title, chapter.start, block_start, block_end)

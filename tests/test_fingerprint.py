@@ -97,3 +97,14 @@ def test_signature_parts_are_joined_without_a_mapping_too(
             monkeypatch.setattr(fingerprint.mmap, "mmap", refuse)
         table = SignatureTable(16, parts)
         assert np.array_equal(table.columns(0, 16), np.concatenate(parts))
+
+
+def test_lsh_parameters_are_those_datasketch_chooses() -> None:
+    from datasketch.lsh import _optimal_param
+
+    from dedup.candidates import lsh_params
+
+    for num_perm in (16, 64, 100, 128, 256):
+        for threshold in (0.1, 0.2, 0.3, 0.35, 0.4, 0.5, 0.65, 0.8, 0.95):
+            expected = _optimal_param(threshold, num_perm, 0.5, 0.5)
+            assert lsh_params(threshold, num_perm) == tuple(expected), (threshold, num_perm)

@@ -314,3 +314,15 @@ def test_a_streamed_file_that_fails_part_way_is_skipped_not_fatal(
     ]
     assert report.clusters
     assert {cluster.sources for cluster in report.clusters} == {("a", "b")}
+
+
+def test_reading_a_csv_leaves_the_csv_field_limit_as_it_was(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    before = csv.field_size_limit()
+    path = tmp_path / "dump.csv"
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        csv.writer(out).writerows([["title", "text"], ["第一章", seed_simplified * 80]])
+    (result,) = _read(path)
+    assert result.documents[0].text == seed_simplified * 80  # a cell past the default limit
+    assert csv.field_size_limit() == before

@@ -9,20 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from dedup.config import Script
+from dedup.config import NormalizeConfig
+
+__all__ = ["NormalizeConfig", "NormalizeStats", "NormalizedText"]
 
 EXAMPLES = 5
-
-
-@dataclass(frozen=True, slots=True)
-class NormalizeConfig:
-    script: Script = "simplified"
-    skip: frozenset[str] = frozenset()
-    repeated_lines: frozenset[int] = frozenset()  # line keys (see line_key) to drop
-    explain: bool = False  # collect examples of what each step did
-
-    def on(self, step: str) -> bool:
-        return step not in self.skip
 
 
 @dataclass

@@ -16,19 +16,24 @@ def csv_rows(
     decoded: Decoded, delimiter: str, warnings: list[str]
 ) -> Iterator[tuple[int, str, Any]]:
     """(row index, where, row as a dict); a malformed row is a warning, the rest is read."""
-    csv.field_size_limit(sys.maxsize)  # a whole chapter in one cell is the normal case
-    reader = csv.DictReader(io.StringIO(decoded.text, newline=""), delimiter=delimiter)
-    index = 0
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            warnings.append(f"line {reader.line_num}: not valid CSV ({error}), skipped")
-            continue
-        yield index, f"record {index} (line {reader.line_num})", row
-        index += 1
+    # A whole chapter in one cell is the normal case; the limit is the csv module's, for the
+    # whole process, so it is put back as it was once the rows are read.
+    previous = csv.field_size_limit(sys.maxsize)
+    try:
+        reader = csv.DictReader(io.StringIO(decoded.text, newline=""), delimiter=delimiter)
+        index = 0
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                warnings.append(f"line {reader.line_num}: not valid CSV ({error}), skipped")
+                continue
+            yield index, f"record {index} (line {reader.line_num})", row
+            index += 1
+    finally:
+        csv.field_size_limit(previous)
 
 
 def parquet_rows(data: bytes, wanted: Sequence[str]) -> Iterator[tuple[int, str, Any]]:
