@@ -463,25 +463,22 @@ def _stdout_to_nowhere() -> None:
 
 
 def main(prog_name: str | None = None) -> None:
+    """The console script: every error ends here as one ``dedup: error:`` line and an exit
+    status (errors.ExitStatus). A DedupError reaches this as a click exception (_Group.invoke
+    turns it into one, so that click's own runner shows it alike)."""
     logging.basicConfig(level=logging.WARNING, format="dedup: %(levelname)s: %(message)s")
     try:
         with terminate_as_interrupt():
             cli.main(prog_name=prog_name, standalone_mode=False)
     except BrokenPipeError:  # standard output closed early (| head): not an error of ours
         _stdout_to_nowhere()
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("dedup: interrupted", err=True)
         sys.exit(ExitStatus.INTERRUPTED)
     except click.ClickException as error:
         error.show()
         sys.exit(ExitStatus.USAGE if isinstance(error, click.UsageError) else ExitStatus.ERROR)
-    except DedupError as error:
-        click.echo(f"dedup: error: {error}", err=True)
-        sys.exit(ExitStatus.ERROR)
-    except KeyboardInterrupt:
-        click.echo("dedup: interrupted", err=True)
-        sys.exit(ExitStatus.INTERRUPTED)
-    except OSError as error:
-        where = f" {error.filename}" if error.filename else ""
+    except OSError as error:  # one the library did not name: say which file, at least
+        where = f" {shown(error.filename)}" if isinstance(error.filename, str) else ""
         click.echo(f"dedup: error:{where}: {error.strerror or error}", err=True)
         sys.exit(ExitStatus.ERROR)

@@ -147,9 +147,9 @@ def _shingle_keys_into(
 
 def _prefaulted(rows: int, columns: int) -> Signatures:
     """An empty signature array whose memory the kernel maps in one go (MAP_POPULATE, where
-    there is one) rather than a page fault at a time as it is first written: on the virtual
-    machines measured, faulting in fresh memory page by page made joining the signatures of
-    a 1 GB scan cost 1.2-2 s of the main process (0.2 s mapped in one go)."""
+    there is one) rather than a page fault at a time as it is first written: faulting fresh
+    memory in page by page was most of the cost of joining a large scan's signatures on the
+    virtual machines measured (docs/performance.md)."""
     size = rows * columns * 4
     populate = getattr(mmap, "MAP_POPULATE", 0)
     if not populate or not size:

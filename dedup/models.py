@@ -129,12 +129,11 @@ Member = Passage
 
 
 # A frozen dataclass's __init__ sets each field through object.__setattr__, which looks the
-# field up by name: 1.3 us for a Passage. A scan makes passages and pairs by the million (all
-# the members and pairs of its clusters), so they are made in bulk: the objects first, then
-# each slot of all of them through the slot's own setter, mapped over a column (C calls, no
-# Python call per object or field): 0.37 us a pair instead of 0.50 us through one Python
-# function per pair setting its slots, 1.3 us through __init__. The objects are the same
-# (tested against the dataclass's __init__).
+# field up by name, slowly. A scan makes passages and pairs by the million (all the members
+# and pairs of its clusters), so they are made in bulk: the objects first, then each slot of
+# all of them through the slot's own setter, mapped over a column (C calls, no Python call per
+# object or field; docs/performance.md has the figures). The objects are the same (tested
+# against the dataclass's __init__).
 def made_in_bulk(cls: type[R], *columns: Sequence[Any]) -> list[R]:
     """``[cls(*row) for row in zip(*columns)]`` for a frozen, slotted dataclass, one value
     column per field, in the order of the fields."""

@@ -36,12 +36,12 @@ def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a scan (and its workers, forked inside): the scan
     makes records by the million (spans, passages, pairs) and no reference cycles to speak of
     (a 100 MB scan leaves some 400 unreachable objects), so every collection would walk the
-    records again for nothing. At 1 GB the main process spent 3 s less (clustering 4.0 s ->
-    2.8 s, member texts 5.5 s -> 4.7 s).
+    records again for nothing (docs/performance.md has what it saved).
 
     Afterwards the records the scan made are moved to the oldest generation, as if they had
     survived collections (which they would: they are the report): otherwise the first young
-    collection after the scan walks them all (0.4 s after a 1 GB scan). Not when the caller has
+    collection after the scan walks them all, which takes a noticeable while after a large
+    scan. Not when the caller has
     frozen objects of its own, which moving would unfreeze."""
     enabled = gc.isenabled()
     gc.disable()

@@ -7,8 +7,8 @@ then compiled afresh in each run rather than failing the import.
 
 On a processor with 512-bit vectors (AVX-512) the loops are compiled to use them: LLVM's tuning
 for such processors prefers 256-bit vectors (older ones slowed their clock for the wide ones),
-and the MinHash loop, a multiply-add and a minimum per shingle and permutation, runs a quarter
-faster at the full width here (docs/performance.md). Numba reads its CPU features once, when
+and the MinHash loop, a multiply-add and a minimum per shingle and permutation, runs faster
+at the full width (docs/performance.md). Numba reads its CPU features once, when
 its code generator is made, which the first compiled loop's definition does: so they are set
 for that moment, when this module is imported, and numba's setting is put back at once (a
 program that imports dedup finds ``numba.config`` as it was; its own loops share the code

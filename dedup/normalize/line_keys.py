@@ -113,7 +113,7 @@ def _line_hashes(
     """For each line of ``codes`` (split at newlines): line_key's hash of the characters the
     table keys (by what it maps them to), or -1 if it has fewer than ``shortest`` of them; and
     False (with the keys unfinished) if a _CONTEXTUAL character came up. FNV-1a rather than a
-    CRC: one multiplication a character instead of a chain of table lookups (7 -> 3.6 ns)."""
+    CRC: one multiplication a character instead of a chain of table lookups."""
     lines = 1
     for code in codes:
         lines += code == 10
