@@ -90,24 +90,13 @@ class PassageSpan:
 DocumentKey = tuple[str, str, int | None, str | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Passage:
-    """A scene window: ``document.text[start:end] == text``."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Passage(PassageSpan):
+    """A scene window: where it is (its PassageSpan's fields), its text, and its id, as
+    members of a cluster are reported: ``document.text[start:end] == text``."""
 
-    id: str
-    source: str
-    path: str
-    record: int | None
-    chapter: int | None
-    title: str | None
-    start: int
-    end: int
+    id: str  # passage_id(path, record, start, end), kept: reports read back keep theirs
     text: str
-    record_id: str | None = None
-
-    @property
-    def sort_key(self) -> tuple[str, int, int, int]:
-        return reading_order(self.path, self.record, self.start, self.end)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,7 +139,12 @@ def made_in_bulk(cls: type[R], *columns: Sequence[Any]) -> list[R]:
 
 
 def _slot_setters(cls: type) -> tuple[Any, ...]:
-    return tuple(cls.__dict__[field.name].__set__ for field in fields(cls))
+    """Each field's slot setter, from the class that defines the slot (a base's, for the
+    fields a subclass inherits)."""
+    return tuple(
+        next(k.__dict__[field.name] for k in cls.__mro__ if field.name in k.__dict__).__set__
+        for field in fields(cls)
+    )
 
 
 def reading_order(path: str, record: int | None, start: int, end: int) -> tuple[str, int, int, int]:

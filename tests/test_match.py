@@ -58,15 +58,15 @@ def test_verification_is_exact_jaccard_and_containment(seed_simplified: str) -> 
 
 def _passage(path: str, start: int, text: str) -> Passage:
     return Passage(
-        f"{path}:{start}-{start + len(text)}",
-        path.split("/")[0],
-        path,
-        None,
-        None,
-        None,
-        start,
-        start + len(text),
-        text,
+        id=f"{path}:{start}-{start + len(text)}",
+        source=path.split("/")[0],
+        path=path,
+        record=None,
+        chapter=None,
+        title=None,
+        start=start,
+        end=start + len(text),
+        text=text,
     )
 
 

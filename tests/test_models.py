@@ -62,8 +62,9 @@ def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified
         (
             Passage,
             [
-                ("a.txt#3:0-300", "site", "a.txt", 3, 7, "第八章", 0, 300, text, "x"),
-                ("b.txt:5-9", "other", "b.txt", None, None, None, 5, 9, text[:4], None),
+                # fields in order: where it is (PassageSpan's), then id and text
+                ("site", "a.txt", 3, 7, "第八章", 0, 300, "x", "a.txt#3:0-300", text),
+                ("other", "b.txt", None, None, None, 5, 9, None, "b.txt:5-9", text[:4]),
             ],
         ),
         (
@@ -76,7 +77,8 @@ def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified
     ):
         columns = list(zip(*rows, strict=True))
         made = made_in_bulk(cls, *columns)
-        references = [cls(*values) for values in rows]
+        names = [f.name for f in fields(cls)]
+        references = [cls(**dict(zip(names, values, strict=True))) for values in rows]
         assert [type(one) for one in made] == [cls, cls]
         assert made == references and list(map(hash, made)) == list(map(hash, references))
         for one, values in zip(made, rows, strict=True):

@@ -282,7 +282,17 @@ def test_a_capped_page_says_where_the_other_clusters_are(
 
 def _cluster_of_sources(number: int, sources: list[str], text: str) -> Cluster:
     members = tuple(
-        Passage(f"{s}/x.txt:0-{len(text)}", s, f"{s}/x.txt", None, 0, None, 0, len(text), text)
+        Passage(
+            id=f"{s}/x.txt:0-{len(text)}",
+            source=s,
+            path=f"{s}/x.txt",
+            record=None,
+            chapter=0,
+            title=None,
+            start=0,
+            end=len(text),
+            text=text,
+        )
         for s in sources
     )
     return Cluster(f"c{number}", members[0].id, members, ())
