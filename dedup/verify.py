@@ -19,6 +19,7 @@ from dedup.arrays import sorted_unique
 from dedup.columns import Similarity, SimilarityTable
 from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
 from dedup.kernels import compiled
+from dedup.kernels.tables import stamped_add, stamped_has
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +199,8 @@ def _score_pairs(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Jaccard similarity and containment of each pair's shingle sets, and the characters of
     the first passage covered by a shingle the second has (as ``covered_chars``). The second
-    passage's keys go into a small hash table (open addressing; a slot counts only if stamped
-    with the current pair, so the table is never cleared), and the first's are looked up in it:
+    passage's keys go into a stamped set (dedup.kernels.tables: never cleared, the stamp is the
+    pair's number), and the first's are looked up in it:
     the branches of a sorted merge or a binary search are unpredictable and cost more."""
     count = pairs.shape[0]
     jaccard = np.zeros(count, dtype=np.float64)
@@ -223,15 +224,10 @@ def _score_pairs(
             continue
         stamp = number + 1
         for index in range(unique_offsets[second], unique_offsets[second + 1]):
-            key = unique[index]
-            slot = key & mask
-            while stamps[slot] == stamp:
-                slot = (slot + np.uint64(1)) & mask
-            slots[slot] = key
-            stamps[slot] = stamp
+            stamped_add(slots, stamps, mask, stamp, unique[index])
         shared = 0
         for index in range(unique_offsets[first], unique_offsets[first + 1]):
-            shared += _in_table(slots, stamps, mask, stamp, unique[index])
+            shared += stamped_has(slots, stamps, mask, stamp, unique[index])
         jaccard[number] = shared / (size_a + size_b - shared)
         contained[number] = shared / min(size_a, size_b)
         length = lengths[first]
@@ -239,7 +235,7 @@ def _score_pairs(
         for position in range(length):
             covered[position] = False
         for start in range(offsets[first + 1] - offsets[first]):
-            if _in_table(slots, stamps, mask, stamp, keys[offsets[first] + start]):
+            if stamped_has(slots, stamps, mask, stamp, keys[offsets[first] + start]):
                 for position in range(start, start + width):
                     covered[position] = True
         total = 0
@@ -247,18 +243,6 @@ def _score_pairs(
             total += covered[position]
         identical[number] = total
     return jaccard, contained, identical
-
-
-@compiled
-def _in_table(
-    slots: Keys, stamps: npt.NDArray[np.int64], mask: np.uint64, stamp: int, key: np.uint64
-) -> int:
-    slot = key & mask
-    while stamps[slot] == stamp:
-        if slots[slot] == key:
-            return 1
-        slot = (slot + np.uint64(1)) & mask
-    return 0
 
 
 def _estimates(

@@ -64,3 +64,49 @@ def test_numba_compiles_for_the_chosen_features_and_its_settings_are_left_alone(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "True"]
+
+
+def test_fnv1a_over_code_points_is_fnv1a_of_their_bytes_for_ascii() -> None:
+    from dedup.kernels.hashing import FNV_OFFSET, fnv1a
+
+    value = np.uint64(FNV_OFFSET)
+    for char in "dedup":
+        value = fnv1a(value, np.uint64(ord(char)))
+    expected = FNV_OFFSET
+    for byte in b"dedup":  # the reference definition, over bytes
+        expected = ((expected ^ byte) * 0x100000001B3) % (1 << 64)
+    assert int(value) == expected
+
+
+def test_a_table_of_records_finds_what_it_holds_after_growing() -> None:
+    from dedup.kernels.tables import empty_table, probe, rehashed
+
+    key, match, used = 0, 1, 2
+    table = empty_table(8, 3, used, -1)
+    stored = [(5, 50), (13, 130), (21, 210)]  # one low 3 bits (5): they collide
+    for first, second in stored:
+        slot = probe(table, first, key, first, match, second, used, -1)
+        assert table[slot, used] == -1
+        table[slot] = (first, second, 1)
+    assert sorted(int(table[s, key]) for s in range(8) if table[s, used] != -1) == [5, 13, 21]
+    grown = rehashed(table, 32, key, used, -1)
+    for first, second in stored:
+        slot = probe(grown, first, key, first, match, second, used, -1)
+        assert (grown[slot, key], grown[slot, match]) == (first, second)
+    missing = probe(grown, 5, key, 5, match, 51, used, -1)
+    assert grown[missing, used] == -1, "a key with another match is not found"
+
+
+def test_a_stamped_set_is_emptied_by_a_new_stamp() -> None:
+    from dedup.kernels.tables import stamped_add, stamped_has
+
+    keys = np.zeros(16, dtype=np.uint64)
+    stamps = np.zeros(16, dtype=np.int64)
+    mask = np.uint64(15)
+    for key in (3, 19, 35, 7):  # 3, 19, 35 collide
+        stamped_add(keys, stamps, mask, 1, np.uint64(key))
+    assert [stamped_has(keys, stamps, mask, 1, np.uint64(k)) for k in (3, 19, 35, 7, 4)] == [
+        1, 1, 1, 1, 0,
+    ]  # fmt: skip
+    stamped_add(keys, stamps, mask, 2, np.uint64(19))
+    assert [stamped_has(keys, stamps, mask, 2, np.uint64(k)) for k in (3, 19, 35)] == [0, 1, 0]

@@ -1,8 +1,12 @@
-"""Open-addressing tables of 64-bit records, inside compiled loops: a table is an array of
-``slots`` rows (a power of two), a row per record, found by linear probing from its key's low
-bits; a slot is free while its ``used_column`` holds ``free``. The hand-back table of exact
-copies (dedup.engine.copies) and OpenCC's run cache (dedup.normalize.opencc) are such tables.
-A table is kept at most half full, so a probe ends soon.
+"""Open-addressing tables of 64-bit keys, inside compiled loops, found by linear probing from
+a key's low bits, kept at most half full so that a probe ends soon. Two kinds:
+
+- a table of records: an array of ``slots`` rows (a power of two), a row per record; a slot
+  is free while its ``used_column`` holds ``free``. The hand-back table of exact copies
+  (dedup.engine.copies) and OpenCC's run cache (dedup.normalize.opencc) are such tables.
+- a stamped set (``stamped_add``, ``stamped_has``): keys and a stamp per slot, a slot holding
+  a key of the current set only if stamped with its number, so the set is emptied for the next
+  one by changing the stamp, never by clearing (verify's shingle sets, one per pair).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import numpy.typing as npt
 
 from dedup.kernels.jit import compiled
 
-__all__ = ["empty_table", "probe", "rehashed"]
+__all__ = ["empty_table", "probe", "rehashed", "stamped_add", "stamped_has"]
 
 
 def empty_table(slots: int, columns: int, used_column: int, free: int) -> npt.NDArray[np.int64]:
@@ -60,3 +64,36 @@ def rehashed(
             slot = (slot + 1) & mask
         grown[slot] = table[old]
     return grown
+
+
+@compiled
+def stamped_add(
+    keys: npt.NDArray[np.uint64],
+    stamps: npt.NDArray[np.int64],
+    mask: np.uint64,
+    stamp: int,
+    key: np.uint64,
+) -> None:
+    """``key`` into the set stamped ``stamp`` (it must not be there already)."""
+    slot = key & mask
+    while stamps[slot] == stamp:
+        slot = (slot + np.uint64(1)) & mask
+    keys[slot] = key
+    stamps[slot] = stamp
+
+
+@compiled
+def stamped_has(
+    keys: npt.NDArray[np.uint64],
+    stamps: npt.NDArray[np.int64],
+    mask: np.uint64,
+    stamp: int,
+    key: np.uint64,
+) -> int:
+    """1 if ``key`` is in the set stamped ``stamp``, else 0."""
+    slot = key & mask
+    while stamps[slot] == stamp:
+        if keys[slot] == key:
+            return 1
+        slot = (slot + np.uint64(1)) & mask
+    return 0
