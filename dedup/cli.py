@@ -357,7 +357,7 @@ def _summarize(
     elif not quiet and "text" in formats:
         click.echo(format_summary(report))
         names = ", ".join(path.name for path in written if path.name != "run.json")
-        click.echo(f"\nreport written to {shown(folder.out.as_posix())}/ ({names})")
+        click.echo(f"\nreport written to {shown(folder.given.as_posix())}/ ({names})")
 
 
 @cli.command("report")

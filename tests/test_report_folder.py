@@ -226,3 +226,16 @@ def test_a_stopped_scan_leaves_no_process_and_no_report_that_looks_complete(
     _complete(out)
     assert [p.name for p in tmp_path.iterdir() if "report" in p.name] == ["report"]
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+def test_out_may_name_the_current_folder_but_not_the_root(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "empty"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert _scan(str(samples), "-o", ".", "-q").exit_code == 0
+    assert (here / "report.json").exists()
+    assert _leftovers(here) == []
+    root = _scan(str(samples), "-o", "/", "-q")
+    assert root.exit_code == 1 and "root of the file system" in root.stderr

@@ -44,9 +44,17 @@ class ReportFolder:
     ``folder.path`` (the partial folder); ``folder.commit()`` puts them at ``out``."""
 
     def __init__(self, out: Path) -> None:
-        self.out = Path(out)
+        # "." or "reports/.." name the folder by where it is: its partial sibling and lock go
+        # beside it, under its own name.
+        self.out = Path(os.path.abspath(out))
+        if not self.out.name:
+            raise ReportFolderError(
+                f"--out {shown(str(out))} is the root of the file system; choose a folder for "
+                "the report"
+            )
         self.partial = self.out.with_name(f"{self.out.name}.partial-{os.getpid()}")
         self.lock_path = self.out.with_name(f".{self.out.name}{LOCK_SUFFIX}")
+        self.given = Path(out)
         self._lock: int | None = None
         self.committed = False
 
@@ -103,12 +111,12 @@ class ReportFolder:
         )
         return ReportFolderError(
             f"cannot write {shown(where.as_posix())} ({reason}); {hint}. "
-            f"Nothing was written to {shown(self.out.as_posix())}"
+            f"Nothing was written to {shown(self.given.as_posix())}"
         )
 
     def _check_out(self) -> None:
         out = self.out
-        shown_out = shown(out.as_posix())
+        shown_out = shown(self.given.as_posix())
         if out.exists() and not out.is_dir():
             raise ReportFolderError(
                 f"--out {shown_out} is a file, not a folder; choose a folder for the report"
@@ -144,7 +152,7 @@ class ReportFolder:
                 os.close(handle)
                 raise ReportFolderError(
                     f"another dedup (process {holder}) is writing a report to "
-                    f"{shown(self.out.as_posix())}; wait for it to finish, or choose another "
+                    f"{shown(self.given.as_posix())}; wait for it to finish, or choose another "
                     "--out"
                 ) from None
             # The holder before us may have removed the file after we opened it: then our lock

@@ -97,9 +97,9 @@ def _write_into(
         finally:
             copy.stop()
     except OSError as error:
-        raise folder.cannot_write(folder.out / writing, error) from error
+        raise folder.cannot_write(folder.given / writing, error) from error
     folder.commit()
-    return [folder.out / name for name in written]
+    return [folder.given / name for name in written]
 
 
 def _write_pages_and_tables(report: Report, directory: Path, formats: tuple[str, ...]) -> None:
