@@ -8,37 +8,30 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from dedup.config import (
+    DEFAULT_FORMATS,
     DEFAULT_ID_FIELDS,
     DEFAULT_TEXT_FIELDS,
     DEFAULT_TITLE_FIELDS,
+    FORMATS,
     NORMALIZE_STEPS,
     SCRIPTS,
     ScanConfig,
 )
+from dedup.display import printable, shown
 from dedup.engine.lifetime import terminate_as_interrupt
 from dedup.errors import ConfigError, DedupError, ExitStatus
-from dedup.explain import explain
-from dedup.models import Report, source_counts
-from dedup.normalized_file import normalize_file
-from dedup.pipeline import scan_to
-from dedup.read.discover import shown
-from dedup.report import (
-    DEFAULT_FORMATS,
-    FORMATS,
-    format_explanation,
-    format_summary,
-    load_report,
-    write_report,
-)
-from dedup.report.folder import ReportFolder
-from dedup.report.rebuild import rebuild
-from dedup.report.terminal import format_comparison, printable
 from dedup.version import __version__
+
+# The library (numpy, numba, OpenCC, datasketch) is imported by the command that needs it, not
+# here: `dedup --version` and `dedup --help` answer at once.
+if TYPE_CHECKING:
+    from dedup.models import Report
+    from dedup.report.folder import ReportFolder
 
 F = TypeVar("F", bound=Callable[..., Any])
 _defaults = ScanConfig()
@@ -239,6 +232,8 @@ def format_option(function: F) -> F:
 
 
 def summary_json(report: Report, written: list[Path]) -> dict[str, Any]:
+    from dedup.models import source_counts
+
     sources = {
         source.name: source.to_dict() for source in source_counts(report.inputs, report.clusters)
     }
@@ -336,6 +331,9 @@ def scan_command(
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     # The report folder is checked and locked before the scan: a --out that cannot be
     # written fails now, not after an hour of scanning.
+    from dedup.pipeline import scan_to
+    from dedup.report.folder import ReportFolder
+
     with ReportFolder(out_dir) as folder:
         report, written = scan_to(folder, paths, config, formats)
         for entry in report.skipped:
@@ -355,6 +353,8 @@ def _summarize(
     if "json" in formats:
         click.echo(json.dumps(summary_json(report, written), ensure_ascii=False, indent=2))
     elif not quiet and "text" in formats:
+        from dedup.report import format_summary
+
         click.echo(format_summary(report))
         names = ", ".join(path.name for path in written if path.name != "run.json")
         click.echo(f"\nreport written to {shown(folder.given.as_posix())}/ ({names})")
@@ -397,6 +397,10 @@ def report_command(
     """Rebuild every output in DIRECTORY (a scan's --out) at a stricter threshold or with
     small clusters left out, from the saved pair scores: nothing is read or fingerprinted again.
     """
+    from dedup.report import load_report, write_report
+    from dedup.report.folder import ReportFolder
+    from dedup.report.rebuild import rebuild
+
     saved = load_report(directory / "report.json")
     with ReportFolder(out_dir or directory) as folder:
         rebuilt = rebuild(saved, threshold, containment, min_size)
@@ -421,6 +425,9 @@ def explain_command(first: str, second: str, colour: bool | None, **options: Any
     FIRST and SECOND are files, records (dump.jsonl#12) or passages (member ids from a report,
     such as site-a/ch1.txt:1200-1650).
     """
+    from dedup.explain import explain
+    from dedup.report.terminal import format_comparison
+
     result = explain(first, second, _config(options))
     use_colour = sys.stdout.isatty() if colour is None else colour
     click.echo(format_comparison(result, use_colour), color=use_colour)
@@ -439,6 +446,9 @@ def normalize_command(path: str, explain: bool, **options: Any) -> None:
     """
     config = _config(options)
     data = sys.stdin.buffer.read() if path == "-" else None
+    from dedup.normalized_file import normalize_file
+    from dedup.report import format_explanation
+
     result = normalize_file(path, config, data=data, explain=explain)
     for warning in result.warnings:
         click.echo(f"dedup: {printable(warning)}", err=True)

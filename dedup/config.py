@@ -23,6 +23,9 @@ NORMALIZE_STEPS = (
     "script",
     "variants",
 )
+# What --format can ask for (the report's files: report.json and run.json are always written).
+FORMATS = ("html", "csv", "jsonl", "text", "json")
+DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
 DEFAULT_TEXT_FIELDS = ("content", "text", "body")
 DEFAULT_TITLE_FIELDS = ("title", "chapter", "chapter_title")
 DEFAULT_ID_FIELDS = ("id", "chapter_id", "url")

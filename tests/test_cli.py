@@ -158,12 +158,12 @@ def _run_main(arguments: list[str], monkeypatch: Any) -> tuple[int, str]:
 def test_bad_option_values_are_usage_errors_before_any_work(
     samples: Path, tmp_path: Path, monkeypatch: Any, option: list[str], says: str
 ) -> None:
-    import dedup.cli
+    import dedup.pipeline
 
     def no_scan(*arguments: Any, **options: Any) -> None:
         raise AssertionError("scanned with a bad option")
 
-    monkeypatch.setattr(dedup.cli, "scan_to", no_scan)
+    monkeypatch.setattr(dedup.pipeline, "scan_to", no_scan)
     status, errors = _run_main(
         ["scan", str(samples), "-o", str(tmp_path / "r"), *option], monkeypatch
     )
@@ -316,3 +316,20 @@ def test_normalize_explain_into_a_closed_pipe_keeps_the_explanation(samples: Pat
     assert len(done.stdout.splitlines()) == 1
     assert "chapters" in done.stderr and "punctuation" in done.stderr
     assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr
+
+
+def test_version_and_help_load_none_of_the_library() -> None:
+    """`dedup --version` and `--help` answer without importing numpy, numba or OpenCC (the
+    library loads with the command that needs it)."""
+    script = (
+        "import sys\n"
+        "from dedup.__main__ import main\n"
+        "sys.argv = ['dedup', sys.argv[1]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'numba', 'opencc', 'datasketch') if m in sys.modules))"
+    )
+    for flag in ("--version", "--help"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, flag], capture_output=True, text=True, check=True
+        )
+        assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

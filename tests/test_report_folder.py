@@ -89,12 +89,12 @@ def test_a_second_writer_to_the_same_folder_fails_at_once(samples: Path, tmp_pat
 def test_an_unwritable_out_fails_before_the_scan(
     samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    import dedup.cli
+    import dedup.pipeline
 
     def no_scan(*arguments: Any, **options: Any) -> None:
         raise AssertionError("the scan ran before --out was checked")
 
-    monkeypatch.setattr(dedup.cli, "scan_to", no_scan)
+    monkeypatch.setattr(dedup.pipeline, "scan_to", no_scan)
     if where == "under-a-file":
         (tmp_path / "a-file").write_text("x", "utf-8")
         out = tmp_path / "a-file" / "report"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.models import Skipped
 
@@ -41,24 +41,6 @@ class FoundFile:
     compression: str | None = None
     # (size, modification time in ns) when found: a later read can tell the file has changed
     stamp: tuple[int, int] | None = None
-
-
-# Bytes of a name that are not UTF-8 (held by Python as surrogate escapes), other lone
-# surrogates, and control characters: shown escaped, so that a name can be printed and stored
-# in a UTF-8 report, and cannot send escape sequences to a terminal.
-_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match[0])
-    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, as os.fsdecode holds it
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def shown(name: str) -> str:
-    """``name`` as it can be printed and stored: what cannot be is shown escaped (\\xff)."""
-    return _UNSHOWABLE.sub(_escaped, name)
 
 
 def _display(path: PurePath | str) -> str:

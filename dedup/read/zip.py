@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import IO, BinaryIO, cast
 
+from dedup.display import shown
 from dedup.errors import InputTooLarge
 from dedup.models import Skipped
-from dedup.read.discover import FORMATS, FoundFile, shown
+from dedup.read.discover import FORMATS, FoundFile
 from dedup.read.streams import (
     CHUNK,
     DAMAGE,

@@ -22,8 +22,9 @@ import shutil
 from pathlib import Path
 from types import TracebackType
 
+from dedup.display import shown
 from dedup.errors import ReportFolderError
-from dedup.read.discover import LOCK_SUFFIX, WRITING_MARKER, is_report_folder, shown
+from dedup.read.discover import LOCK_SUFFIX, WRITING_MARKER, is_report_folder
 
 # Every name dedup writes into a report folder; a folder holding anything else is the user's.
 REPORT_FILES = frozenset(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
 import click
 
+from dedup.display import printable
 from dedup.models import Report, Summary, source_counts
 from dedup.report.palette import Span
 
@@ -33,20 +33,6 @@ TOP_CLUSTERS = 10
 def _excerpt(text: str, width: int = 24) -> str:
     flat = "".join(text.split())
     return flat if len(flat) <= width else flat[:width] + "…"
-
-
-# Control characters but line ends and tabs: scraped titles and texts can hold escape
-# sequences, which a terminal would obey (set its title, hide text): shown escaped instead.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: control characters shown as ``\\xNN``."""
-    return _CONTROL.sub(_escaped, text)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    return f"\\x{ord(match[0]):02x}"
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:

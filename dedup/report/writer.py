@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dedup.config import DEFAULT_FORMATS
 from dedup.engine.lifetime import die_with_parent
 from dedup.models import Report
 from dedup.report.folder import ReportFolder
@@ -20,11 +21,6 @@ from dedup.report.folder import ReportFolder
 REPORT_FILE = "report.json"
 
 RUN_FILE = "run.json"
-
-# What --format can ask for; report.json and run.json are always written.
-FORMATS = ("html", "csv", "jsonl", "text", "json")
-
-DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
 
 
 def run_to_json(report: Report) -> str:
