@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -484,7 +484,7 @@ def main(prog_name: str | None = None) -> None:
         _stdout_to_nowhere()
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("dedup: interrupted", err=True)
-        sys.exit(ExitStatus.INTERRUPTED)
+        _exit_interrupted()
     except click.ClickException as error:
         error.show()
         sys.exit(ExitStatus.USAGE if isinstance(error, click.UsageError) else ExitStatus.ERROR)
@@ -492,3 +492,13 @@ def main(prog_name: str | None = None) -> None:
         where = f" {shown(error.filename)}" if isinstance(error.filename, str) else ""
         click.echo(f"dedup: error:{where}: {error.strerror or error}", err=True)
         sys.exit(ExitStatus.ERROR)
+
+
+def _exit_interrupted() -> NoReturn:
+    """Exit with status 130. Not by sys.exit: an interrupt that arrived inside an import (the
+    library is imported by the command that needs it) leaves CPython set to end the process
+    by SIGINT instead, whatever status is asked for. Everything that needed cleaning was
+    cleaned as the interrupt unwound (the partial report removed, the workers stopped)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(ExitStatus.INTERRUPTED)
