@@ -2,7 +2,7 @@
 
 The main process needs a passage's normalized text only to verify candidate pairs, and those
 are drawn from the first passage of each distinct text alone (the later copies of a text are
-linked to it by its hashes: ``pipeline.exact_copies``). Sites and rounds of scraping repeat
+linked to it by its hashes: ``candidates.exact_copies``). Sites and rounds of scraping repeat
 whole novels, so most texts of a large dump are such copies; pickling each across and
 decoding it again cost the main process more than anything else while the workers prepare.
 
