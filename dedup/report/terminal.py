@@ -155,7 +155,7 @@ def _normalization_lines(report: Report, passages: dict[str, int]) -> list[str]:
 
 def format_explanation(result: NormalizedFile) -> str:
     """``dedup normalize --explain``: per step, how much it did and examples."""
-    lines = [f"{result.path} ({result.encoding}): {len(result.chapters)} chapters"]
+    lines = [f"{result.path} ({result.encoding}): {plural(len(result.chapters), 'chapter')}"]
     for step, words in STEP_WORDS.items():
         count = result.stats.counts.get(step, 0)
         if step == "passages-converted":
