@@ -231,25 +231,6 @@ def format_option(function: F) -> F:
     )(function)
 
 
-def summary_json(report: Report, written: list[Path]) -> dict[str, Any]:
-    from dedup.models import source_counts
-
-    sources = {
-        source.name: source.to_dict() for source in source_counts(report.inputs, report.clusters)
-    }
-    return {
-        "summary": report.summary.to_dict(),
-        "sources": sources,
-        "skipped": [entry.to_dict() for entry in report.skipped],
-        "largest_clusters": [
-            {"id": c.id, "size": len(c.members), "sources": list(c.sources)}
-            for c in report.clusters[:10]
-        ],
-        "seconds": {stage: round(seconds, 3) for stage, seconds in report.timings.items()},
-        "files": [path.as_posix() for path in written],
-    }
-
-
 class _UserError(click.ClickException):
     """A DedupError shown the way every dedup error is: ``dedup: error: ...`` on stderr."""
 
@@ -351,7 +332,9 @@ def _summarize(
     quiet: bool,
 ) -> None:
     if "json" in formats:
-        click.echo(json.dumps(summary_json(report, written), ensure_ascii=False, indent=2))
+        from dedup.report.terminal import summary_data
+
+        click.echo(json.dumps(summary_data(report, written), ensure_ascii=False, indent=2))
     elif not quiet and "text" in formats:
         from dedup.report import format_summary
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -206,3 +207,21 @@ def format_comparison(explanation: Explanation, colour: bool) -> str:
             _painted(b.text, explanation.spans_b, colour),
         ]
     )
+
+
+def summary_data(report: Report, written: list[Path]) -> dict[str, Any]:
+    """``--format json``: the summary as data, on standard output."""
+    sources = {
+        source.name: source.to_dict() for source in source_counts(report.inputs, report.clusters)
+    }
+    return {
+        "summary": report.summary.to_dict(),
+        "sources": sources,
+        "skipped": [entry.to_dict() for entry in report.skipped],
+        "largest_clusters": [
+            {"id": c.id, "size": len(c.members), "sources": list(c.sources)}
+            for c in report.clusters[:10]
+        ],
+        "seconds": {stage: round(seconds, 3) for stage, seconds in report.timings.items()},
+        "files": [path.as_posix() for path in written],
+    }
