@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
 from typing import Any, TextIO, TypeVar
@@ -368,16 +368,22 @@ class Report:
         self.write_json(buffer)
         return buffer.getvalue()
 
-    def write_json(self, out: TextIO, lines: TextIO | None = None) -> None:
+    def write_json(
+        self,
+        out: TextIO,
+        lines: TextIO | None = None,
+        clusters: Iterable[Cluster] | None = None,
+    ) -> None:
         """report.json, written as it is built: the top level indented, then one cluster per
         line (a report of a large dump holds gigabytes of text; each cluster is encoded on its
         own, by json's C encoder, and written before the next is). The same lines, one per
         cluster, are clusters.jsonl: given ``lines``, they go there too, encoded once for
-        both."""
+        both. ``clusters``: this report's clusters as the caller goes through them (counted on
+        a progress bar, say)."""
         top = self.to_dict(clusters=False)
         head = json.dumps(top, ensure_ascii=False, indent=2)
         out.write(head[: -len("\n}")] + ',\n  "clusters": [')
-        for number, cluster in enumerate(self.clusters):
+        for number, cluster in enumerate(self.clusters if clusters is None else clusters):
             line = json.dumps(cluster.to_dict(), ensure_ascii=False)
             out.write(",\n" if number else "\n")
             out.write(line)

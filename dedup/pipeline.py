@@ -110,7 +110,8 @@ def scan_to(
     """:func:`scan`, then the report stage: the report's files written into ``out`` (whole,
     or not at all: dedup.report.folder). Returns the report and the files written."""
     report = scan(paths, config, **options)
-    return report, write_report(report, out, formats)
+    shown = ScanConfig.with_options(config, options).show_progress
+    return report, write_report(report, out, formats, show_progress=shown)
 
 
 def path_list(paths: Paths) -> list[str]:

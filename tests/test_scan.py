@@ -458,3 +458,20 @@ def test_a_chapter_a_source_carries_three_times_is_still_matched_elsewhere(
     copies = [e for e in report.inputs if e.source == "site-a" and "other" not in e.path]
     assert min(e.passages for e in copies) >= b_passages
     assert len(across) >= b_passages, "every passage of site-b's chapter is found on site-a"
+
+
+def test_every_long_stage_shows_its_progress(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = dedup.scan(samples, jobs=1, show_progress=True)
+    dedup.write_report(report, tmp_path / "report", show_progress=True)
+    shown = capsys.readouterr().err
+    for stage, unit in (
+        ("learn site lines", "file"),
+        ("read+fingerprint", "file"),
+        ("member texts", "file"),
+        ("writing report", "cluster"),
+    ):
+        assert stage in shown and f"{unit}/s" in shown, stage
+    dedup.scan(samples, jobs=1)
+    assert capsys.readouterr().err == "", "no bars unless asked"

@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from tqdm import tqdm
 
 from dedup.arrays import concatenated
 from dedup.columns import SpanTable
@@ -22,6 +20,7 @@ from dedup.engine.tasks import PreparedFile, count_line_keys, second_pass
 from dedup.fingerprint import SignatureTable
 from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import read_once, repeated_lines
+from dedup.progress import progress
 from dedup.read import (
     FoundFile,
 )
@@ -115,7 +114,10 @@ def prepare_all(
     at_once = read_once(files, config) if learning else [False] * len(files)
     apart = [number for number, once in enumerate(at_once) if learning and not once]
     found = engine.map(count_line_keys, [files[number] for number in apart], repeat(config))
-    learned = dict(zip(apart, found, strict=True))
+    shown = config.show_progress
+    learned = dict(
+        zip(apart, progress(found, "learn site lines", "file", len(apart), shown), strict=True)
+    )
     for file_learned in learned.values():
         timer.add("learn-lines", file_learned.seconds)
     repeated = repeated_lines(learned.values())
@@ -132,15 +134,11 @@ def prepare_all(
     )
     learned.clear()
     prepared = Prepared(SignatureTable(config.num_perm))
-    progress: dict[str, Any] = {
-        "total": len(files),
-        "unit": "file",
-        "disable": not config.show_progress,
-        "leave": False,
-    }
     try:
         for file, result in zip(
-            files, tqdm(results, desc="read+fingerprint", **progress), strict=True
+            files,
+            progress(results, "read+fingerprint", "file", len(files), config.show_progress),
+            strict=True,
         ):
             prepared.add(file, result)
             for stage, seconds in result.seconds.items():

@@ -20,6 +20,7 @@ from dedup.engine.byte_spans import NOT_IN_BYTES, texts_at
 from dedup.engine.gather import Passages
 from dedup.engine.local import LocalEngine
 from dedup.models import Passage, PassageSpan, Skipped
+from dedup.progress import progress
 from dedup.read import (
     FoundFile,
     file_stamp,
@@ -73,8 +74,9 @@ def read_members(
     )
     members: dict[int, Passage] = {}
     changed: list[str] = []
-    for number, group_texts in itertools.chain(
-        here, ((elsewhere[task], texts) for task, texts in read_back)
+    each_file = itertools.chain(here, ((elsewhere[task], texts) for task, texts in read_back))
+    for number, group_texts in progress(
+        each_file, "member texts", "file", len(groups), config.show_progress
     ):
         if group_texts is None or None in group_texts:
             changed.append(found_files[number].path)

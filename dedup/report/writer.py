@@ -16,6 +16,7 @@ from pathlib import Path
 from dedup.config import DEFAULT_FORMATS
 from dedup.engine.lifetime import die_with_parent
 from dedup.models import Report
+from dedup.progress import progress
 from dedup.report.folder import ReportFolder
 
 REPORT_FILE = "report.json"
@@ -37,6 +38,7 @@ def write_report(
     directory: str | os.PathLike[str] | ReportFolder,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
     two_processes: bool | None = None,
+    show_progress: bool = False,
 ) -> list[Path]:
     """Write report.json, run.json and the file outputs in ``formats`` into ``directory``,
     which holds the whole report or, after an error or an interrupt, what it held before
@@ -51,13 +53,17 @@ def write_report(
     here, so any error is this process's own.
     """
     if isinstance(directory, ReportFolder):
-        return _write_into(report, directory, formats, two_processes)
+        return _write_into(report, directory, formats, two_processes, show_progress)
     with ReportFolder(Path(directory)) as folder:
-        return _write_into(report, folder, formats, two_processes)
+        return _write_into(report, folder, formats, two_processes, show_progress)
 
 
 def _write_into(
-    report: Report, folder: ReportFolder, formats: tuple[str, ...], two_processes: bool | None
+    report: Report,
+    folder: ReportFolder,
+    formats: tuple[str, ...],
+    two_processes: bool | None,
+    show_progress: bool,
 ) -> list[Path]:
     from dedup.report.tables import CLUSTERS_JSONL
 
@@ -77,7 +83,14 @@ def _write_into(
                     lines = files.enter_context(
                         open(directory / CLUSTERS_JSONL, "w", encoding="utf-8", newline="")
                     )
-                report.write_json(handle, lines)
+                clusters = progress(
+                    report.clusters,
+                    "writing report",
+                    "cluster",
+                    len(report.clusters),
+                    show_progress,
+                )
+                report.write_json(handle, lines, clusters)
             writing = RUN_FILE
             (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
             written = [REPORT_FILE, RUN_FILE]
