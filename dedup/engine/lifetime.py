@@ -13,6 +13,7 @@ import functools
 import os
 import signal
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -39,9 +40,28 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def interrupted(signum: int, frame: object) -> None:
-    """A signal handler that stops the run as Ctrl-C does."""
+def interrupted(signum: int, frame: FrameType | None) -> None:
+    """A signal handler that stops the run as Ctrl-C does. Python runs a handler in whatever
+    Python code is running, and an exception raised in a callback that C code called (numba's
+    compiler handing llvmlite its object code, importlib's module-lock cleanup) is printed as
+    "Exception ignored" and lost: the run would go on. There the interrupt is raised again a
+    moment later instead, once that callback has returned. (Other callbacks, such as the
+    logging module's fork handlers, can still swallow one: the run then ends normally.)"""
+    if frame is not None and _in_a_callback_from_c(frame):
+        signal.signal(signal.SIGALRM, interrupted)
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+        return
     raise KeyboardInterrupt
+
+
+_RETRY_SECONDS = 0.01
+# Python functions that C code calls back, where an exception cannot propagate.
+_CALLBACK_FILES = ("llvmlite", "<frozen importlib._bootstrap>", "weakref")
+
+
+def _in_a_callback_from_c(frame: FrameType) -> bool:
+    filename = frame.f_code.co_filename
+    return any(part in filename for part in _CALLBACK_FILES)
 
 
 @contextlib.contextmanager
