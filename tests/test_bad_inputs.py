@@ -4,6 +4,7 @@ crashes the scan or truncates the report."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import shutil
@@ -349,3 +350,35 @@ def test_escape_sequences_in_titles_and_texts_never_reach_the_terminal(
     for result in (scanned, explained, normalized):
         assert "\x1b" not in result.output and "\x07" not in result.output
     assert "\\x1b" in scanned.stdout and "\\x1b" in explained.stdout
+
+
+class _Unseekable(io.RawIOBase):
+    """A stream zipfile cannot seek back in: it writes each entry's sizes after its data."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk: bytes) -> int:  # type: ignore[override]
+        self.data += chunk
+        return len(chunk)
+
+
+def test_a_truncated_zip_written_as_a_stream_keeps_its_intact_entries(
+    tmp_path: Path, seed_simplified: str, seed_with_ads: str, hongloumeng_simplified: str
+) -> None:
+    stream = _Unseekable()
+    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as out:
+        out.writestr("site/a.txt", seed_simplified)
+        out.writestr("site/b.txt", seed_with_ads)
+        out.writestr("site/c.txt", hongloumeng_simplified)
+    whole = bytes(stream.data)
+    assert whole[6] & 0x08, "sizes after the data"
+    archive = tmp_path / "dump.zip"
+    archive.write_bytes(whole[: whole.index(b"site/c.txt") + 2000])
+    results = {r.path.split("!/")[1]: r for r in _read(archive)}
+    assert results["site/a.txt"].documents[0].text == seed_simplified
+    assert results["site/b.txt"].documents[0].text == seed_with_ads
+    assert results["site/c.txt"].skipped is not None

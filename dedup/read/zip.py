@@ -141,44 +141,82 @@ _LOCAL_SIGNATURE = b"PK\x03\x04"
 
 
 def _entries_from_headers(handle: BinaryIO) -> Iterator[_Entry]:
-    """The entries of a zip whose index is gone, walked from the start by their local headers;
-    the walk stops at the first entry it cannot get past (cut off, or sized only after its
-    data), which is listed with the reason."""
+    """The entries of a zip whose index is gone, walked from the start by their local headers.
+    An entry sized only after its data (a zip written as a stream) is measured by inflating it
+    to its end; past anything it cannot measure, the walk looks for the next header. The cut
+    entry is listed with the reason."""
     handle.seek(0, 2)
     size = handle.tell()
-    offset = 0
-    while offset + _LOCAL_HEADER.size <= size:
+    offset = _next_header(handle, 0, size)
+    while offset is not None and offset + _LOCAL_HEADER.size <= size:
         handle.seek(offset)
-        header = handle.read(_LOCAL_HEADER.size)
-        fields = _LOCAL_HEADER.unpack(header)
-        signature, _version, flags, method, _time, _date, _crc, packed, unpacked = fields[:9]
+        fields = _LOCAL_HEADER.unpack(handle.read(_LOCAL_HEADER.size))
+        _signature, _version, flags, method, _time, _date, _crc, packed, unpacked = fields[:9]
         name_length, extra_length = fields[9:]
-        if signature != _LOCAL_SIGNATURE:
-            return
-        raw_name = handle.read(name_length)
-        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437", "replace")
+        name = handle.read(name_length).decode("utf-8" if flags & 0x800 else "cp437", "replace")
         start = offset + _LOCAL_HEADER.size + name_length + extra_length
-        # Past this entry there is no telling where the next one starts.
-        lost = bool(flags & 0x8 and packed == 0) or packed == 0xFFFFFFFF or start + packed > size
         problem = None
-        if flags & 0x8 and packed == 0:
-            problem = (
-                "its size is written after its data, which an archive without its index "
-                "does not let dedup find: not read"
-            )
-        elif packed == 0xFFFFFFFF:
-            problem = "a zip64 entry in an archive without its index: not read"
-        elif start + packed > size:
-            problem = "cut off by the end of the truncated archive: not read"
-        elif flags & 0x1:
-            problem = "encrypted: not read"
-        elif method not in _METHODS:
-            problem = f"compressed with method {method}, which dedup cannot read: not read"
+        if flags & 0x8 and packed == 0:  # sized after its data
+            measured = _deflated_length(handle, start, size) if method == 8 else None
+            if measured is None:
+                problem = (
+                    "its size is written after its data, which an archive without its index "
+                    "does not let dedup find: not read"
+                )
+            else:
+                packed, unpacked = measured, -1
+        if problem is None:
+            if packed == 0xFFFFFFFF:
+                problem = "a zip64 entry in an archive without its index: not read"
+            elif start + packed > size:
+                problem = "cut off by the end of the truncated archive: not read"
+            elif flags & 0x1:
+                problem = "encrypted: not read"
+            elif method not in _METHODS:
+                problem = f"compressed with method {method}, which dedup cannot read: not read"
         if not name.endswith("/"):
             yield _Entry(name, unpacked, _slice_opener(handle, start, packed, method), problem)
-        if lost:
+        if start + packed > size:
             return
-        offset = start + packed + (16 if flags & 0x8 else 0)
+        offset = _next_header(handle, start + packed if problem is None else start, size)
+
+
+def _next_header(handle: BinaryIO, offset: int, size: int) -> int | None:
+    """Where the next local header starts, at ``offset`` or after it (past a data descriptor,
+    or whatever else lies between), or None if there is none before the central directory."""
+    while offset < size:
+        handle.seek(offset)
+        block = handle.read(1 << 16)
+        found = block.find(_LOCAL_SIGNATURE)
+        index = block.find(b"PK\x01\x02")  # the central directory: no entry after it
+        if index >= 0 and (found < 0 or index < found):
+            return None
+        if found >= 0:
+            return offset + found
+        if len(block) < len(_LOCAL_SIGNATURE):
+            return None
+        offset += len(block) - (len(_LOCAL_SIGNATURE) - 1)
+    return None
+
+
+def _deflated_length(handle: BinaryIO, start: int, size: int) -> int | None:
+    """How many bytes the deflate stream at ``start`` takes (inflated to its end), or None if
+    it does not end before the file does."""
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    handle.seek(start)
+    consumed = 0
+    while not inflater.eof:
+        piece = handle.read(1 << 16)
+        if not piece:
+            return None
+        try:
+            inflater.decompress(piece, 1 << 20)
+            while inflater.unconsumed_tail and not inflater.eof:
+                inflater.decompress(inflater.unconsumed_tail, 1 << 20)
+        except zlib.error:
+            return None
+        consumed += len(piece)
+    return consumed - len(inflater.unused_data) - len(inflater.unconsumed_tail)
 
 
 _METHODS: dict[int, Callable[[IO[bytes]], IO[bytes]]] = {
