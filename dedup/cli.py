@@ -312,8 +312,16 @@ def scan_command(
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     # The report folder is checked and locked before the scan: a --out that cannot be
     # written fails now, not after an hour of scanning.
+    from dedup.kernels.jit import compiled_before
     from dedup.pipeline import scan_to
     from dedup.report.folder import ReportFolder
+
+    if config.show_progress and not compiled_before():
+        click.echo(
+            "dedup: compiling its loops for this machine, once (this first scan takes longer; "
+            "later runs start at once)",
+            err=True,
+        )
 
     with ReportFolder(out_dir) as folder:
         report, written = scan_to(folder, paths, config, formats)

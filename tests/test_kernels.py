@@ -110,3 +110,22 @@ def test_a_stamped_set_is_emptied_by_a_new_stamp() -> None:
     ]  # fmt: skip
     stamped_add(keys, stamps, mask, 2, np.uint64(19))
     assert [stamped_has(keys, stamps, mask, 2, np.uint64(k)) for k in (3, 19, 35)] == [0, 1, 0]
+
+
+def test_a_fresh_cache_is_known_as_such(tmp_path: Path) -> None:
+    """The first scan says it compiles; dedup tells by numba's cache, here a fresh one that
+    one compiled loop then fills."""
+    script = (
+        "import numpy as np\n"
+        "from dedup.kernels.jit import compiled_before\n"
+        "before = compiled_before()\n"
+        "from dedup.kernels.hashing import fnv1a\n"
+        "fnv1a(np.uint64(1), np.uint64(2))\n"
+        "print(before, compiled_before())\n"
+    )
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]

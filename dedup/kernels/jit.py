@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numba
 from llvmlite import binding
 from numba.core import registry
 
-__all__ = ["compiled", "full_width_features"]
+__all__ = ["compiled", "compiled_before", "full_width_features"]
 
 log = logging.getLogger(__name__)
 
@@ -69,3 +70,13 @@ def compiled(function: F) -> F:
         log.info("compiling %s without numba's cache: %s", function.__name__, error)
         loop = numba.njit(**options)(function)
     return loop
+
+
+def compiled_before() -> bool:
+    """Whether dedup's loops were compiled on this machine before (numba's cache index files
+    are beside the modules, or in NUMBA_CACHE_DIR): a fresh install compiles them all on its
+    first scan, which takes a while, and the command says so."""
+    config: Any = numba.config
+    package = Path(__file__).resolve().parents[1]
+    places = [Path(config.CACHE_DIR)] if config.CACHE_DIR else [package]
+    return any(next(place.rglob("*.nbi"), None) is not None for place in places)
