@@ -1,7 +1,8 @@
 """``python -m dedup`` and the ``dedup`` command.
 
-SIGTERM is made an interrupt before the library is imported (which takes a moment), so that a
-``kill`` at any time ends dedup as Ctrl-C does: partial output removed, status 130.
+SIGTERM and Ctrl-C are handed to dedup's own handler before the library is imported (which
+takes a moment), so that either, at any time, ends dedup the same way: partial output removed,
+status 130.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dedup.engine.lifetime import interrupted
 
 def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     try:
         from dedup.cli import main as run
     except KeyboardInterrupt:

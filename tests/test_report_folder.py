@@ -242,3 +242,27 @@ def test_out_may_name_the_current_folder_but_not_the_root(
     assert _leftovers(here) == []
     root = _scan(str(samples), "-o", "/", "-q")
     assert root.exit_code == 1 and "root of the file system" in root.stderr
+
+
+def test_ctrl_c_while_the_first_run_compiles_is_a_clean_interrupt(
+    samples: Path, tmp_path: Path
+) -> None:
+    """With a fresh numba cache the scan spends its first seconds compiling; an interrupt
+    then must neither be lost in the compiler's callbacks nor leave it broken."""
+    for moment in (0.6, 1.0, 1.4, 1.8):
+        cache = tmp_path / f"cache-{moment}"
+        environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+        out = tmp_path / f"report-{moment}"
+        with open(tmp_path / "stderr.txt", "wb") as log:
+            scan = subprocess.Popen(
+                [sys.executable, "-m", "dedup", "scan", str(samples), "-o", str(out), "-q"],
+                stderr=log,
+                env=environment,
+            )
+        time.sleep(moment)
+        scan.send_signal(signal.SIGINT)
+        code = scan.wait(timeout=120)
+        errors = (tmp_path / "stderr.txt").read_text()
+        assert code == 130, errors
+        assert "Traceback" not in errors and "dedup: interrupted" in errors, errors
+        assert not out.exists() and _leftovers(out) == []

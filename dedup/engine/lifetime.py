@@ -64,16 +64,22 @@ def _in_a_callback_from_c(frame: FrameType) -> bool:
     return any(part in filename for part in _CALLBACK_FILES)
 
 
+_STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM handled as Ctrl-C is (KeyboardInterrupt): partial output removed, workers
-    stopped, exit status 130."""
+    """Ctrl-C and SIGTERM both stop the run by ``interrupted`` (a KeyboardInterrupt, raised
+    where it can propagate): partial output removed, workers stopped, exit status 130.
+    Python's own Ctrl-C handler raises inside numba's compiler callbacks too, where the
+    interrupt is lost and the compilation left broken."""
     try:
-        previous = signal.signal(signal.SIGTERM, interrupted)
+        previous = [signal.signal(signum, interrupted) for signum in _STOPPING]
     except ValueError:  # not the main thread: leave signals to whoever owns it
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in zip(_STOPPING, previous, strict=True):
+            signal.signal(signum, handler)
