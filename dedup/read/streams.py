@@ -5,7 +5,6 @@ any damage, with a warning."""
 from __future__ import annotations
 
 import bz2
-import gzip
 import lzma
 import zipfile
 import zlib
@@ -79,7 +78,23 @@ except ImportError:  # pragma: no cover - the zstd extra is not installed
         pass
 
 
-DAMAGE = (EOFError, OSError, lzma.LZMAError, zlib.error, zipfile.BadZipFile, _ZstdError)
+class TrailingData(Exception):
+    """Something other than compressed data follows the last frame of a compressed file."""
+
+    def __init__(self, compression: str) -> None:
+        super().__init__(f"bytes after the last {compression} frame")
+        self.compression = compression
+
+
+DAMAGE = (
+    EOFError,
+    OSError,
+    lzma.LZMAError,
+    zlib.error,
+    zipfile.BadZipFile,
+    _ZstdError,
+    TrailingData,
+)
 _PIECE = 1 << 16
 # A line longer than this is handed on without waiting for its end (a file with no line breaks).
 _LONGEST_HELD = 1 << 20
@@ -124,14 +139,13 @@ class _IntactLines:
 
     def _damaged(self, error: BaseException) -> None:
         self.done = True
-        trailing = isinstance(error, gzip.BadGzipFile) and "Not a gzipped file" in str(error)
-        if trailing:
-            # A whole gzip member was read and something else follows it: the content is
+        if isinstance(error, TrailingData):
+            # Whole frames were read and something else follows them: the content is
             # complete, its last line too.
             self.given += len(self.held)
             self.warnings.append(
-                f"bytes after the end of the compressed data are not {_what(error)}: ignored "
-                f"(read the {self.given:,} bytes of content before them)"
+                f"bytes after the end of the compressed data are not {error.compression} "
+                f"data: ignored (read the {self.given:,} bytes of content before them)"
             )
             return
         self.held = b""
@@ -143,10 +157,6 @@ class _IntactLines:
             f"{damaged}: read the first {self.given:,} bytes of its content, to the last "
             "complete line; the rest is lost"
         )
-
-
-def _what(error: BaseException) -> str:
-    return "gzip" if isinstance(error, gzip.BadGzipFile) else "compressed data"
 
 
 def reason(error: BaseException) -> str:
@@ -206,13 +216,20 @@ class _Frames:
     one after the other, decompressed a piece at a time. Unlike the standard library's file
     wrappers it loses nothing it decompressed when the data turns bad, and unlike zstandard's
     stream reader it tells a truncated file from a whole one: EOFError when the data ends
-    inside a frame, BadGzipFile("Not a gzipped file") for garbage after the last one. The
+    inside a frame, TrailingData for garbage after the last one. The
     compressed data is fed in small pieces, so that one read makes a bounded amount of output
     whatever the compression ratio."""
 
     _FEED = 4096
 
-    def __init__(self, stream: BinaryIO, start: Callable[[], _Decompressor], magic: bytes) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        start: Callable[[], _Decompressor],
+        magic: bytes,
+        compression: str,
+    ) -> None:
+        self.compression = compression
         self.stream = stream
         self.start = start
         self.magic = magic
@@ -249,7 +266,7 @@ class _Frames:
                 if not rest.strip(b"\0"):  # the end, or the zero padding some writers add
                     break
                 if not rest.startswith(self.magic):
-                    raise gzip.BadGzipFile("Not a gzipped file")  # garbage after the frames
+                    raise TrailingData(self.compression)
                 self.frame = self.start()
                 self.begun = False
                 self.pending = rest
@@ -290,21 +307,22 @@ def _zstd_open(stream: BinaryIO) -> IO[bytes]:
         raise ModuleNotFoundError(
             "reading .zst needs the zstandard package: pip install 'dedup[zstd]'"
         ) from error
-    return cast(IO[bytes], _Frames(stream, _zstd_frame, b"\x28\xb5\x2f\xfd"))
+    return cast(IO[bytes], _Frames(stream, _zstd_frame, b"\x28\xb5\x2f\xfd", "zstd"))
 
 
 def _gzip_open(stream: BinaryIO) -> IO[bytes]:
     return cast(
-        IO[bytes], _Frames(stream, lambda: zlib.decompressobj(16 + zlib.MAX_WBITS), b"\x1f\x8b")
+        IO[bytes],
+        _Frames(stream, lambda: zlib.decompressobj(16 + zlib.MAX_WBITS), b"\x1f\x8b", "gzip"),
     )
 
 
 def _bz2_open(stream: BinaryIO) -> IO[bytes]:
-    return cast(IO[bytes], _Frames(stream, bz2.BZ2Decompressor, b"BZh"))
+    return cast(IO[bytes], _Frames(stream, bz2.BZ2Decompressor, b"BZh", "bz2"))
 
 
 def _xz_open(stream: BinaryIO) -> IO[bytes]:
-    return cast(IO[bytes], _Frames(stream, lzma.LZMADecompressor, b"\xfd7zXZ\x00"))
+    return cast(IO[bytes], _Frames(stream, lzma.LZMADecompressor, b"\xfd7zXZ\x00", "xz"))
 
 
 # The caller closes the underlying file; these wrappers only read from it.
