@@ -188,6 +188,12 @@ class Candidates:
     copies: SimilarityTable
     pairs: npt.NDArray[np.int64]
 
+    def leaders(self, count: int) -> npt.NDArray[np.int64]:
+        """For each of ``count`` passages, the first passage of its text (itself, mostly)."""
+        leader = np.arange(count, dtype=np.int64)
+        leader[self.copies.second] = self.copies.first
+        return leader
+
 
 def find_candidates(
     texts: Sequence[str | None],

@@ -52,7 +52,7 @@ def cluster_pairs(
     rank = _reading_ranks(members, member_starts, member_ends)
     a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
     a, b = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
-    component = _components(a, b, len(members))
+    component = components(a, b, len(members))
 
     # Members by cluster, each cluster in reading order; pairs likewise, by their two members.
     by_cluster = np.lexsort((rank, component))
@@ -167,7 +167,7 @@ def _representatives(
 
 
 @compiled
-def _components(
+def components(
     first: npt.NDArray[np.int64], second: npt.NDArray[np.int64], size: int
 ) -> npt.NDArray[np.int64]:
     """Union-find over the pairs: for each item, the smallest item of its connected group."""

@@ -81,6 +81,20 @@ class MatchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AlignConfig:
+    """The align stage's part (dedup.align): seed length, the longest gap a span bridges, and
+    the least a span must hold (identical story characters). Seeds and gaps are fixed by the
+    quality benchmark (docs/quality.md); the least span is an option."""
+
+    seed_chars: int = 8
+    max_gap: int = 32
+    min_identical: int = 60
+
+
+SEED_CHARS = AlignConfig().seed_chars
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """The cluster stage's part: the representative's policy and the giant-cluster size."""
 
@@ -123,6 +137,7 @@ class ScanConfig:
     skip_steps: tuple[str, ...] = ()
     keep: str = "longest"
     max_cluster_size: int = 200
+    min_match_chars: int = 60
     jobs: int = field(default=0, compare=False)
     show_progress: bool = field(default=False, compare=False)
 
@@ -137,6 +152,11 @@ class ScanConfig:
             raise ConfigError(f"threshold must be in (0, 1], not {self.threshold}")
         if not 0.0 < self.containment <= 1.0:
             raise ConfigError(f"containment must be in (0, 1], not {self.containment}")
+        if self.min_match_chars < SEED_CHARS:
+            raise ConfigError(
+                f"min_match_chars must be at least {SEED_CHARS} characters, "
+                f"not {self.min_match_chars}"
+            )
         if self.passage_chars < 50:
             raise ConfigError(
                 f"passage_chars must be at least 50 characters, not {self.passage_chars}"
@@ -209,6 +229,10 @@ class ScanConfig:
     @property
     def match(self) -> MatchConfig:
         return MatchConfig(self.ngram, self.num_perm, self.seed, self.threshold, self.containment)
+
+    @property
+    def align(self) -> AlignConfig:
+        return AlignConfig(min_identical=self.min_match_chars)
 
     @property
     def cluster(self) -> ClusterConfig:

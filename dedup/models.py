@@ -257,6 +257,121 @@ class Cluster:
 
 
 @dataclass(frozen=True, slots=True)
+class MatchedDocument:
+    """A document (a chapter of a file or record, or the whole of it) that shares text with
+    another: where it is (``start``, ``end``: its story text in the decoded text, as passages'
+    spans are), how many story characters it has, and its text (``text ==
+    decoded[start:end]``), kept once however many matches it is in."""
+
+    id: str  # passage_id of its span
+    source: str
+    path: str
+    record: int | None
+    record_id: str | None
+    chapter: int | None
+    title: str | None
+    start: int
+    end: int
+    story_chars: int  # its characters after normalization (what coverage is a share of)
+    text: str
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, int]:
+        return reading_order(self.path, self.record, self.start, self.end)
+
+    def location(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "path": self.path,
+            "record": self.record,
+            "record_id": self.record_id,
+            "chapter": self.chapter,
+            "title": self.title,
+            "start": self.start,
+            "end": self.end,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.location(), "story_chars": self.story_chars, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class SharedSpan:
+    """A stretch two documents share: ``a``'s decoded text ``[a_start:a_end]`` and ``b``'s
+    ``[b_start:b_end]`` (offsets as passages' are), ``identical_chars`` of their story
+    characters the same, in the same order."""
+
+    a_start: int
+    a_end: int
+    b_start: int
+    b_end: int
+    identical_chars: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a_start": self.a_start,
+            "a_end": self.a_end,
+            "b_start": self.b_start,
+            "b_end": self.b_end,
+            "identical_chars": self.identical_chars,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Two documents that share text, ``a`` before ``b`` in reading order: the shared spans,
+    and how much of each document's story characters they cover."""
+
+    a: MatchedDocument
+    b: MatchedDocument
+    shared_chars_a: int
+    shared_chars_b: int
+    coverage_a: float
+    coverage_b: float
+    spans: tuple[SharedSpan, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.a.id}~{self.b.id}"
+
+    @property
+    def identical_chars(self) -> int:
+        return sum(span.identical_chars for span in self.spans)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a.location(),
+            "b": self.b.location(),
+            "shared_chars_a": self.shared_chars_a,
+            "shared_chars_b": self.shared_chars_b,
+            "coverage_a": round(self.coverage_a, 4),
+            "coverage_b": round(self.coverage_b, 4),
+            "identical_chars": self.identical_chars,
+            "spans": [span.to_dict() for span in self.spans],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentGroup:
+    """Documents that are copies of one another (joined by matches covering most of both
+    sides): the same chapter on several sites, with the one to keep."""
+
+    id: str
+    representative: str  # a document id
+    documents: tuple[str, ...]
+    sources: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "representative": self.representative,
+            "sources": list(self.sources),
+            "documents": list(self.documents),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """Counts per stage. Deterministic, so they belong in the report."""
 
@@ -271,6 +386,11 @@ class Summary:
     clusters: int
     duplicated_passages: int
     exact_copy_pairs: int = 0  # links from a passage to an earlier one of the same text
+    documents: int = 0  # chapters of files and records (or whole ones), each with passages
+    document_pairs_aligned: int = 0
+    document_matches: int = 0
+    matched_documents: int = 0
+    document_groups: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -285,6 +405,11 @@ class Summary:
             "exact_copy_pairs": self.exact_copy_pairs,
             "clusters": self.clusters,
             "duplicated_passages": self.duplicated_passages,
+            "documents": self.documents,
+            "document_pairs_aligned": self.document_pairs_aligned,
+            "document_matches": self.document_matches,
+            "matched_documents": self.matched_documents,
+            "document_groups": self.document_groups,
         }
 
 
@@ -345,11 +470,17 @@ class Report:
     inputs: tuple[InputFile, ...]
     skipped: tuple[Skipped, ...]
     clusters: tuple[Cluster, ...]
+    # The documents that share text (each once, with its text), the matches between them, and
+    # the groups of copies among them.
+    documents: tuple[MatchedDocument, ...] = ()
+    matches: tuple[Match, ...] = ()
+    document_groups: tuple[DocumentGroup, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     jobs: int = field(default=1, compare=False)
 
     def to_dict(self, clusters: bool = True) -> dict[str, Any]:
-        """The report as plain data (without the clusters, which are most of it, if asked)."""
+        """The report as plain data (without the documents, matches and clusters, which are
+        most of it, if asked)."""
         data = {
             "report_format": 1,
             "dedup_version": self.dedup_version,
@@ -359,6 +490,9 @@ class Report:
             "skipped": [entry.to_dict() for entry in self.skipped],
         }
         if clusters:
+            data["documents"] = [document.to_dict() for document in self.documents]
+            data["matches"] = [match.to_dict() for match in self.matches]
+            data["document_groups"] = [group.to_dict() for group in self.document_groups]
             data["clusters"] = [cluster.to_dict() for cluster in self.clusters]
         return data
 
@@ -382,7 +516,19 @@ class Report:
         a progress bar, say)."""
         top = self.to_dict(clusters=False)
         head = json.dumps(top, ensure_ascii=False, indent=2)
-        out.write(head[: -len("\n}")] + ',\n  "clusters": [')
+        out.write(head[: -len("\n}")])
+        bulk: tuple[tuple[str, Sequence[MatchedDocument | Match | DocumentGroup]], ...] = (
+            ("documents", self.documents),
+            ("matches", self.matches),
+            ("document_groups", self.document_groups),
+        )
+        for name, items in bulk:
+            out.write(f',\n  "{name}": [')
+            for number, item in enumerate(items):
+                out.write(",\n    " if number else "\n    ")
+                out.write(json.dumps(item.to_dict(), ensure_ascii=False))
+            out.write("\n  ]" if items else "]")
+        out.write(',\n  "clusters": [')
         for number, cluster in enumerate(self.clusters if clusters is None else clusters):
             line = json.dumps(cluster.to_dict(), ensure_ascii=False)
             out.write(",\n" if number else "\n")

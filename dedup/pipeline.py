@@ -1,7 +1,7 @@
 """The scan, as the list of its stages.
 
-discover -> read -> segment -> normalize -> fingerprint -> candidates -> verify -> cluster ->
-report. Read to fingerprint run per file, as one task, on the engine's workers
+discover -> read -> segment -> normalize -> fingerprint -> candidates -> verify -> align ->
+cluster -> report. Read to fingerprint run per file, as one task, on the engine's workers
 (dedup.engine.tasks); the later stages run once over all passages, here. Every stage is timed;
 results never depend on the number of workers or the order of the input paths.
 """
@@ -11,16 +11,26 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dedup.arrays import sorted_unique
 from dedup.candidates import find_candidates
 from dedup.cluster import check_kept_sources, cluster_pairs
 from dedup.config import ScanConfig
+from dedup.documents import candidate_documents, document_runs
 from dedup.engine.gather import prepare_all
 from dedup.engine.local import LocalEngine
-from dedup.engine.member_texts import read_members
+from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, read_documents, read_members
 from dedup.engine.memory import collector_paused
+from dedup.matches import (
+    NormalizedTexts,
+    align_pairs,
+    document_groups,
+    matches_of,
+    original_spans,
+)
 from dedup.models import Cluster, InputFile, Report, Skipped, Summary
 from dedup.read import discover_inputs
 from dedup.report import DEFAULT_FORMATS, write_report
@@ -67,17 +77,55 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
                 config.threshold,
                 config.containment,
             )
-        passages.let_go_of_texts()
+        with timer("align"):
+            # Documents (chapters, records) that share seeds or verified passages are
+            # aligned on their normalized texts, held once per distinct passage text.
+            documents = document_runs(
+                passages.spans, passages.file_of, passages.lengths, passages.leads
+            )
+            leader = candidates.leaders(len(passages.spans))
+            document_pairs = candidate_documents(
+                documents, leader, passages.seeds, passages.seed_passage, verified
+            )
+            texts = NormalizedTexts.of(passages.texts, leader, passages.lengths, passages.leads)
+            passages.let_go_of_texts()
+            aligned = align_pairs(document_pairs, documents, texts, config.align, engine.workers)
+            del texts
+            shared = original_spans(
+                aligned,
+                documents,
+                passages.spans,
+                passages.lengths,
+                passages.leads,
+                passages.steps,
+                passages.big_steps,
+            )
         with timer("member texts"):
-            # Only the passages that cluster are shown with their text: read back now rather
-            # than carried through the scan for every passage of the dump.
+            # Only the passages that cluster and the documents that match are shown with
+            # their text: read back now rather than carried through the scan.
             members = read_members(verified, passages, prepared.files, config, engine)
+            matched, changed = read_documents(
+                sorted_unique(aligned.pairs[aligned.spans[:, 0]]),
+                documents,
+                passages,
+                prepared.files,
+                config,
+                engine,
+            )
         with timer("cluster"):
             clusters = cluster_pairs(
                 members.passages, members.verified, config.keep, config.max_cluster_size
             )
+            matches = matches_of(aligned, shared, matched)
+            groups = document_groups(matches, config.keep)
     check_kept_sources(config.keep, prepared.inputs)
-    skipped = sorted([*skipped, *prepared.skipped, *members.changed], key=lambda s: s.path)
+    changed_files = [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
+    skipped = sorted(
+        {
+            s.path: s for s in [*skipped, *prepared.skipped, *members.changed, *changed_files]
+        }.values(),
+        key=lambda s: s.path,
+    )
     summary = _summarize(
         prepared.inputs,
         skipped,
@@ -87,6 +135,14 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
         clusters,
         len(candidates.copies),
     )
+    summary = replace(
+        summary,
+        documents=len(documents),
+        document_pairs_aligned=len(document_pairs),
+        document_matches=len(matches),
+        matched_documents=len({d.id for m in matches for d in (m.a, m.b)}),
+        document_groups=len(groups),
+    )
     timer.seconds["total"] = time.perf_counter() - started
     return Report(
         dedup_version=__version__,
@@ -95,6 +151,13 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
         inputs=tuple(prepared.inputs),
         skipped=tuple(skipped),
         clusters=tuple(clusters),
+        documents=tuple(
+            sorted(
+                {d.id: d for m in matches for d in (m.a, m.b)}.values(), key=lambda d: d.sort_key
+            )
+        ),
+        matches=tuple(matches),
+        document_groups=tuple(groups),
         timings=dict(timer.seconds),
         jobs=engine.workers,
     )

@@ -90,7 +90,7 @@ def test_clusters_are_deterministic_and_pick_the_longest_member() -> None:
 
 
 def test_union_find_joins_chains() -> None:
-    groups = cluster._components(np.array([3, 4]), np.array([4, 1]), 5)
+    groups = cluster.components(np.array([3, 4]), np.array([4, 1]), 5)
     assert groups[3] == groups[1] == 1
     assert groups[0] != groups[2]
 

@@ -128,8 +128,27 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "summary",
         "inputs",
         "skipped",
+        "documents",
+        "matches",
+        "document_groups",
         "clusters",
     }
+    match = data["matches"][0]
+    assert set(match) == {
+        "a",
+        "b",
+        "shared_chars_a",
+        "shared_chars_b",
+        "coverage_a",
+        "coverage_b",
+        "identical_chars",
+        "spans",
+    }
+    location = {"id", "source", "path", "record", "record_id", "chapter", "title", "start", "end"}
+    assert set(match["a"]) == set(match["b"]) == location
+    assert set(match["spans"][0]) == {"a_start", "a_end", "b_start", "b_end", "identical_chars"}
+    assert set(data["documents"][0]) == location | {"story_chars", "text"}
+    assert set(data["document_groups"][0]) == {"id", "representative", "sources", "documents"}
     assert data["options"]["ngram"] == dedup.ScanConfig().ngram and "jobs" not in data["options"]
     cluster = data["clusters"][0]
     assert set(cluster) == {

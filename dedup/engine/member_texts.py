@@ -1,4 +1,4 @@
-"""The text of the passages that cluster, read back from their files at the end of a scan (the
+"""The text of the passages that cluster (and of the documents that match), read back from their files at the end of a scan (the
 scan keeps only where each passage is): a plain UTF-8 file by the passages' bytes, here; any
 other read again in the workers."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import cast
 
@@ -16,10 +16,11 @@ import numpy.typing as npt
 from dedup.arrays import sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.config import ScanConfig
+from dedup.documents import DocumentRuns
 from dedup.engine.byte_spans import NOT_IN_BYTES, texts_at
 from dedup.engine.gather import Passages
 from dedup.engine.local import LocalEngine
-from dedup.models import Passage, PassageSpan, Skipped
+from dedup.models import MatchedDocument, Passage, PassageSpan, Skipped
 from dedup.progress import progress
 from dedup.read import (
     FoundFile,
@@ -50,14 +51,45 @@ def read_members(
     config: ScanConfig,
     engine: LocalEngine,
 ) -> Members:
-    """The member passages of ``verified``, their text read back from their files. A file
-    whose passages are known by their bytes is read here, those bytes alone; any other is
-    read once more in the workers, meanwhile."""
-    spans, byte_spans = passages.spans, passages.byte_spans
+    """The member passages of ``verified``, their text read back from their files."""
+    spans = passages.spans
     indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
-    # Rows come in file order, so each file's members are one stretch of ``indexes``.
-    file_numbers, firsts = np.unique(passages.file_of[indexes], return_index=True)
-    groups = np.split(indexes, firsts[1:]) if len(indexes) else []
+    texts, changed = read_texts(
+        spans.take(indexes),
+        passages.byte_spans[indexes],
+        passages.file_of[indexes],
+        files,
+        config,
+        engine,
+        "member texts",
+    )
+    members: dict[int, Passage] = {}
+    known = np.flatnonzero([text is not None for text in texts]) if len(texts) else indexes[:0]
+    made = spans.passages(indexes[known], cast(list[str], [texts[row] for row in known.tolist()]))
+    members.update(zip(indexes[known].tolist(), made, strict=True))
+    if changed:
+        kept = np.fromiter(members, dtype=np.int64, count=len(members))
+        verified = verified.where(np.isin(verified.first, kept) & np.isin(verified.second, kept))
+    skipped = tuple(Skipped(path, CHANGED_WHILE_SCANNING) for path in changed)
+    return Members(members, verified, skipped)
+
+
+def read_texts(
+    spans: SpanTable,
+    byte_spans: npt.NDArray[np.int32],
+    file_of: npt.NDArray[np.int64],
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    engine: LocalEngine,
+    label: str,
+) -> tuple[list[str | None], list[str]]:
+    """The texts of ``spans`` (in file order; ``file_of`` indexes ``files``) read back from
+    their files, and the paths of the files that changed since they were scanned (whose spans
+    get None). A file whose spans are known by their bytes is read here, those bytes alone;
+    any other is read once more in the workers, meanwhile."""
+    rows = np.arange(len(spans))
+    file_numbers, firsts = np.unique(file_of, return_index=True)
+    groups = np.split(rows, firsts[1:]) if len(rows) else []
     found_files = [files[number] for number in file_numbers.tolist()]
     by_bytes = [bool((byte_spans[group] != NOT_IN_BYTES).all()) for group in groups]
     elsewhere = [number for number, known in enumerate(by_bytes) if not known]
@@ -72,22 +104,18 @@ def read_members(
         for number, known in enumerate(by_bytes)
         if known
     )
-    members: dict[int, Passage] = {}
+    texts: list[str | None] = [None] * len(spans)
     changed: list[str] = []
-    each_file = itertools.chain(here, ((elsewhere[task], texts) for task, texts in read_back))
+    each_file = itertools.chain(here, ((elsewhere[task], got) for task, got in read_back))
     for number, group_texts in progress(
-        each_file, "member texts", "file", len(groups), config.show_progress
+        each_file, label, "file", len(groups), config.show_progress
     ):
         if group_texts is None or None in group_texts:
             changed.append(found_files[number].path)
             continue
-        made = spans.passages(groups[number], cast(list[str], group_texts))
-        members.update(zip(groups[number].tolist(), made, strict=True))
-    if changed:
-        kept = np.fromiter(members, dtype=np.int64, count=len(members))
-        verified = verified.where(np.isin(verified.first, kept) & np.isin(verified.second, kept))
-    skipped = tuple(Skipped(path, CHANGED_WHILE_SCANNING) for path in sorted(changed))
-    return Members(members, verified, skipped)
+        for row, text in zip(groups[number].tolist(), group_texts, strict=True):
+            texts[row] = text
+    return texts, sorted(changed)
 
 
 def _texts_by_bytes(
@@ -125,3 +153,41 @@ def passage_texts(
                 if start >= 0 and end <= len(document.text):
                     texts[position] = document.text[start:end]
     return texts
+
+
+def read_documents(
+    numbers: npt.NDArray[np.int64],
+    documents: DocumentRuns,
+    passages: Passages,
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    engine: LocalEngine,
+) -> tuple[dict[int, MatchedDocument], list[str]]:
+    """The documents ``numbers`` (sorted) with their text, read back as member texts are; and
+    the paths of the files that changed since they were scanned (their documents left out)."""
+    spans, byte_spans = passages.spans, passages.byte_spans
+    first, last = documents.first[numbers], documents.end[numbers] - 1
+    table = replace(spans.take(first), end=spans.end[last])
+    at = np.column_stack((byte_spans[first, 0], byte_spans[last, 1]))
+    at[(at == NOT_IN_BYTES).any(axis=1)] = NOT_IN_BYTES
+    texts, changed = read_texts(
+        table, at, passages.file_of[first], files, config, engine, "document texts"
+    )
+    story = documents.story_chars[numbers].tolist()
+    found: dict[int, MatchedDocument] = {}
+    for row, (number, span, text) in enumerate(zip(numbers.tolist(), table, texts, strict=True)):
+        if text is not None:
+            found[number] = MatchedDocument(
+                id=span.id,
+                source=span.source,
+                path=span.path,
+                record=span.record,
+                record_id=span.record_id,
+                chapter=span.chapter,
+                title=span.title,
+                start=span.start,
+                end=span.end,
+                story_chars=story[row],
+                text=text,
+            )
+    return found, changed

@@ -11,12 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dedup.align import WINNOW_WINDOW, winnowed_seeds
 from dedup.codepoints import code_points
+from dedup.config import SEED_CHARS
 from dedup.kernels import compiled
 from dedup.kernels.crc import crc32_utf8
 from dedup.kernels.hashing import FNV_OFFSET, fnv1a
 from dedup.models import Chapter, Document, PassageSpan
 from dedup.normalize import NormalizedText
+from dedup.offset_steps import offset_steps
 
 SENTENCE_END_CHARS = "。！？!?…"
 
@@ -182,6 +185,15 @@ class ChapterWindows:
     # Two hashes of each normalized text, one row a text (equal texts, equal hashes: a scan
     # finds exact copies by them, made here in the workers rather than in the main process).
     hashes: npt.NDArray[np.int64]
+    # Where each passage's normalized characters came from (dedup.offset_steps), passage
+    # after passage, with the steps too big for a byte by their index.
+    steps: npt.NDArray[np.uint8]
+    big_steps: npt.NDArray[np.int64]
+    # How many of each passage's first characters are the one before's (--passage-overlap).
+    leads: npt.NDArray[np.int64]
+    # The winnowed seed hashes of the passages (dedup.align), and the passage of each.
+    seeds: npt.NDArray[np.uint32]
+    seed_passage: npt.NDArray[np.int64]
 
 
 def chapter_windows(
@@ -208,12 +220,21 @@ def chapter_windows(
     )
     text = normalized.text
     base = document.base + chapter.body_start
+    steps, big_steps = offset_steps(normalized.offsets, starts, ends)
+    leads = np.zeros(len(starts), dtype=np.int64)
+    leads[1:] = np.maximum(0, ends[:-1] - starts[1:])
+    seeds, seed_passage = winnowed_seeds(codes, starts, ends, SEED_CHARS, WINNOW_WINDOW)
     return ChapterWindows(
         [text[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)],
         original_starts + base,
         original_ends + base,
         converted / np.maximum(1, ends - starts),
         hashes,
+        steps,
+        big_steps,
+        leads,
+        seeds,
+        seed_passage,
     )
 
 

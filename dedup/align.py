@@ -1,0 +1,270 @@
+"""Align stage: the stretches two documents share, found seed -> extend -> filter on their
+normalized text (the scheme of the PAN text-alignment task, written for characters).
+
+- **seed**: every k-character string of one document is looked up among the other's (a hash
+  table of the second's, rolling hashes); a string the second document holds more than
+  ``MAX_SEED_REPEATS`` times (a laugh, a drum roll) seeds nothing.
+- **extend**: each seed is run out along its diagonal, both ways, to the longest identical
+  stretch; seeds inside a stretch found already are passed over.
+- **chain**: stretches in order along the first document join one shared span when the gaps
+  between them on both sides are short (a typo, a renamed character, a censored word, an ad the
+  normalization left in), with the two sides' gaps within as much of each other.
+- **filter**: a span keeps when it holds at least ``min_identical`` identical characters, at
+  least half of its length on either side; of spans that overlap on either side the one with
+  more identical characters is kept.
+
+Retrieval for it (which documents to align at all) is winnowing (Schleimer, Wilkerson and Aiken
+2003) over the same seeds, in the workers: :func:`winnowed_seeds` keeps, of every ``window``
+consecutive seed hashes of a passage, the least, so that any identical stretch of
+``window + k - 1`` characters gives both documents at least one kept hash in common, wherever
+the passage cuts fall (docs/quality.md says what this found that passage LSH did not).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.config import AlignConfig
+from dedup.kernels import compiled
+
+WINNOW_WINDOW = 8  # chosen by the quality benchmark (docs/quality.md), as the seed length
+MAX_SEED_REPEATS = 16
+
+_MULTIPLIER = np.uint64(0x100000001B3)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+Spans = npt.NDArray[np.int64]  # rows (a_start, a_end, b_start, b_end, identical_chars)
+
+
+def align(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], config: AlignConfig) -> Spans:
+    """The spans ``a`` and ``b`` (normalized code points) share, in order along ``a``: rows of
+    (a_start, a_end, b_start, b_end, identical_chars), ends exclusive."""
+    return aligned_spans(a, b, config.seed_chars, config.max_gap, config.min_identical)
+
+
+@compiled
+def _mixed(value: np.uint64) -> np.uint64:
+    value ^= value >> np.uint64(31)
+    value *= _MIX
+    value ^= value >> np.uint64(29)
+    return value
+
+
+@compiled
+def _kmer_hashes(codes: npt.NDArray[np.uint32], k: int) -> npt.NDArray[np.uint64]:
+    """The rolling hash of each k-character string of ``codes`` (by its start)."""
+    count = codes.shape[0] - k + 1
+    if count <= 0:
+        return np.empty(0, dtype=np.uint64)
+    power = np.uint64(1)
+    for _ in range(k - 1):
+        power *= _MULTIPLIER
+    hashes = np.empty(count, dtype=np.uint64)
+    value = np.uint64(0)
+    for position in range(k):
+        value = value * _MULTIPLIER + np.uint64(codes[position]) + np.uint64(1)
+    hashes[0] = value
+    for start in range(1, count):
+        value -= (np.uint64(codes[start - 1]) + np.uint64(1)) * power
+        value = value * _MULTIPLIER + np.uint64(codes[start + k - 1]) + np.uint64(1)
+        hashes[start] = value
+    return hashes
+
+
+@compiled
+def winnowed_seeds(
+    codes: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    k: int,
+    window: int,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """The winnowed seed hashes of each passage ``codes[starts[i]:ends[i]]`` (32 bits each) and
+    the passage each belongs to; a passage's hash is kept once however often it is chosen."""
+    total = 0
+    for passage in range(starts.shape[0]):
+        total += max(0, ends[passage] - starts[passage])
+    found = np.empty(total, dtype=np.uint32)
+    owner = np.empty(total, dtype=np.int64)
+    count = 0
+    for passage in range(starts.shape[0]):
+        hashes = _kmer_hashes(codes[starts[passage] : ends[passage]], k)
+        size = hashes.shape[0]
+        if size == 0:
+            continue
+        span = min(window, size)
+        last = -1
+        for left in range(size - span + 1):
+            # the rightmost least hash of the window, as Schleimer et al. choose it
+            best = left
+            best_value = _mixed(hashes[left])
+            for position in range(left + 1, left + span):
+                value = _mixed(hashes[position])
+                if value <= best_value:
+                    best, best_value = position, value
+            if best != last:
+                found[count] = np.uint32(best_value >> np.uint64(32))
+                owner[count] = passage
+                count += 1
+                last = best
+    return found[:count].copy(), owner[:count].copy()
+
+
+@compiled
+def aligned_spans(
+    a: npt.NDArray[np.uint32],
+    b: npt.NDArray[np.uint32],
+    k: int,
+    max_gap: int,
+    min_identical: int,
+) -> Spans:
+    none = np.empty((0, 5), dtype=np.int64)
+    if a.shape[0] < k or b.shape[0] < k:
+        return none
+    runs = _identical_runs(a, b, k)
+    if runs.shape[0] == 0:
+        return none
+    chains = _chained(runs, k, max_gap)
+    return _filtered(chains, min_identical)
+
+
+@compiled
+def _identical_runs(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], k: int) -> Spans:
+    """Rows (a_start, b_start, length) of the identical stretches seeds grow into, sorted."""
+    b_hashes = _kmer_hashes(b, k)
+    slots = 1
+    while slots < 2 * b_hashes.shape[0]:
+        slots *= 2
+    mask = np.uint64(slots - 1)
+    keys = np.zeros(slots, dtype=np.uint64)
+    heads = np.full(slots, -1, dtype=np.int64)
+    repeats = np.zeros(slots, dtype=np.int64)
+    following = np.full(b_hashes.shape[0], -1, dtype=np.int64)
+    for position in range(b_hashes.shape[0] - 1, -1, -1):  # each chain ascending
+        key = b_hashes[position]
+        slot = _mixed(key) & mask
+        while heads[slot] != -1 and keys[slot] != key:
+            slot = (slot + np.uint64(1)) & mask
+        keys[slot] = key
+        following[position] = heads[slot]
+        heads[slot] = position
+        repeats[slot] += 1
+
+    # Where the last stretch on each diagonal ended along a (diagonal = b - a + len(a)).
+    reached = np.zeros(a.shape[0] + b.shape[0] + 1, dtype=np.int64)
+    runs = np.empty((16, 3), dtype=np.int64)
+    count = 0
+    a_hashes = _kmer_hashes(a, k)
+    for start in range(a_hashes.shape[0]):
+        key = a_hashes[start]
+        slot = _mixed(key) & mask
+        while heads[slot] != -1 and keys[slot] != key:
+            slot = (slot + np.uint64(1)) & mask
+        if heads[slot] == -1 or repeats[slot] > MAX_SEED_REPEATS:
+            continue
+        other = heads[slot]
+        while other != -1:
+            diagonal = other - start + a.shape[0]
+            if reached[diagonal] <= start:
+                length = 0
+                while (
+                    start + length < a.shape[0]
+                    and other + length < b.shape[0]
+                    and a[start + length] == b[other + length]
+                ):
+                    length += 1
+                if length >= k:
+                    back = 0
+                    while (
+                        start - back > reached[diagonal]
+                        and other - back > 0
+                        and a[start - back - 1] == b[other - back - 1]
+                    ):
+                        back += 1
+                    if count == runs.shape[0]:
+                        grown = np.empty((count * 2, 3), dtype=np.int64)
+                        grown[:count] = runs
+                        runs = grown
+                    runs[count, 0] = start - back
+                    runs[count, 1] = other - back
+                    runs[count, 2] = length + back
+                    count += 1
+                    reached[diagonal] = start + length
+            other = following[other]
+    runs = runs[:count]
+    order = np.argsort(runs[:, 0] * (b.shape[0] + 1) + runs[:, 1], kind="mergesort")
+    return runs[order].copy()
+
+
+@compiled
+def _chained(runs: Spans, k: int, max_gap: int) -> Spans:
+    """Rows (a_start, a_end, b_start, b_end, identical) of the runs joined into chains: a run
+    joins the open chain it follows most closely on both sides, gaps at most ``max_gap`` and
+    the two sides' gaps within ``max_gap`` of each other (a small overlap, from runs that
+    share characters at their ends, counts as no gap)."""
+    chains = np.empty((runs.shape[0], 5), dtype=np.int64)
+    count = 0
+    open_chains = np.empty(runs.shape[0], dtype=np.int64)
+    open_count = 0
+    for run in range(runs.shape[0]):
+        a_start, b_start, length = runs[run, 0], runs[run, 1], runs[run, 2]
+        best, best_cost = -1, 1 << 62
+        kept = 0
+        for index in range(open_count):
+            chain = open_chains[index]
+            if chains[chain, 1] < a_start - max_gap:
+                continue  # closed for good: runs come in order along a
+            open_chains[kept] = chain
+            kept += 1
+            a_gap = a_start - chains[chain, 1]
+            b_gap = b_start - chains[chain, 3]
+            if a_gap < -k or b_gap < -k or b_gap > max_gap:
+                continue
+            drift = abs(a_gap - b_gap)
+            if drift > max_gap:
+                continue
+            cost = max(a_gap, 0) + max(b_gap, 0) + drift
+            if cost < best_cost:
+                best, best_cost = chain, cost
+        open_count = kept
+        a_end, b_end = a_start + length, b_start + length
+        if best == -1:
+            chains[count, 0], chains[count, 1] = a_start, a_end
+            chains[count, 2], chains[count, 3] = b_start, b_end
+            chains[count, 4] = length
+            open_chains[open_count] = count
+            open_count += 1
+            count += 1
+            continue
+        chains[best, 4] += max(0, a_end - max(a_start, chains[best, 1]))
+        chains[best, 1] = max(chains[best, 1], a_end)
+        chains[best, 3] = max(chains[best, 3], b_end)
+    return chains[:count].copy()
+
+
+@compiled
+def _filtered(chains: Spans, min_identical: int) -> Spans:
+    """The chains that hold enough identical characters, densely enough, none overlapping
+    another on either side (the one with more identical characters kept), along a."""
+    lengths = np.maximum(chains[:, 1] - chains[:, 0], chains[:, 3] - chains[:, 2])
+    strong = chains[(chains[:, 4] >= min_identical) & (2 * chains[:, 4] >= lengths)]
+    order = np.argsort(-strong[:, 4], kind="mergesort")
+    kept = np.empty(strong.shape[0], dtype=np.int64)
+    count = 0
+    for index in range(order.shape[0]):
+        chain = order[index]
+        clear = True
+        for number in range(count):
+            other = kept[number]
+            if (strong[chain, 0] < strong[other, 1] and strong[other, 0] < strong[chain, 1]) or (
+                strong[chain, 2] < strong[other, 3] and strong[other, 2] < strong[chain, 3]
+            ):
+                clear = False
+                break
+        if clear:
+            kept[count] = chain
+            count += 1
+    result = strong[kept[:count]]
+    ordered: Spans = result[np.argsort(result[:, 0], kind="mergesort")].copy()
+    return ordered

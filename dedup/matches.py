@@ -1,0 +1,287 @@
+"""Match stage: every candidate pair of documents aligned (dedup.align), the shared spans mapped
+back to the original text, and the documents that are copies of one another grouped.
+
+- Alignment runs on the normalized texts, which the scan holds once per distinct passage text
+  (a document is its passages' texts one after another), in threads: the loops release the GIL.
+- Each span's ends are mapped back through the passages' offset steps (dedup.offset_steps):
+  ``text[a_start:a_end]`` is the shared stretch of document a, exactly, from its first story
+  character to its last.
+- A match's ``coverage_a`` is the share of a's story characters inside its spans. Documents
+  whose matches cover at least ``GROUP_COVERAGE`` of both sides are one group (union-find):
+  the same chapter on several sites; a scene shared by otherwise different documents is a
+  match, not a group. A group's representative is chosen by ``--keep`` as a cluster's is, the
+  document's story characters counting as its length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.align import aligned_spans
+from dedup.cluster import components
+from dedup.columns import SpanTable
+from dedup.config import AlignConfig
+from dedup.documents import DocumentRuns
+from dedup.kernels import compiled
+from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan
+from dedup.offset_steps import original_offsets
+
+GROUP_COVERAGE = 0.8
+_CHUNKS = 64  # pairs are aligned in this many chunks, across the threads
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedTexts:
+    """The normalized text of each distinct passage text, as code points one after another:
+    passage ``p``'s text is ``codes[start[p]:start[p] + lengths[p]]`` (a copy's start is its
+    first passage's)."""
+
+    codes: npt.NDArray[np.uint32]
+    start: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
+    leads: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(
+        cls,
+        texts: Sequence[str | None],
+        leader: npt.NDArray[np.int64],
+        lengths: npt.NDArray[np.int64],
+        leads: npt.NDArray[np.int64],
+    ) -> NormalizedTexts:
+        held = np.array([text is not None for text in texts], dtype=np.bool_)
+        start = np.zeros(len(texts), dtype=np.int64)
+        start[held] = np.cumsum(lengths[held]) - lengths[held]
+        parts = [
+            np.frombuffer("".join(texts[row] or "" for row in rows).encode("utf-32-le"), np.uint32)
+            for rows in np.array_split(np.flatnonzero(held), max(1, len(texts) // 100_000))
+        ]
+        codes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
+        return cls(codes, start[leader], lengths, leads)
+
+
+@dataclass(frozen=True, slots=True)
+class AlignedPairs:
+    """Shared spans of the document pairs that share any: rows of (pair number, a_start,
+    a_end, b_start, b_end, identical_chars) in normalized characters of each document."""
+
+    pairs: npt.NDArray[np.int64]  # (a, b) documents, a < b
+    spans: npt.NDArray[np.int64]
+
+
+def align_pairs(
+    pairs: npt.NDArray[np.int64],
+    documents: DocumentRuns,
+    texts: NormalizedTexts,
+    config: AlignConfig,
+    threads: int,
+) -> AlignedPairs:
+    """Every pair of documents aligned, in chunks on ``threads`` threads; the same spans in the
+    same order whatever their number."""
+    chunks = [chunk for chunk in np.array_split(np.arange(len(pairs)), _CHUNKS) if len(chunk)]
+
+    def run(chunk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        found = _align_chunk(
+            texts.codes,
+            texts.start,
+            texts.lengths,
+            texts.leads,
+            documents.first,
+            documents.end,
+            pairs[chunk],
+            config.seed_chars,
+            config.max_gap,
+            config.min_identical,
+        )
+        found[:, 0] += chunk[0]
+        return found
+
+    if threads > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(run, chunks))
+    else:
+        parts = [run(chunk) for chunk in chunks]
+    spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
+    return AlignedPairs(pairs, spans)
+
+
+@compiled
+def _document_codes(
+    codes: npt.NDArray[np.uint32],
+    start: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    leads: npt.NDArray[np.int64],
+    first: int,
+    end: int,
+) -> npt.NDArray[np.uint32]:
+    total = 0
+    for passage in range(first, end):
+        total += lengths[passage] - leads[passage]
+    text = np.empty(total, dtype=np.uint32)
+    at = 0
+    for passage in range(first, end):
+        own = lengths[passage] - leads[passage]
+        begin = start[passage] + leads[passage]
+        text[at : at + own] = codes[begin : begin + own]
+        at += own
+    return text
+
+
+@compiled
+def _align_chunk(
+    codes: npt.NDArray[np.uint32],
+    start: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    leads: npt.NDArray[np.int64],
+    first: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    pairs: npt.NDArray[np.int64],
+    k: int,
+    max_gap: int,
+    min_identical: int,
+) -> npt.NDArray[np.int64]:
+    found = np.empty((16, 6), dtype=np.int64)
+    count = 0
+    held = -1
+    a = np.empty(0, dtype=np.uint32)
+    for pair in range(pairs.shape[0]):
+        left, right = pairs[pair, 0], pairs[pair, 1]
+        if left != held:  # pairs come sorted: each document a is put together once
+            a = _document_codes(codes, start, lengths, leads, first[left], end[left])
+            held = left
+        b = _document_codes(codes, start, lengths, leads, first[right], end[right])
+        spans = aligned_spans(a, b, k, max_gap, min_identical)
+        if count + spans.shape[0] > found.shape[0]:
+            grown = np.empty((max(2 * found.shape[0], count + spans.shape[0]), 6), dtype=np.int64)
+            grown[:count] = found[:count]
+            found = grown
+        for row in range(spans.shape[0]):
+            found[count, 0] = pair
+            found[count, 1:] = spans[row]
+            count += 1
+    return found[:count].copy()
+
+
+def original_spans(
+    aligned: AlignedPairs,
+    documents: DocumentRuns,
+    spans: SpanTable,
+    lengths: npt.NDArray[np.int64],
+    leads: npt.NDArray[np.int64],
+    steps: npt.NDArray[np.uint8],
+    big_steps: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """Each aligned span's ends in the decoded text of its documents: rows (a_start, a_end,
+    b_start, b_end), the ends one past the last shared story character."""
+    rows = aligned.spans
+    if not len(rows):
+        return np.empty((0, 4), dtype=np.int64)
+    base = np.cumsum(documents.story_chars) - documents.story_chars
+    own_starts = base[documents.of_passage] + documents.own_start
+    step_first = np.cumsum(lengths) - lengths
+    found = []
+    for side, column in ((0, 1), (1, 3)):
+        document = aligned.pairs[rows[:, 0], side]
+        for position, end in ((rows[:, column], False), (rows[:, column + 1] - 1, True)):
+            at = base[document] + position
+            passage = np.searchsorted(own_starts, at, side="right") - 1
+            index = at - own_starts[passage] + leads[passage]
+            offset = original_offsets(
+                steps, big_steps, step_first[passage], spans.start[passage], index
+            )
+            found.append(offset + 1 if end else offset)
+    return np.column_stack(found)
+
+
+def matches_of(
+    aligned: AlignedPairs,
+    original: npt.NDArray[np.int64],
+    documents: Mapping[int, MatchedDocument],
+) -> list[Match]:
+    """The matches, one per pair of documents that share spans (both documents' texts at
+    hand), in reading order of a, then b."""
+    rows = aligned.spans
+    made: list[Match] = []
+    if not len(rows):
+        return made
+    starts = np.flatnonzero(np.append(True, rows[1:, 0] != rows[:-1, 0]))
+    for begin, stop in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
+        left, right = aligned.pairs[rows[begin, 0]].tolist()
+        if left not in documents or right not in documents:
+            continue  # a file that changed while it was scanned: left out, and listed
+        a, b = documents[left], documents[right]
+        ends = original[begin:stop].tolist()
+        shared = [
+            SharedSpan(a_start, a_end, b_start, b_end, identical)
+            for (a_start, a_end, b_start, b_end), identical in zip(
+                ends, rows[begin:stop, 5].tolist(), strict=True
+            )
+        ]
+        if b.sort_key < a.sort_key:
+            a, b = b, a
+            shared = sorted(
+                (
+                    SharedSpan(s.b_start, s.b_end, s.a_start, s.a_end, s.identical_chars)
+                    for s in shared
+                ),
+                key=lambda s: s.a_start,
+            )
+        shared_a = int((rows[begin:stop, 2] - rows[begin:stop, 1]).sum())
+        shared_b = int((rows[begin:stop, 4] - rows[begin:stop, 3]).sum())
+        if documents[left] is not a:
+            shared_a, shared_b = shared_b, shared_a
+        made.append(
+            Match(
+                a,
+                b,
+                shared_a,
+                shared_b,
+                shared_a / max(1, a.story_chars),
+                shared_b / max(1, b.story_chars),
+                tuple(shared),
+            )
+        )
+    made.sort(key=lambda match: (match.a.sort_key, match.b.sort_key))
+    return made
+
+
+def document_groups(matches: Sequence[Match], keep: str) -> list[DocumentGroup]:
+    """Documents joined by matches that cover at least GROUP_COVERAGE of both sides."""
+    close = [m for m in matches if min(m.coverage_a, m.coverage_b) >= GROUP_COVERAGE]
+    documents = sorted(
+        {d.id: d for m in close for d in (m.a, m.b)}.values(), key=lambda d: d.sort_key
+    )
+    number = {document.id: index for index, document in enumerate(documents)}
+    first = np.array([number[m.a.id] for m in close], dtype=np.int64)
+    second = np.array([number[m.b.id] for m in close], dtype=np.int64)
+    roots = components(first, second, len(documents)).tolist()
+    members: dict[int, list[MatchedDocument]] = {}
+    for document, root in zip(documents, roots, strict=True):
+        members.setdefault(root, []).append(document)
+    groups = sorted(members.values(), key=lambda group: (-len(group), group[0].sort_key))
+    return [
+        DocumentGroup(
+            id=f"g{index}",
+            representative=_kept(group, keep).id,
+            documents=tuple(document.id for document in group),
+            sources=tuple(sorted({document.source for document in group})),
+        )
+        for index, group in enumerate(groups, start=1)
+    ]
+
+
+def _kept(group: Sequence[MatchedDocument], keep: str) -> MatchedDocument:
+    """The document a group keeps, by the keep policy (as dedup.cluster chooses a member);
+    ``group`` is in reading order, and ties go to the first."""
+    if keep == "first":
+        return group[0]
+    names: list[str] = []
+    if keep.startswith("source:"):
+        names = [name.strip() for name in keep.removeprefix("source:").split(",")]
+    rank = {name: position for position, name in enumerate(names)}
+    return min(group, key=lambda d: (rank.get(d.source, len(rank)), -d.story_chars))
