@@ -18,7 +18,16 @@ from dedup.version import __version__
 if TYPE_CHECKING:
     from dedup.config import ScanConfig
     from dedup.errors import DedupError
-    from dedup.models import Cluster, Member, Pair, Report
+    from dedup.models import (
+        Cluster,
+        DocumentGroup,
+        Match,
+        MatchedDocument,
+        Member,
+        Pair,
+        Report,
+        SharedSpan,
+    )
     from dedup.pipeline import scan, scan_to
     from dedup.report.writer import write_report
 
@@ -29,6 +38,10 @@ _LAZY = {
     "DedupError": "dedup.errors",
     "Cluster": "dedup.models",
     "Member": "dedup.models",
+    "Match": "dedup.models",
+    "MatchedDocument": "dedup.models",
+    "SharedSpan": "dedup.models",
+    "DocumentGroup": "dedup.models",
     "Pair": "dedup.models",
     "Report": "dedup.models",
     "scan": "dedup.pipeline",
@@ -54,10 +67,14 @@ def __dir__() -> list[str]:
 __all__ = [
     "Cluster",
     "DedupError",
+    "DocumentGroup",
+    "Match",
+    "MatchedDocument",
     "Member",
     "Pair",
     "Report",
     "ScanConfig",
+    "SharedSpan",
     "__version__",
     "scan",
     "scan_to",

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from dedup.config import AlignConfig
 from dedup.kernels import compiled
 
-WINNOW_WINDOW = 8  # chosen by the quality benchmark (docs/quality.md), as the seed length
+WINNOW_WINDOW = 12  # chosen by the quality benchmark (docs/quality.md)
 MAX_SEED_REPEATS = 16
 
 _MULTIPLIER = np.uint64(0x100000001B3)
@@ -93,21 +93,26 @@ def winnowed_seeds(
         size = hashes.shape[0]
         if size == 0:
             continue
+        for position in range(size):
+            hashes[position] = _mixed(hashes[position])
         span = min(window, size)
-        last = -1
+        best = -1
         for left in range(size - span + 1):
-            # the rightmost least hash of the window, as Schleimer et al. choose it
-            best = left
-            best_value = _mixed(hashes[left])
-            for position in range(left + 1, left + span):
-                value = _mixed(hashes[position])
-                if value <= best_value:
-                    best, best_value = position, value
-            if best != last:
-                found[count] = np.uint32(best_value >> np.uint64(32))
-                owner[count] = passage
-                count += 1
-                last = best
+            # the rightmost least hash of the window, as Schleimer et al. choose it: only
+            # looked for afresh when the last one left the window
+            right = left + span - 1
+            if best < left:
+                best = left
+                for position in range(left + 1, right + 1):
+                    if hashes[position] <= hashes[best]:
+                        best = position
+            elif hashes[right] <= hashes[best]:
+                best = right
+            else:
+                continue
+            found[count] = np.uint32(hashes[best] >> np.uint64(32))
+            owner[count] = passage
+            count += 1
     return found[:count].copy(), owner[:count].copy()
 
 
@@ -119,30 +124,29 @@ def aligned_spans(
     max_gap: int,
     min_identical: int,
 ) -> Spans:
-    none = np.empty((0, 5), dtype=np.int64)
-    if a.shape[0] < k or b.shape[0] < k:
-        return none
-    runs = _identical_runs(a, b, k)
-    if runs.shape[0] == 0:
-        return none
-    chains = _chained(runs, k, max_gap)
-    return _filtered(chains, min_identical)
+    """:func:`align`, compiled."""
+    return spans_with_table(a, b, seed_table(b, k), False, k, max_gap, min_identical)
 
 
 @compiled
-def _identical_runs(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], k: int) -> Spans:
-    """Rows (a_start, b_start, length) of the identical stretches seeds grow into, sorted."""
-    b_hashes = _kmer_hashes(b, k)
+def seed_table(
+    codes: npt.NDArray[np.uint32], k: int
+) -> tuple[
+    npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """The k-character strings of ``codes`` as a hash table: keys, the first position of each
+    (-1: a free slot), how many times each occurs, and each position's next of the same."""
+    hashes = _kmer_hashes(codes, k)
     slots = 1
-    while slots < 2 * b_hashes.shape[0]:
+    while slots < 2 * hashes.shape[0]:
         slots *= 2
     mask = np.uint64(slots - 1)
     keys = np.zeros(slots, dtype=np.uint64)
     heads = np.full(slots, -1, dtype=np.int64)
     repeats = np.zeros(slots, dtype=np.int64)
-    following = np.full(b_hashes.shape[0], -1, dtype=np.int64)
-    for position in range(b_hashes.shape[0] - 1, -1, -1):  # each chain ascending
-        key = b_hashes[position]
+    following = np.full(hashes.shape[0], -1, dtype=np.int64)
+    for position in range(hashes.shape[0] - 1, -1, -1):  # each chain ascending
+        key = hashes[position]
         slot = _mixed(key) & mask
         while heads[slot] != -1 and keys[slot] != key:
             slot = (slot + np.uint64(1)) & mask
@@ -150,14 +154,58 @@ def _identical_runs(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], k: int
         following[position] = heads[slot]
         heads[slot] = position
         repeats[slot] += 1
+    return keys, heads, repeats, following
 
-    # Where the last stretch on each diagonal ended along a (diagonal = b - a + len(a)).
-    reached = np.zeros(a.shape[0] + b.shape[0] + 1, dtype=np.int64)
+
+@compiled
+def spans_with_table(
+    scanned: npt.NDArray[np.uint32],
+    held: npt.NDArray[np.uint32],
+    table: tuple[
+        npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+    ],
+    held_is_a: bool,
+    k: int,
+    max_gap: int,
+    min_identical: int,
+) -> Spans:
+    """The spans ``scanned`` and ``held`` share, ``table`` being held's seed_table (made once
+    for a document aligned with many): a is ``held`` if ``held_is_a``, else ``scanned``."""
+    none = np.empty((0, 5), dtype=np.int64)
+    if scanned.shape[0] < k or held.shape[0] < k:
+        return none
+    runs = _identical_runs(scanned, held, table, k)
+    if runs.shape[0] == 0:
+        return none
+    if held_is_a:
+        runs = runs[:, np.array([1, 0, 2])]
+        size = scanned.shape[0] + 1
+        order = np.argsort(runs[:, 0] * size + runs[:, 1], kind="mergesort")
+        runs = runs[order].copy()
+    chains = _chained(runs, k, max_gap)
+    return _filtered(chains, min_identical)
+
+
+@compiled
+def _identical_runs(
+    scanned: npt.NDArray[np.uint32],
+    held: npt.NDArray[np.uint32],
+    table: tuple[
+        npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+    ],
+    k: int,
+) -> Spans:
+    """Rows (scanned start, held start, length) of the identical stretches seeds grow into,
+    sorted."""
+    keys, heads, repeats, following = table
+    mask = np.uint64(keys.shape[0] - 1)
+    # Where the last stretch on each diagonal ended along scanned.
+    reached = np.zeros(scanned.shape[0] + held.shape[0] + 1, dtype=np.int64)
     runs = np.empty((16, 3), dtype=np.int64)
     count = 0
-    a_hashes = _kmer_hashes(a, k)
-    for start in range(a_hashes.shape[0]):
-        key = a_hashes[start]
+    hashes = _kmer_hashes(scanned, k)
+    for start in range(hashes.shape[0]):
+        key = hashes[start]
         slot = _mixed(key) & mask
         while heads[slot] != -1 and keys[slot] != key:
             slot = (slot + np.uint64(1)) & mask
@@ -165,13 +213,13 @@ def _identical_runs(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], k: int
             continue
         other = heads[slot]
         while other != -1:
-            diagonal = other - start + a.shape[0]
+            diagonal = other - start + scanned.shape[0]
             if reached[diagonal] <= start:
                 length = 0
                 while (
-                    start + length < a.shape[0]
-                    and other + length < b.shape[0]
-                    and a[start + length] == b[other + length]
+                    start + length < scanned.shape[0]
+                    and other + length < held.shape[0]
+                    and scanned[start + length] == held[other + length]
                 ):
                     length += 1
                 if length >= k:
@@ -179,7 +227,7 @@ def _identical_runs(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], k: int
                     while (
                         start - back > reached[diagonal]
                         and other - back > 0
-                        and a[start - back - 1] == b[other - back - 1]
+                        and scanned[start - back - 1] == held[other - back - 1]
                     ):
                         back += 1
                     if count == runs.shape[0]:
@@ -193,7 +241,7 @@ def _identical_runs(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], k: int
                     reached[diagonal] = start + length
             other = following[other]
     runs = runs[:count]
-    order = np.argsort(runs[:, 0] * (b.shape[0] + 1) + runs[:, 1], kind="mergesort")
+    order = np.argsort(runs[:, 0] * (held.shape[0] + 1) + runs[:, 1], kind="mergesort")
     return runs[order].copy()
 
 

@@ -24,6 +24,7 @@ from dedup.kernels import compiled
 
 MIN_SHARED_SEEDS = 3
 MAX_SEED_DOCUMENTS = 64
+_SPREAD = 0x5851F42D4C957F2D  # an odd multiplier below 2**63: slots of the pair-count table
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,77 +81,150 @@ def candidate_documents(
     seed_passage: npt.NDArray[np.int64],
     verified: SimilarityTable,
 ) -> npt.NDArray[np.int64]:
-    """Pairs (a, b), a < b, of documents to align, sorted: those sharing seeds, and those a
-    verified passage pair joins. A seed counts for every document that holds its passage's
-    text (an exact copy's seeds are its first passage's: workers hand each text back once)."""
+    """Pairs (a, b), a < b, of documents to align, sorted: those holding the same passage
+    text, those sharing seeds of different texts, and those a verified passage pair joins.
+    A seed counts for every document that holds its passage's text (an exact copy's seeds are
+    its first passage's: workers hand each text back once)."""
     of_passage = documents.of_passage
+    count = max(1, len(documents))
     by_text = np.argsort(leader, kind="stable")
     holders = of_passage[by_text]
-    holder_start = np.searchsorted(leader[by_text], np.arange(len(leader)), side="left")
-    holder_end = np.searchsorted(leader[by_text], np.arange(len(leader)), side="right")
-    order = np.argsort(seeds, kind="stable")
-    codes = _seed_pair_codes(
+    text_of = leader[by_text]
+    holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
+    holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
+    order = np.lexsort((seed_passage, seeds))
+    shared = _cross_text_codes(
         seeds[order],
         seed_passage[order],
         holders,
         holder_start,
         holder_end,
-        len(documents),
+        count,
         MAX_SEED_DOCUMENTS,
+        MIN_SHARED_SEEDS,
     )
-    found: list[npt.NDArray[np.int64]] = []
-    if len(codes):
-        codes.sort()
-        starts = np.flatnonzero(np.append(True, codes[1:] != codes[:-1]))
-        counts = np.diff(np.append(starts, len(codes)))
-        found.append(codes[starts[counts >= MIN_SHARED_SEEDS]])
+    found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
     first, second = of_passage[verified.first], of_passage[verified.second]
     apart = first != second
     low, high = np.minimum(first, second)[apart], np.maximum(first, second)[apart]
-    found.append(low * len(documents) + high)
+    found.append(low * count + high)
     joined = np.unique(np.concatenate(found))
-    return np.column_stack((joined // max(1, len(documents)), joined % max(1, len(documents))))
+    return np.column_stack((joined // count, joined % count))
 
 
 @compiled
-def _seed_pair_codes(
+def _same_text_codes(
+    holders: npt.NDArray[np.int64], text_of: npt.NDArray[np.int64], documents: int, most: int
+) -> npt.NDArray[np.int64]:
+    """Each pair (a < b) of the documents holding one passage text (``holders`` grouped by
+    ``text_of``), as a * documents + b; a text held by more than ``most`` documents gives none
+    (its copies' links join them, to its first)."""
+    codes = np.empty(16, dtype=np.int64)
+    count = 0
+    start = 0
+    while start < holders.shape[0]:
+        stop = start + 1
+        while stop < holders.shape[0] and text_of[stop] == text_of[start]:
+            stop += 1
+        if 1 < stop - start <= most:
+            unique = np.unique(holders[start:stop])
+            pairs = unique.shape[0] * (unique.shape[0] - 1) // 2
+            if count + pairs > codes.shape[0]:
+                grown = np.empty(max(2 * codes.shape[0], count + pairs), dtype=np.int64)
+                grown[:count] = codes[:count]
+                codes = grown
+            for left in range(unique.shape[0]):
+                for right in range(left + 1, unique.shape[0]):
+                    codes[count] = unique[left] * documents + unique[right]
+                    count += 1
+        start = stop
+    return codes[:count].copy()
+
+
+@compiled
+def _cross_text_codes(
     seeds: npt.NDArray[np.uint32],
     passages: npt.NDArray[np.int64],
     holders: npt.NDArray[np.int64],
     holder_start: npt.NDArray[np.int64],
     holder_end: npt.NDArray[np.int64],
     documents: int,
-    max_documents: int,
+    most: int,
+    least: int,
 ) -> npt.NDArray[np.int64]:
-    """For each run of equal seeds (sorted), each pair (a < b) of the distinct documents
-    holding it, as a * documents + b, once per seed; none for a seed of too many documents."""
-    codes = np.empty(max(16, seeds.shape[0]), dtype=np.int64)
-    count = 0
-    held = np.empty(max_documents + 1, dtype=np.int64)
+    """The pairs (a < b) of documents, as a * documents + b, that hold at least ``least``
+    seeds in common through different passage texts (``seeds`` sorted, then by passage); a
+    seed of more than ``most`` documents counts for none. Documents holding the same text
+    are paired by _same_text_codes, once, not once per seed. Counted in a hash table, each
+    seed once per pair (a seed's number stamps the slots it counted in)."""
+    slots = 1 << 12
+    keys = np.full(slots, -1, dtype=np.int64)
+    counts = np.zeros(slots, dtype=np.int64)
+    stamps = np.full(slots, -1, dtype=np.int64)
+    used = 0
+    held = np.empty((most + 1, 2), dtype=np.int64)  # (document, text)
     start = 0
+    group = 0
     while start < seeds.shape[0]:
         stop = start + 1
         while stop < seeds.shape[0] and seeds[stop] == seeds[start]:
             stop += 1
+        if passages[stop - 1] == passages[start]:  # one text only
+            start = stop
+            continue
         size = 0
         for seed in range(start, stop):
             passage = passages[seed]
+            if seed > start and passage == passages[seed - 1]:
+                continue
             for at in range(holder_start[passage], holder_end[passage]):
-                if size > max_documents:
+                if size > most:
                     break
-                held[size] = holders[at]
+                held[size, 0] = holders[at]
+                held[size, 1] = passage
                 size += 1
         start = stop
-        if size > max_documents or size < 2:
+        group += 1
+        if size > most:
             continue
-        unique = np.unique(held[:size])
-        pairs = unique.shape[0] * (unique.shape[0] - 1) // 2
-        if count + pairs > codes.shape[0]:
-            grown = np.empty(max(2 * codes.shape[0], count + pairs), dtype=np.int64)
-            grown[:count] = codes[:count]
-            codes = grown
-        for left in range(unique.shape[0]):
-            for right in range(left + 1, unique.shape[0]):
-                codes[count] = unique[left] * documents + unique[right]
-                count += 1
-    return codes[:count].copy()
+        for left in range(size):
+            for right in range(left + 1, size):
+                if held[left, 1] == held[right, 1] or held[left, 0] == held[right, 0]:
+                    continue
+                low = min(held[left, 0], held[right, 0])
+                high = max(held[left, 0], held[right, 0])
+                code = low * documents + high
+                if 2 * (used + 1) > slots:
+                    keys, counts, stamps = _grown(keys, counts, stamps)
+                    slots = keys.shape[0]
+                slot = ((code ^ (code >> 29)) * _SPREAD) & (slots - 1)
+                while keys[slot] != -1 and keys[slot] != code:
+                    slot = (slot + 1) & (slots - 1)
+                if keys[slot] == -1:
+                    keys[slot] = code
+                    used += 1
+                if stamps[slot] != group:
+                    stamps[slot] = group
+                    counts[slot] += 1
+    return np.sort(keys[(keys != -1) & (counts >= least)])
+
+
+@compiled
+def _grown(
+    keys: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], stamps: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The counting table of _cross_text_codes at twice the size, its entries moved over."""
+    slots = keys.shape[0] * 2
+    new_keys = np.full(slots, -1, dtype=np.int64)
+    new_counts = np.zeros(slots, dtype=np.int64)
+    new_stamps = np.full(slots, -1, dtype=np.int64)
+    for old in range(keys.shape[0]):
+        if keys[old] == -1:
+            continue
+        slot = ((keys[old] ^ (keys[old] >> 29)) * _SPREAD) & (slots - 1)
+        while new_keys[slot] != -1:
+            slot = (slot + 1) & (slots - 1)
+        new_keys[slot] = keys[old]
+        new_counts[slot] = counts[old]
+        new_stamps[slot] = stamps[old]
+    return new_keys, new_counts, new_stamps

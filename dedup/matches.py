@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dedup.align import aligned_spans
+from dedup.align import seed_table, spans_with_table
 from dedup.cluster import components
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig
@@ -133,6 +133,26 @@ def _document_codes(
 
 
 @compiled
+def _same_texts(
+    start: npt.NDArray[np.int64],
+    leads: npt.NDArray[np.int64],
+    first: int,
+    end: int,
+    other_first: int,
+    other_end: int,
+) -> bool:
+    """Whether two documents are the same passage texts in the same order (exact copies,
+    passage for passage: their one shared span is all of both, without aligning)."""
+    if end - first != other_end - other_first:
+        return False
+    for offset in range(end - first):
+        one, two = first + offset, other_first + offset
+        if start[one] != start[two] or leads[one] != leads[two]:
+            return False
+    return True
+
+
+@compiled
 def _align_chunk(
     codes: npt.NDArray[np.uint32],
     start: npt.NDArray[np.int64],
@@ -149,13 +169,22 @@ def _align_chunk(
     count = 0
     held = -1
     a = np.empty(0, dtype=np.uint32)
+    table = seed_table(a, k)
     for pair in range(pairs.shape[0]):
         left, right = pairs[pair, 0], pairs[pair, 1]
-        if left != held:  # pairs come sorted: each document a is put together once
-            a = _document_codes(codes, start, lengths, leads, first[left], end[left])
-            held = left
-        b = _document_codes(codes, start, lengths, leads, first[right], end[right])
-        spans = aligned_spans(a, b, k, max_gap, min_identical)
+        if _same_texts(start, leads, first[left], end[left], first[right], end[right]):
+            spans = np.empty((1, 5), dtype=np.int64)
+            size = 0
+            for passage in range(first[left], end[left]):
+                size += lengths[passage] - leads[passage]
+            spans[0, 0], spans[0, 1], spans[0, 2], spans[0, 3], spans[0, 4] = 0, size, 0, size, size
+        else:
+            if left != held:  # pairs come sorted: each document a is put together once
+                a = _document_codes(codes, start, lengths, leads, first[left], end[left])
+                table = seed_table(a, k)
+                held = left
+            b = _document_codes(codes, start, lengths, leads, first[right], end[right])
+            spans = spans_with_table(b, a, table, True, k, max_gap, min_identical)
         if count + spans.shape[0] > found.shape[0]:
             grown = np.empty((max(2 * found.shape[0], count + spans.shape[0]), 6), dtype=np.int64)
             grown[:count] = found[:count]
