@@ -122,6 +122,14 @@ def matching_options(function: F) -> F:
             help="Mark clusters larger than this as giant (likely site boilerplate).",
         ),
         click.option(
+            "--min-match-chars",
+            type=click.IntRange(8),
+            default=_defaults.min_match_chars,
+            show_default=True,
+            help="Least identical story characters a stretch two documents share must hold "
+            "to be reported as a match.",
+        ),
+        click.option(
             "--passage-chars",
             type=click.IntRange(50),
             default=_defaults.passage_chars,

@@ -10,13 +10,18 @@ import os
 import re
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
+from dedup.align import align
+from dedup.codepoints import code_points
 from dedup.config import ScanConfig
 from dedup.errors import DedupError, InputPathError
 from dedup.fingerprint import shingles
 from dedup.normalize import NormalizedText, normalize
 from dedup.read import discover_inputs, read_file
 from dedup.report.palette import Span, spans_in_original
-from dedup.verify import identical_chars, shared_blocks
+from dedup.verify import identical_chars
 
 REFERENCE = re.compile(r"^(?P<path>.+?)(?:#(?P<record>\d+))?(?::(?P<start>\d+)-(?P<end>\d+))?$")
 
@@ -37,6 +42,12 @@ class Explanation:
     identical_chars: int
     spans_a: list[Span]  # shared stretches in A's original text; colour n matches colour n in B
     spans_b: list[Span]
+    # The aligned spans (as a scan's matches have them: dedup.align), by their colour: span n
+    # is spans_a[n] in A and spans_b[n] in B; and the share of each side's story characters
+    # they cover.
+    aligned_identical: list[int]
+    coverage_a: float
+    coverage_b: float
 
 
 def _document_text(path: str, record: int | None, config: ScanConfig, entry: str | None) -> str:
@@ -118,7 +129,8 @@ def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
     set_b = set(shingles(second.normalized.text, config.ngram))
     shared = len(set_a & set_b)
     union = len(set_a | set_b)
-    blocks = shared_blocks(first.normalized.text, second.normalized.text, config.ngram)
+    aligned = align(_codes(first.normalized), _codes(second.normalized), config.align).tolist()
+    a_story, b_story = len(first.normalized.text), len(second.normalized.text)
     return Explanation(
         a=first,
         b=second,
@@ -128,10 +140,16 @@ def explain(a: str, b: str, config: ScanConfig | None = None) -> Explanation:
             first.normalized.text, second.normalized.text, config.ngram
         ),
         spans_a=spans_in_original(
-            first.normalized, [(k.a_start, k.length, n) for n, k in enumerate(blocks)]
+            first.normalized, [(row[0], row[1] - row[0], n) for n, row in enumerate(aligned)]
         ),
         spans_b=spans_in_original(
-            second.normalized,
-            sorted((k.b_start, k.length, n) for n, k in enumerate(blocks)),
+            second.normalized, [(row[2], row[3] - row[2], n) for n, row in enumerate(aligned)]
         ),
+        aligned_identical=[row[4] for row in aligned],
+        coverage_a=sum(row[1] - row[0] for row in aligned) / max(1, a_story),
+        coverage_b=sum(row[3] - row[2] for row in aligned) / max(1, b_story),
     )
+
+
+def _codes(normalized: NormalizedText) -> npt.NDArray[np.uint32]:
+    return normalized.codes if normalized.codes is not None else code_points(normalized.text)

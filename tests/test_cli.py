@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +34,7 @@ def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) ->
         )
     }
     assert linked == EXPECTED_FILE_PAIRS
-    assert f"found {len(report['clusters'])} clusters" in result.stdout
+    assert f"and {len(report['clusters'])} clusters of near-duplicate passages" in result.stdout
     run = json.loads((out / "run.json").read_text("utf-8"))
     assert run["jobs"] == 1 and run["seconds"]["total"] > 0
 
@@ -333,3 +335,44 @@ def test_version_and_help_load_none_of_the_library() -> None:
             [sys.executable, "-c", script, flag], capture_output=True, text=True, check=True
         )
         assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
+def test_scan_leads_with_documents_and_writes_matches_csv(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--out", str(out), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    summary = report["summary"]
+    assert (
+        f"found {summary['matched_documents']} documents of {summary['documents']} sharing text "
+        f"({summary['document_matches']} matches, {summary['document_groups']} groups of copies)"
+    ) in result.stdout
+    text = result.stdout
+    assert text.index("documents shared between sources") < text.index("largest clusters")
+    assert "site-qidian ↔ site-tw: 4 copies, 0 partial" in text
+    with open(out / "matches.csv", encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(report["matches"]) == 7
+    for row, match in zip(rows, report["matches"], strict=True):
+        assert row["a_path"] == match["a"]["path"] and row["b_path"] == match["b"]["path"]
+        assert float(row["coverage_a"]) == match["coverage_a"]
+        document = next(d for d in report["documents"] if d["id"] == match["a"]["id"])
+        span = match["spans"][0]
+        shared = document["text"][
+            span["a_start"] - document["start"] : span["a_end"] - document["start"]
+        ]
+        assert row["first_span_a"] == shared[:80]
+    assert "text" not in rows[0]  # no full texts in matches.csv
+
+
+def test_explain_prints_the_aligned_spans_and_coverage(samples: Path) -> None:
+    same = CliRunner().invoke(
+        cli, ["explain", str(samples / "site-qidian/000.txt"), str(samples / "site-tw/000.txt")]
+    )
+    assert same.exit_code == 0, same.output
+    assert "aligned: 1 shared span, covering 100% of A and 100% of B" in same.stdout
+    assert re.search(r"1\. A 0-\d+  ↔  B \d+-\d+  \([\d,]+ identical characters\)", same.stdout)
+    different = CliRunner().invoke(
+        cli, ["explain", str(samples / "site-qidian/000.txt"), str(samples / "site-qidian/001.txt")]
+    )
+    assert "aligned: 0 shared spans, covering 0% of A and 0% of B" in different.stdout

@@ -95,8 +95,16 @@ def test_explain_two_editions_of_hongloumeng(samples: Path) -> None:
     ]
     covered = sum(in_shared)
     assert 0.85 * len(a) < result.identical_chars <= covered
-    for span in result.spans_a[:50]:
-        assert normalize(result.a.text[span.start : span.end]).text in b
+    # The marked spans are the alignment's: span n of A and span n of B are the same stretch,
+    # most of it identical, and together they cover nearly all of both editions.
+    assert len(result.spans_a) == len(result.spans_b) == len(result.aligned_identical) >= 1
+    for span_a, span_b, identical in zip(
+        result.spans_a, result.spans_b, result.aligned_identical, strict=True
+    ):
+        one = normalize(result.a.text[span_a.start : span_a.end]).text
+        two = normalize(result.b.text[span_b.start : span_b.end]).text
+        assert 0.8 * max(len(one), len(two)) <= identical <= min(len(one), len(two))
+    assert result.coverage_a > 0.95 and result.coverage_b > 0.95
 
 
 def test_explain_command_with_record_and_member_ids(in_repo: Path) -> None:
@@ -227,6 +235,31 @@ def test_report_renders_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None
     _chromium(tmp_path, page + "#cluster=c40", "--screenshot=" + str(tmp_path / "report.png"),
               "--window-size=1280,2400")  # fmt: skip
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_a_match_opens_side_by_side_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    CliRunner().invoke(cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1"])
+    page = (out / "index.html").resolve().as_uri()
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    total = len(report["matches"])
+    everything = _chromium(tmp_path, page, "--dump-dom")
+    assert f"{total} of {total} matches shown" in everything
+    assert everything.index('id="documents"') < everything.index('id="cluster-list"')
+    between = sum(
+        {m["a"]["source"], m["b"]["source"]} == {"site-qidian", "site-tw"}
+        for m in report["matches"]
+    )
+    dom = _chromium(tmp_path, page + "#pair=site-qidian~site-tw&match=m4", "--dump-dom")
+    assert f"{between} of {total} matches shown" in dom
+    view = dom.split('id="match-view"', 1)[1]
+    fourth = report["matches"][3]
+    assert {fourth["a"]["source"], fourth["b"]["source"]} == {"site-qidian", "site-tw"}
+    assert view.count('data-document="') == 2
+    assert f'data-document="{fourth["a"]["id"]}"' in view
+    assert view.count("<mark") == 2 * len(fourth["spans"])
+    assert f"{fourth['identical_chars']:,} identical characters" in view
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")

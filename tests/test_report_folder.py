@@ -61,7 +61,13 @@ def test_a_narrower_format_leaves_no_stale_files(samples: Path, tmp_path: Path) 
     assert _scan(str(samples), "-o", str(out), "-q").exit_code == 0
     assert {"index.html", "clusters.jsonl"} <= set(_files(out))
     assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv").exit_code == 0
-    assert set(_files(out)) == {"report.json", "run.json", "clusters.csv", "pairs.csv"}
+    assert set(_files(out)) == {
+        "report.json",
+        "run.json",
+        "matches.csv",
+        "clusters.csv",
+        "pairs.csv",
+    }
 
 
 def test_a_folder_of_other_files_is_never_replaced(samples: Path, tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ REPORT_FILES = frozenset(
         "report.json",
         "run.json",
         "index.html",
+        "matches.csv",
         "clusters.csv",
         "pairs.csv",
         "clusters.jsonl",

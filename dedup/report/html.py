@@ -119,7 +119,59 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         "histogram": histogram,
         "skipped": [entry.to_dict() for entry in report.skipped],
         "clusters_total": len(report.clusters),
+        **document_data(report),
         **({"clusters": list(cluster_data(report))} if clusters else {}),
+    }
+
+
+def document_data(report: Report) -> dict[str, Any]:
+    """The matches the page shows, with their documents' text, largest share first, up to
+    PAGE_TEXT_BUDGET characters of document text: ``documents`` (each once) and ``matches``
+    as [a, b, coverage_a, coverage_b, identical_chars, spans], spans as [a_start, a_end,
+    b_start, b_end, identical] relative to each document's own text."""
+    order = sorted(
+        range(len(report.matches)),
+        key=lambda n: (-max(report.matches[n].coverage_a, report.matches[n].coverage_b), n),
+    )
+    number: dict[str, int] = {}
+    documents: list[dict[str, Any]] = []
+    matches: list[list[Any]] = []
+    characters = 0
+    for index in order:
+        match = report.matches[index]
+        sides = []
+        for document in (match.a, match.b):
+            if document.id not in number:
+                characters += len(document.text)
+                number[document.id] = len(documents)
+                documents.append({**document.location(), "text": document.text})
+            sides.append(number[document.id])
+        if matches and characters > PAGE_TEXT_BUDGET:
+            break
+        a, b = match.a, match.b
+        matches.append(
+            [
+                f"m{index + 1}",
+                *sides,
+                round(match.coverage_a, 4),
+                round(match.coverage_b, 4),
+                match.identical_chars,
+                [
+                    [s.a_start - a.start, s.a_end - a.start, s.b_start - b.start,
+                     s.b_end - b.start, s.identical_chars]
+                    for s in match.spans
+                ],
+            ]
+        )  # fmt: skip
+    between: Counter[tuple[str, str]] = Counter()
+    for match in report.matches:
+        one, two = sorted((match.a.source, match.b.source))
+        between[(one, two)] += 1
+    return {
+        "documents": documents,
+        "matches": matches,
+        "matches_total": len(report.matches),
+        "match_overlap": [[a, b, n] for (a, b), n in sorted(between.items())],
     }
 
 

@@ -8,7 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from dedup.errors import DedupError
-from dedup.models import Cluster, InputFile, Pair, Passage, Report, Skipped, Summary
+from dedup.models import (
+    Cluster,
+    DocumentGroup,
+    InputFile,
+    Match,
+    MatchedDocument,
+    Pair,
+    Passage,
+    Report,
+    SharedSpan,
+    Skipped,
+    Summary,
+)
 
 
 def _passage(data: dict[str, Any]) -> Passage:
@@ -23,6 +35,31 @@ def _passage(data: dict[str, Any]) -> Passage:
         end=data["end"],
         text=data["text"],
         record_id=data.get("record_id"),
+    )
+
+
+def _documents(data: dict[str, Any]) -> dict[str, MatchedDocument]:
+    return {entry["id"]: MatchedDocument(**entry) for entry in data.get("documents", ())}
+
+
+def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match:
+    return Match(
+        a=documents[data["a"]["id"]],
+        b=documents[data["b"]["id"]],
+        shared_chars_a=data["shared_chars_a"],
+        shared_chars_b=data["shared_chars_b"],
+        coverage_a=data["coverage_a"],
+        coverage_b=data["coverage_b"],
+        spans=tuple(SharedSpan(**span) for span in data["spans"]),
+    )
+
+
+def _group(data: dict[str, Any]) -> DocumentGroup:
+    return DocumentGroup(
+        id=data["id"],
+        representative=data["representative"],
+        documents=tuple(data["documents"]),
+        sources=tuple(data["sources"]),
     )
 
 
@@ -41,6 +78,7 @@ def load_report(path: Path) -> Report:
             )
             for cluster in data["clusters"]
         )
+        documents = _documents(data)
         return Report(
             dedup_version=data["dedup_version"],
             options=data["options"],
@@ -51,6 +89,9 @@ def load_report(path: Path) -> Report:
             ),
             skipped=tuple(Skipped(**entry) for entry in data["skipped"]),
             clusters=clusters,
+            documents=tuple(documents.values()),
+            matches=tuple(_match(match, documents) for match in data.get("matches", ())),
+            document_groups=tuple(_group(group) for group in data.get("document_groups", ())),
         )
     except FileNotFoundError as error:
         raise DedupError(

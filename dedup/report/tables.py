@@ -1,5 +1,6 @@
-"""Files for spreadsheets and streaming tools: clusters.csv and pairs.csv (UTF-8 with a BOM, so
-Excel opens Chinese correctly) and clusters.jsonl (one cluster per line)."""
+"""Files for spreadsheets and streaming tools: matches.csv (one row per pair of documents that
+share text), clusters.csv and pairs.csv (UTF-8 with a BOM, so Excel opens Chinese correctly) and
+clusters.jsonl (one cluster per line)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TextIO
 
 from dedup.models import Report
 
+MATCHES_CSV = "matches.csv"
 CLUSTERS_CSV = "clusters.csv"
 PAIRS_CSV = "pairs.csv"
 CLUSTERS_JSONL = "clusters.jsonl"
@@ -18,6 +20,13 @@ CLUSTERS_JSONL = "clusters.jsonl"
 CLUSTER_COLUMNS = [
     "cluster", "size", "representative", "member", "source", "path", "record", "record_id",
     "chapter", "title", "start", "end", "characters", "text",
+]  # fmt: skip
+_SIDE = ["source", "path", "record", "record_id", "chapter", "title", "start", "end", "story_chars"]
+MATCH_COLUMNS = [
+    "match", "group_a", "group_b",
+    *(f"a_{name}" for name in _SIDE), *(f"b_{name}" for name in _SIDE),
+    "shared_chars_a", "shared_chars_b", "coverage_a", "coverage_b", "identical_chars", "spans",
+    "first_span_a", "first_span_b",
 ]  # fmt: skip
 PAIR_COLUMNS = [
     "cluster", "a", "b", "jaccard", "containment", "minhash_jaccard", "identical_chars",
@@ -73,6 +82,41 @@ def _pair_rows(report: Report) -> Iterator[list[object]]:
             yield [cluster.id, *(values[column] for column in PAIR_COLUMNS[1:])]
 
 
+# A match's first shared stretch, on each side, is shown up to this many characters.
+EXCERPT_CHARS = 80
+
+
+def _match_rows(report: Report) -> Iterator[list[object]]:
+    group_of = {d: g.id for g in report.document_groups for d in g.documents}
+    for number, match in enumerate(report.matches, start=1):
+        first = match.spans[0]
+        excerpts = [
+            document.text[start - document.start : end - document.start][:EXCERPT_CHARS]
+            for document, start, end in (
+                (match.a, first.a_start, first.a_end),
+                (match.b, first.b_start, first.b_end),
+            )
+        ]
+        yield [
+            f"m{number}",
+            group_of.get(match.a.id, ""),
+            group_of.get(match.b.id, ""),
+            *(getattr(match.a, name) for name in _SIDE),
+            *(getattr(match.b, name) for name in _SIDE),
+            match.shared_chars_a,
+            match.shared_chars_b,
+            round(match.coverage_a, 4),
+            round(match.coverage_b, 4),
+            match.identical_chars,
+            len(match.spans),
+            *excerpts,
+        ]
+
+
+def write_matches_csv(report: Report, out: TextIO) -> None:
+    _write_csv(out, _match_rows(report), MATCH_COLUMNS)
+
+
 def write_clusters_csv(report: Report, out: TextIO) -> None:
     _write_csv(out, _cluster_rows(report), CLUSTER_COLUMNS)
 
@@ -89,7 +133,11 @@ def write_clusters_jsonl(report: Report, out: TextIO) -> None:
 def _writers(formats: set[str]) -> list[tuple[str, Callable[[Report, TextIO], None]]]:
     writers: list[tuple[str, Callable[[Report, TextIO], None]]] = []
     if "csv" in formats:
-        writers += [(CLUSTERS_CSV, write_clusters_csv), (PAIRS_CSV, write_pairs_csv)]
+        writers += [
+            (MATCHES_CSV, write_matches_csv),
+            (CLUSTERS_CSV, write_clusters_csv),
+            (PAIRS_CSV, write_pairs_csv),
+        ]
     if "jsonl" in formats:
         writers.append((CLUSTERS_JSONL, write_clusters_jsonl))
     return writers

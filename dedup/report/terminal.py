@@ -29,6 +29,7 @@ STEP_WORDS = {
 }
 
 TOP_CLUSTERS = 10
+TOP_DOCUMENTS = 10
 
 
 def _excerpt(text: str, width: int = 24) -> str:
@@ -57,9 +58,13 @@ def format_summary(report: Report) -> str:
         f"dedup {report.dedup_version}: read {plural(summary.files, 'file')} from "
         f"{plural(len(sources), 'source')} ({summary.files_skipped:,} skipped), "
         f"{plural(summary.chapters, 'chapter')}, {plural(summary.passages, 'passage')}",
-        f"found {plural(summary.clusters, 'cluster')} of near-duplicate passages "
+        f"found {plural(summary.matched_documents, 'document')} of {summary.documents:,} "
+        f"sharing text ({plural(summary.document_matches, 'match', 'matches')}, "
+        f"{plural(summary.document_groups, 'group')} of copies), and "
+        f"{plural(summary.clusters, 'cluster')} of near-duplicate passages "
         f"({plural(summary.duplicated_passages, 'passage')}, {_pairs_found(summary)})",
     ]
+    lines += _document_lines(report)
     if sources:
         width = max(len("source"), *(len(source.name) for source in sources))
         lines += ["", f"{'source':<{width}}  files  passages  in clusters"]
@@ -131,6 +136,68 @@ def format_summary(report: Report) -> str:
     return printable("\n".join(lines))
 
 
+def _document_lines(report: Report) -> list[str]:
+    """Documents first: which sources' documents copy which, the largest groups of copies,
+    and the documents that share only part of their text, with their share and from where."""
+    from dedup.matches import GROUP_COVERAGE
+
+    if not report.matches:
+        return []
+    between: dict[tuple[str, str], list[int]] = {}
+    for match in report.matches:
+        key = tuple(sorted((match.a.source, match.b.source)))
+        counts = between.setdefault((key[0], key[1]), [0, 0])
+        counts[min(match.coverage_a, match.coverage_b) < GROUP_COVERAGE] += 1
+    lines = ["", f"documents shared between sources (copy: a match covering {GROUP_COVERAGE:.0%} "
+             "of both; partial: less)"]  # fmt: skip
+    ranked = sorted(between.items(), key=lambda item: (-sum(item[1]), item[0]))
+    for (one, two), (copies, partly) in ranked[:TOP_DOCUMENTS]:
+        where = one if one == two else f"{one} ↔ {two}"
+        lines.append(f"  {where}: {plural(copies, 'copy', 'copies')}, {partly:,} partial")
+    if len(ranked) > TOP_DOCUMENTS:
+        lines.append(
+            f"  ... and {len(ranked) - TOP_DOCUMENTS:,} more pairs of sources in index.html"
+        )
+    documents = {document.id: document for document in report.documents}
+    if report.document_groups:
+        lines += ["", "largest groups of copies"]
+        for group in report.document_groups[:TOP_DOCUMENTS]:
+            kept = documents[group.representative]
+            title = f" {kept.title}" if kept.title else ""
+            lines.append(
+                f"  {group.id:<5} {plural(len(group.documents), 'document')}  "
+                f"{', '.join(group.sources)}  keep {kept.path}{title}"
+            )
+        if len(report.document_groups) > TOP_DOCUMENTS:
+            more = len(report.document_groups) - TOP_DOCUMENTS
+            lines.append(f"  ... and {more:,} more in the report")
+    partial = sorted(
+        (
+            (coverage, document, other, match)
+            for match in report.matches
+            for document, other, coverage in (
+                (match.a, match.b, match.coverage_a),
+                (match.b, match.a, match.coverage_b),
+            )
+            if coverage < GROUP_COVERAGE
+        ),
+        key=lambda item: (-item[0], item[1].sort_key, item[2].sort_key),
+    )
+    if partial:
+        lines += ["", "documents sharing part of their text (share of its story characters)"]
+        for coverage, document, other, match in partial[:TOP_DOCUMENTS]:
+            title = f" {document.title}" if document.title else ""
+            other_title = f" {other.title}" if other.title else ""
+            lines.append(
+                f"  {coverage:>4.0%} of {document.path}{title} is in {other.path}{other_title} "
+                f"({plural(len(match.spans), 'span')}, "
+                f"{plural(match.identical_chars, 'identical character')})"
+            )
+        if len(partial) > TOP_DOCUMENTS:
+            lines.append(f"  ... and {len(partial) - TOP_DOCUMENTS:,} more in matches.csv")
+    return lines
+
+
 def _normalization_lines(report: Report, passages: dict[str, int]) -> list[str]:
     """One line per source: what normalization removed or converted there."""
     per_source: dict[str, Counter[str]] = {}
@@ -193,12 +260,29 @@ def format_comparison(explanation: Explanation, colour: bool) -> str:
     """``dedup explain``: the numbers, then both texts with what they share marked."""
     a, b = explanation.a, explanation.b
     marking = "same colour, same text" if colour else "⟦shared⟧"
+    aligned = [
+        f"  {number}. A {span_a.start}-{span_a.end}  ↔  B {span_b.start}-{span_b.end}  "
+        f"({plural(identical, 'identical character')})"
+        for number, (span_a, span_b, identical) in enumerate(
+            zip(
+                explanation.spans_a,
+                explanation.spans_b,
+                explanation.aligned_identical,
+                strict=True,
+            ),
+            start=1,
+        )
+    ]
     return "\n".join(
         [
             f"A: {printable(a.label)} ({len(a.text):,} characters)",
             f"B: {printable(b.label)} ({len(b.text):,} characters)",
             f"Jaccard {explanation.jaccard:.3f}   containment {explanation.containment:.3f}   "
-            f"identical characters {explanation.identical_chars:,}   ({marking})",
+            f"identical characters {explanation.identical_chars:,}",
+            f"aligned: {plural(len(aligned), 'shared span')}, covering "
+            f"{explanation.coverage_a:.0%} of A and {explanation.coverage_b:.0%} of B "
+            f"(of their story characters; {marking})",
+            *aligned,
             "",
             "--- A ---",
             _painted(a.text, explanation.spans_a, colour),
@@ -218,6 +302,10 @@ def summary_data(report: Report, written: list[Path]) -> dict[str, Any]:
         "summary": report.summary.to_dict(),
         "sources": sources,
         "skipped": [entry.to_dict() for entry in report.skipped],
+        "largest_document_groups": [
+            {"id": g.id, "size": len(g.documents), "sources": list(g.sources)}
+            for g in report.document_groups[:10]
+        ],
         "largest_clusters": [
             {"id": c.id, "size": len(c.members), "sources": list(c.sources)}
             for c in report.clusters[:10]

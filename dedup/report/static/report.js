@@ -7,7 +7,8 @@
   const PAGE = 100;
   const COLOURS = ["#ffe066", "#a5d8ff", "#b2f2bb", "#ffc9c9", "#d0bfff", "#ffd8a8",
     "#99e9f2", "#eebefa", "#c0eb75", "#fcc2d7", "#e9ecef", "#ffec99"];
-  const state = {query: "", source: "", minSize: 2, minSim: 0, sort: "size", desc: true, page: 0, open: null};
+  const state = {query: "", source: "", minSize: 2, minSim: 0, sort: "size", desc: true, page: 0, open: null,
+    pair: "", match: null, matchPage: 0};
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -38,7 +39,9 @@
     const section = el("section", {id: "overview"});
     section.append(
       el("h1", {}, "dedup report"),
-      el("p", {}, `${fmt(s.files)} files, ${fmt(s.passages)} passages, ${fmt(s.clusters)} clusters of near-duplicate passages ` +
+      el("p", {}, `${fmt(s.files)} files, ${fmt(s.documents)} documents (chapters and records): ${fmt(s.matched_documents)} share text ` +
+        `(${fmt(s.document_matches)} matches, ${fmt(s.document_groups)} groups of copies). ` +
+        `${fmt(s.passages)} passages, ${fmt(s.clusters)} clusters of near-duplicate passages ` +
         `(${fmt(s.duplicated_passages)} passages, ${fmt(s.verified_pairs)} verified pairs). dedup ${data.version}, ` +
         `threshold ${data.options.threshold}, ${data.options.ngram}-character shingles, script ${data.options.script}.`));
     const sources = table(["source", "files", "passages", "in clusters", "share", "duplicated characters"],
@@ -126,6 +129,91 @@
       el("div", {class: "members"}, ...cluster.members.map((m) => memberView(m, cluster))));
   }
 
+  // Documents: which sources' documents share text (a cell opens the matches between two
+  // sources), the matches, and one match side by side with its aligned spans.
+  function documentSection() {
+    const section = el("section", {id: "documents"}, el("h2", {}, "Documents that share text"));
+    if (!data.matches_total) {
+      section.append(el("p", {class: "muted"}, "No two documents share a stretch of text."));
+      return section;
+    }
+    const names = [...new Set(data.match_overlap.flatMap(([a, b]) => [a, b]))].sort();
+    const count = {};
+    for (const [a, b, n] of data.match_overlap) { count[a + "\u0000" + b] = n; count[b + "\u0000" + a] = n; }
+    const cell = (a, b) => {
+      const n = count[a + "\u0000" + b] || 0;
+      if (!n) return "0";
+      const key = [a, b].sort().join("~");
+      return el("a", {href: "#", class: "cell" + (state.pair === key ? " open" : ""), "data-pair": key,
+        onclick: (e) => { e.preventDefault(); state.pair = state.pair === key ? "" : key; state.match = null; state.matchPage = 0; draw(); }}, fmt(n));
+    };
+    const matrix = table(["", ...names], names.map((a) => [a, ...names.map((b) => cell(a, b))]));
+    matrix.id = "match-matrix";
+    section.append(el("p", {class: "muted"}, "Matches between the documents of two sources (a source with itself: between its own documents); click a number to list them."), matrix);
+    const docs = data.documents;
+    const label = (d) => `${d.source}: ${d.title || d.path}${d.record === null ? "" : " #" + d.record}`;
+    let shown = data.matches;
+    if (state.pair) {
+      const [one, two] = state.pair.split("~");
+      shown = shown.filter((m) => { const pair = [docs[m[1]].source, docs[m[2]].source].sort(); return pair[0] === one && pair[1] === two; });
+    }
+    if (state.match) {
+      const at = shown.findIndex((m) => m[0] === state.match);
+      if (at >= 0) state.matchPage = Math.floor(at / PAGE);
+      else section.append(el("p", {class: "notice", id: "match-not-shown"}, data.matches.some((m) => m[0] === state.match)
+        ? `Match ${state.match} is not between the sources chosen above; click the open cell to see all.`
+        : `Match ${state.match} is not on this page (it holds the matches with the largest shares only; report.json has all ${fmt(data.matches_total)}).`));
+    }
+    const rows = el("table", {id: "matches"}, el("tr", {}, el("th", {class: "left"}, "match"), el("th", {class: "left"}, "document a"),
+      el("th", {class: "left"}, "document b"), el("th", {}, "share of a"), el("th", {}, "share of b"), el("th", {}, "identical characters"), el("th", {}, "spans")));
+    for (const m of shown.slice(state.matchPage * PAGE, (state.matchPage + 1) * PAGE)) {
+      const [id, a, b, ca, cb, identical, spans] = m;
+      rows.append(el("tr", {class: "row" + (state.match === id ? " open" : ""), "data-match": id,
+        onclick: () => { state.match = state.match === id ? null : id; draw(); }},
+        el("td", {class: "left"}, id), el("td", {class: "left"}, label(docs[a])), el("td", {class: "left"}, label(docs[b])),
+        el("td", {}, pct(ca, 1)), el("td", {}, pct(cb, 1)), el("td", {}, fmt(identical)), el("td", {}, spans.length)));
+      if (state.match === id) rows.append(el("tr", {}, el("td", {colspan: "7", class: "left"}, matchView(m))));
+    }
+    section.append(el("p", {class: "muted", id: "matches-count"}, `${fmt(shown.length)} of ${fmt(data.matches_total)} matches shown` +
+      (data.matches.length < data.matches_total ? " (this page holds those with the largest shares; report.json and matches.csv hold all)" : "")), rows);
+    const pages = Math.ceil(shown.length / PAGE);
+    if (pages > 1) {
+      section.append(el("div", {class: "pager"}, `page ${state.matchPage + 1} of ${pages}`,
+        el("button", {onclick: () => { state.match = null; state.matchPage = Math.max(0, state.matchPage - 1); draw(); }}, "previous"),
+        el("button", {onclick: () => { state.match = null; state.matchPage = Math.min(pages - 1, state.matchPage + 1); draw(); }}, "next")));
+    }
+    return section;
+  }
+
+  function painted(text, spans) {
+    const node = el("div", {class: "text"});
+    let at = 0;
+    for (const [start, end, colour, identical] of spans.slice().sort((x, y) => x[0] - y[0])) {
+      if (start < at) continue;
+      if (start > at) node.append(text.slice(at, start));
+      node.append(el("mark", {style: `background:${COLOURS[colour % COLOURS.length]}`, title: `span ${colour + 1}: ${fmt(identical)} identical characters`}, text.slice(start, end)));
+      at = end;
+    }
+    if (at < text.length) node.append(text.slice(at));
+    return node;
+  }
+
+  function matchView(m) {
+    const [id, a, b, ca, cb, identical, spans] = m;
+    const side = (d, share, which) => {
+      const where = d.record === null ? d.path : `${d.path} #${d.record}`;
+      const marks = spans.map((s, n) => which ? [s[2], s[3], n, s[4]] : [s[0], s[1], n, s[4]]);
+      return el("div", {class: "member", "data-document": d.id},
+        el("div", {class: "head"}, el("b", {}, d.source), ` · ${where} · `, el("b", {}, d.title || "(no chapter)"),
+          ` · characters ${d.start}–${d.end}`, el("br"), `${pct(share, 1)} of its story characters shared`),
+        painted(d.text, marks));
+    };
+    return el("div", {class: "view", id: "match-view"},
+      el("h2", {}, `${id}: ${spans.length} shared span${spans.length === 1 ? "" : "s"}, ${fmt(identical)} identical characters`),
+      el("p", {class: "muted"}, "Same colour = the same aligned span on both sides (hover a span for its identical characters)."),
+      el("div", {class: "members"}, side(data.documents[a], ca, 0), side(data.documents[b], cb, 1)));
+  }
+
   function clusterList() {
     const section = el("section", {id: "cluster-list"}, el("h2", {}, "Clusters"));
     const search = el("input", {type: "search", id: "filter-text", placeholder: "search text, title, source, file", value: state.query,
@@ -191,12 +279,14 @@
   }
 
   // The view is in the URL: index.html#q=TEXT&source=NAME&size=3&sim=0.5&sort=id&order=asc&
-  // page=2&cluster=c3 opens the report just so, and every change is written back to it, so a
+  // page=2&cluster=c3 (and pair=A~B&match=m4&mpage=2 for documents) opens the report just so, and every change is written back to it, so a
   // view can be shared or bookmarked; editing the hash on an open page redraws it.
-  const DEFAULTS = {q: "", source: "", size: "2", sim: "0", sort: "size", order: "desc", page: "1", cluster: ""};
+  const DEFAULTS = {q: "", source: "", size: "2", sim: "0", sort: "size", order: "desc", page: "1", cluster: "",
+    pair: "", match: "", mpage: "1"};
   function toHash() {
     const values = {q: state.query, source: state.source, size: String(state.minSize), sim: String(state.minSim),
-      sort: state.sort, order: state.desc ? "desc" : "asc", page: String(state.page + 1), cluster: state.open || ""};
+      sort: state.sort, order: state.desc ? "desc" : "asc", page: String(state.page + 1), cluster: state.open || "",
+      pair: state.pair, match: state.match || "", mpage: String(state.matchPage + 1)};
     const params = new URLSearchParams();
     for (const [key, value] of Object.entries(values)) if (value !== DEFAULTS[key]) params.set(key, value);
     return params.toString();
@@ -212,12 +302,15 @@
     state.desc = get("order") !== "asc";
     state.page = Math.max(0, (Number(get("page")) || 1) - 1);
     state.open = get("cluster") || null;
+    state.pair = get("pair");
+    state.match = get("match") || null;
+    state.matchPage = Math.max(0, (Number(get("mpage")) || 1) - 1);
   }
   let drawnHash = null;
   function draw() {
     const focused = document.activeElement && document.activeElement.id;
-    const opened = state.open;
-    app.replaceChildren(overview(), clusterList());
+    const opened = state.match ? "match-view" : state.open ? "view" : null;
+    app.replaceChildren(overview(), documentSection(), clusterList());
     if (focused) { const again = document.getElementById(focused); if (again) again.focus(); }
     const hash = toHash();
     if (hash !== location.hash.slice(1)) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
@@ -226,7 +319,8 @@
   }
   function show() {
     fromHash();
-    if (draw()) { const view = document.getElementById("view"); if (view) view.scrollIntoView(); }
+    const opened = draw();
+    if (opened) { const view = document.getElementById(opened); if (view) view.scrollIntoView(); }
   }
   window.addEventListener("hashchange", () => { if (location.hash.slice(1) !== drawnHash) show(); });
   show();

@@ -1,0 +1,220 @@
+"""Document matches of a scan (dedup.documents, dedup.matches): scenes copied into other prose,
+chapters split into pages, the seeds, determinism; on the repo's real text."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+
+import opencc
+import pytest
+
+import dedup
+from dedup.normalize import NormalizeConfig, normalize
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _chapters(text: str) -> list[str]:
+    """The chapters of a 红楼梦 sample, headings included."""
+    starts = [m.start() for m in re.finditer(r"^第[一二三四五六七八九十]+回", text, re.M)]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+
+def _splice(host: str, scene: str, at: int) -> tuple[str, int]:
+    """``scene`` inserted into ``host`` at the first Han character from ``at`` (mid-sentence)."""
+    where = HAN.search(host, at)
+    assert where is not None
+    return host[: where.start()] + scene + host[where.start() :], where.start()
+
+
+def _only_match(report: dedup.Report, a: Path, b: Path) -> dedup.Match:
+    found = [
+        m for m in report.matches if {Path(m.a.path).name, Path(m.b.path).name} == {a.name, b.name}
+    ]
+    assert len(found) == 1, [(m.a.path, m.b.path) for m in report.matches]
+    return found[0]
+
+
+def _sides(match: dedup.Match, host: Path) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    host_is_a = Path(match.a.path).name == host.name
+    ours = [(s.a_start, s.a_end) if host_is_a else (s.b_start, s.b_end) for s in match.spans]
+    theirs = [(s.b_start, s.b_end) if host_is_a else (s.a_start, s.a_end) for s in match.spans]
+    return ours, theirs
+
+
+@pytest.fixture(scope="module")
+def scene_dump(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> dict[str, object]:
+    """A 红楼梦 scene copied into a chapter of 三國演義 mid-sentence (verbatim), one into the
+    seed novel A lightly reworded (2% of its characters changed), and one in Traditional script
+    into 西遊記; each host in a source of its own."""
+    root = tmp_path_factory.mktemp("scenes")
+    source = (samples / "site-qidian/hongloumeng.txt").read_bytes().decode("utf-8")
+    (root / "books").mkdir()
+    shutil.copy(samples / "site-qidian/hongloumeng.txt", root / "books/hongloumeng.txt")
+    rng = random.Random(7)
+    cases = {}
+    hosts = {
+        "verbatim": (samples / "site-classic/sanguo.txt").read_text("utf-8"),
+        "reworded": (samples / "site-qidian/000.txt").read_text("utf-8"),
+        "script": (samples / "site-classic/xiyouji.txt").read_text("utf-8")[:7000],
+    }
+    for number, (kind, host) in enumerate(hosts.items()):
+        start = source.index("。", 9000 + 1500 * number) + 7  # mid-sentence, in 第二回
+        scene = source[start : start + 413]
+        copied = scene
+        if kind == "reworded":
+            chars = list(scene)
+            for position in rng.sample([m.start() for m in HAN.finditer(scene)], 8):
+                chars[position] = "甴"
+            copied = "".join(chars)
+        if kind == "script":
+            copied = opencc.OpenCC("s2t").convert(scene)
+        text, at = _splice(host, copied, len(host) // 2)
+        path = root / f"site-{kind}" / f"{kind}.txt"
+        path.parent.mkdir()
+        path.write_text(text, "utf-8")
+        cases[kind] = (path, (at, at + len(copied)), (start, start + len(scene)))
+    return {"root": root, "cases": cases, "source": root / "books/hongloumeng.txt"}
+
+
+@pytest.mark.parametrize("kind", ["verbatim", "reworded", "script"])
+def test_a_scene_copied_into_other_prose_is_matched_with_its_characters(
+    scene_dump: dict[str, object], kind: str
+) -> None:
+    report = dedup.scan([str(scene_dump["root"])], jobs=1)
+    cases = scene_dump["cases"]
+    assert isinstance(cases, dict)
+    host, truth, source_truth = cases[kind]
+    source = scene_dump["source"]
+    assert isinstance(source, Path)
+    match = _only_match(report, host, source)
+    ours, theirs = _sides(match, host)
+    (span,) = ours
+    (source_span,) = theirs
+    # Story characters from first to last: the ends are exact but for punctuation at the
+    # scene's ends (and a changed character there, for the reworded copy).
+    assert abs(span[0] - truth[0]) <= 20 and abs(span[1] - truth[1]) <= 20
+    assert abs(source_span[0] - source_truth[0]) <= 20
+    assert abs(source_span[1] - source_truth[1]) <= 20
+    host_text = host.read_bytes().decode("utf-8")
+    document = match.a if Path(match.a.path) == host else match.b
+    assert host_text[document.start : document.end] == document.text
+    assert (
+        document.text[span[0] - document.start : span[1] - document.start]
+        == (host_text[span[0] : span[1]])
+    )
+    assert match.coverage_a < 0.5 and match.coverage_b < 0.5  # a scene, not a copy
+    assert not report.document_groups or all(
+        host.as_posix() not in group.documents[0] for group in report.document_groups
+    )
+
+
+def test_the_verbatim_scene_span_is_exact(scene_dump: dict[str, object]) -> None:
+    """Spliced mid-sentence with nothing changed: the span is the scene to the character,
+    less the punctuation at its ends, which are not story characters."""
+    report = dedup.scan([str(scene_dump["root"])], jobs=1)
+    cases = scene_dump["cases"]
+    assert isinstance(cases, dict)
+    host, truth, _source_truth = cases["verbatim"]
+    source = scene_dump["source"]
+    assert isinstance(source, Path)
+    (span,), _ = _sides(_only_match(report, host, source), host)
+    text = host.read_bytes().decode("utf-8")
+    scene = text[truth[0] : truth[1]]
+    lead = len(scene) - len(scene.lstrip("，。；：、！？「」“”\r\n\u3000 "))
+    tail = len(scene) - len(scene.rstrip("，。；：、！？「」“”\r\n\u3000 "))
+    assert span == (truth[0] + lead, truth[1] - tail)
+
+
+def test_passage_clusters_miss_what_matches_find(scene_dump: dict[str, object]) -> None:
+    """The reason for matches: no passage cluster joins the verbatim host and its source."""
+    report = dedup.scan([str(scene_dump["root"])], jobs=1)
+    cases = scene_dump["cases"]
+    assert isinstance(cases, dict)
+    host = cases["verbatim"][0]
+    joined = [c for c in report.clusters if {Path(m.path).name for m in c.members} >= {host.name}]
+    assert not joined
+
+
+def test_matches_do_not_depend_on_jobs_or_input_order(scene_dump: dict[str, object]) -> None:
+    root = scene_dump["root"]
+    assert isinstance(root, Path)
+    folders = sorted(str(path) for path in root.iterdir())
+    one = dedup.scan(folders, jobs=1)
+    two = dedup.scan(list(reversed(folders)), jobs=2)
+    assert one.matches and one.to_json() == two.to_json()
+
+
+def test_a_chapter_split_into_pages_matches_the_whole_chapter(
+    tmp_path: Path, hongloumeng_simplified: str
+) -> None:
+    first = _chapters(hongloumeng_simplified)[1]
+    heading, body = first.split("\n", 1)
+    half = body.index("。", len(body) // 2) + 1
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "paged").mkdir()
+    (tmp_path / "whole/ch2.txt").write_text(first, "utf-8")
+    pages = [body[:half], body[half:]]
+    for number, page in enumerate(pages, start=1):
+        (tmp_path / f"paged/ch2-{number}.txt").write_text(f"{heading}（{number}）\n{page}", "utf-8")
+    report = dedup.scan([str(tmp_path)], jobs=1)
+    assert len(report.matches) == 2
+    story = len(normalize(body, NormalizeConfig()).text)
+    for number, match in enumerate(report.matches, start=1):
+        page = match.b if "paged" in match.b.path else match.a
+        assert Path(page.path).name == f"ch2-{number}.txt"
+        page_coverage = match.coverage_b if page is match.b else match.coverage_a
+        whole_coverage = match.coverage_a if page is match.b else match.coverage_b
+        assert page_coverage > 0.99 and 0.4 < whole_coverage < 0.6
+    total = sum(
+        m.shared_chars_a if "whole" in m.a.path else m.shared_chars_b for m in report.matches
+    )
+    assert total >= story - 2 * 20
+    assert not report.document_groups  # pages are matches of the chapter, not copies of it
+
+
+def test_the_seeds_never_match(samples: Path) -> None:
+    seeds = [
+        samples / "site-qidian/000.txt",
+        samples / "site-qidian/001.txt",
+        samples / "site-gbk/002.txt",
+    ]
+    report = dedup.scan([str(path) for path in seeds], jobs=1)
+    assert report.summary.documents >= 3 and not report.matches
+
+
+def test_corpus_samples_documents(samples: Path) -> None:
+    """The sample dump's copies are groups of two documents, each a pair of sources the README
+    names; every match covers most of both sides."""
+    report = dedup.scan([str(samples)], jobs=1)
+    expected = {
+        ("site-qidian/000.txt", "site-tw/000.txt"),
+        ("site-gbk/002.txt", "site-mirror/dump.jsonl"),
+        ("site-qidian/hongloumeng.txt", "site-tw/hongloumeng-big5.txt"),
+        ("site-classic/xiyouji.txt", "site-mirror/dump.jsonl"),
+    }
+
+    def short(path: str) -> str:
+        return (
+            Path(path).relative_to(samples).as_posix()
+            if Path(path).is_absolute()
+            else (Path(path).as_posix().split("corpus_samples/", 1)[-1])
+        )
+
+    found = {tuple(sorted((short(m.a.path), short(m.b.path)))) for m in report.matches}
+    assert found == {tuple(sorted(pair)) for pair in expected}
+    assert all(min(m.coverage_a, m.coverage_b) > 0.9 for m in report.matches)
+    assert [len(group.documents) for group in report.document_groups] == [2] * 7
+    by_id = {document.id: document for document in report.documents}
+    for match in report.matches:
+        for document, spans in ((match.a, [(s.a_start, s.a_end) for s in match.spans]),
+                                (match.b, [(s.b_start, s.b_end) for s in match.spans])):  # fmt: skip
+            assert by_id[document.id] == document
+            for start, end in spans:
+                assert document.start <= start < end <= document.end
+    data = json.loads(report.to_json())
+    assert len(data["matches"]) == len(report.matches)
