@@ -293,26 +293,50 @@ def _chained(runs: Spans, k: int, max_gap: int) -> Spans:
 
 @compiled
 def _filtered(chains: Spans, min_identical: int) -> Spans:
-    """The chains that hold enough identical characters, densely enough, none overlapping
-    another on either side (the one with more identical characters kept), along a."""
+    """The chains that hold enough identical characters, densely enough, along a. Where two
+    overlap on either side (a stretch one document repeats), the one with more identical
+    characters is kept whole and the other is cut back to what it does not share with it (its
+    identical characters taken in proportion), if enough is left."""
     lengths = np.maximum(chains[:, 1] - chains[:, 0], chains[:, 3] - chains[:, 2])
-    strong = chains[(chains[:, 4] >= min_identical) & (2 * chains[:, 4] >= lengths)]
+    strong = chains[(chains[:, 4] >= min_identical) & (2 * chains[:, 4] >= lengths)].copy()
     order = np.argsort(-strong[:, 4], kind="mergesort")
-    kept = np.empty(strong.shape[0], dtype=np.int64)
+    kept = np.empty((strong.shape[0], 5), dtype=np.int64)
     count = 0
     for index in range(order.shape[0]):
-        chain = order[index]
-        clear = True
-        for number in range(count):
-            other = kept[number]
-            if (strong[chain, 0] < strong[other, 1] and strong[other, 0] < strong[chain, 1]) or (
-                strong[chain, 2] < strong[other, 3] and strong[other, 2] < strong[chain, 3]
-            ):
-                clear = False
-                break
-        if clear:
+        chain = strong[order[index]].copy()
+        alive = True
+        changed = True
+        while alive and changed:
+            changed = False
+            for number in range(count):
+                for side in (0, 2):
+                    low, high = kept[number, side], kept[number, side + 1]
+                    if not (chain[side] < high and low < chain[side + 1]):
+                        continue
+                    before = chain[side + 1] - chain[side]
+                    left, right = low - chain[side], chain[side + 1] - high
+                    if left >= right:  # keep what comes before the other
+                        cut = chain[side + 1] - max(low, chain[side])
+                        chain[1] -= cut
+                        chain[3] -= cut
+                    else:
+                        cut = min(high, chain[side + 1]) - chain[side]
+                        chain[0] += cut
+                        chain[2] += cut
+                    size = max(chain[1] - chain[0], chain[3] - chain[2])
+                    if chain[1] <= chain[0] or chain[3] <= chain[2] or before <= 0:
+                        alive = False
+                        break
+                    chain[4] = chain[4] * (before - cut) // before
+                    if chain[4] < min_identical or 2 * chain[4] < size:
+                        alive = False
+                        break
+                    changed = True
+                if not alive:
+                    break
+        if alive:
             kept[count] = chain
             count += 1
-    result = strong[kept[:count]]
+    result = kept[:count]
     ordered: Spans = result[np.argsort(result[:, 0], kind="mergesort")].copy()
     return ordered

@@ -129,3 +129,19 @@ def test_a_fresh_cache_is_known_as_such(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_cached_loops_are_keyed_by_all_of_dedups_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba alone would reuse a cached loop after a loop it calls changed (in another module):
+    dedup's cache entries carry a digest of the whole package's sources."""
+    from dedup.align import aligned_spans
+    from dedup.kernels import jit
+
+    cache = aligned_spans._cache
+    assert isinstance(cache, jit._PackageCache)
+    signature = aligned_spans.signatures[0] if aligned_spans.signatures else None
+    codegen = aligned_spans.targetctx.codegen()
+    key = cache._index_key(signature, codegen)
+    assert jit.sources_digest() in key
+    monkeypatch.setattr(jit, "sources_digest", lambda: "an edited dedup")
+    assert cache._index_key(signature, codegen) != key

@@ -1,7 +1,11 @@
 """The decorator for dedup's compiled loops (numba).
 
 Each loop is compiled to machine code on first use and kept in numba's cache, next to the
-module or in the user's cache folder, so later runs load it in a fraction of a second. Where
+module or in the user's cache folder, so later runs load it in a fraction of a second. numba
+knows a cached loop is stale when its own code changed, not when a loop it calls did (in
+another module, say: the alignment's chaining, called by the match stage): so dedup's loops are
+cached under a digest of all of dedup's sources too, and any change to them (an upgrade, an
+edit) compiles them afresh rather than running old machine code. Where
 neither is writable (a read-only container, say), numba refuses to cache at all; the loops are
 then compiled afresh in each run rather than failing the import.
 
@@ -18,6 +22,8 @@ generator, tuned the same). Nothing is changed where the caller has chosen CPU f
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +32,7 @@ from typing import Any, TypeVar
 import numba
 from llvmlite import binding
 from numba.core import registry
+from numba.core.caching import FunctionCache
 
 __all__ = ["compiled", "compiled_before", "full_width_features"]
 
@@ -62,10 +69,31 @@ _make_code_generator_full_width()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+@functools.cache
+def sources_digest() -> str:
+    """A digest of every Python source of the dedup package."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class _PackageCache(FunctionCache):
+    """numba's cache of one loop, its entries keyed by dedup's sources too."""
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
+        key = super()._index_key(sig, codegen)  # type: ignore[no-untyped-call]
+        return (*key, sources_digest())
+
+
 def compiled(function: F) -> F:
     options: dict[str, Any] = {"nogil": True, "boundscheck": False}
     try:
         loop: F = numba.njit(cache=True, **options)(function)
+        cache = _PackageCache(function)  # type: ignore[no-untyped-call]
+        loop._cache = cache  # type: ignore[attr-defined]
     except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
         log.info("compiling %s without numba's cache: %s", function.__name__, error)
         loop = numba.njit(**options)(function)
