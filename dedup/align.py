@@ -9,8 +9,9 @@ normalized text (the scheme of the PAN text-alignment task, written for characte
 - **chain**: stretches in order along the first document join one shared span when the gaps
   between them on both sides are short (a typo, a renamed character, a censored word, an ad the
   normalization left in), with the two sides' gaps within as much of each other.
-- **filter**: a span keeps when it holds at least ``min_identical`` identical characters, at
-  least half of its length on either side; of spans that overlap on either side the one with
+- **filter**: a span keeps when it holds at least ``min_identical`` identical characters (not
+  counting those inside strings too common to seed), at least half of its length on either
+  side; of spans that overlap on either side the one with
   more identical characters is kept.
 
 Retrieval for it (which documents to align at all) is winnowing (Schleimer, Wilkerson and Aiken
@@ -30,11 +31,19 @@ from dedup.kernels import compiled
 
 WINNOW_WINDOW = 12  # chosen by the quality benchmark (docs/quality.md)
 MAX_SEED_REPEATS = 16
+_SKIP_AFTER = 4  # seed lengths: an identical stretch this long is not looked into for others
 
 _MULTIPLIER = np.uint64(0x100000001B3)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 Spans = npt.NDArray[np.int64]  # rows (a_start, a_end, b_start, b_end, identical_chars)
+SeedTable = tuple[
+    npt.NDArray[np.uint64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+]
 
 
 def align(a: npt.NDArray[np.uint32], b: npt.NDArray[np.uint32], config: AlignConfig) -> Spans:
@@ -129,13 +138,10 @@ def aligned_spans(
 
 
 @compiled
-def seed_table(
-    codes: npt.NDArray[np.uint32], k: int
-) -> tuple[
-    npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
-]:
+def seed_table(codes: npt.NDArray[np.uint32], k: int) -> SeedTable:
     """The k-character strings of ``codes`` as a hash table: keys, the first position of each
-    (-1: a free slot), how many times each occurs, and each position's next of the same."""
+    (-1: a free slot), how many times each occurs, and each position's next of the same; and
+    how many of the strings before each position are too common to seed (a prefix sum)."""
     hashes = _kmer_hashes(codes, k)
     slots = 1
     while slots < 2 * hashes.shape[0]:
@@ -145,6 +151,7 @@ def seed_table(
     heads = np.full(slots, -1, dtype=np.int64)
     repeats = np.zeros(slots, dtype=np.int64)
     following = np.full(hashes.shape[0], -1, dtype=np.int64)
+    slot_of = np.empty(hashes.shape[0], dtype=np.int64)
     for position in range(hashes.shape[0] - 1, -1, -1):  # each chain ascending
         key = hashes[position]
         slot = _mixed(key) & mask
@@ -154,16 +161,18 @@ def seed_table(
         following[position] = heads[slot]
         heads[slot] = position
         repeats[slot] += 1
-    return keys, heads, repeats, following
+        slot_of[position] = slot
+    common = np.zeros(hashes.shape[0] + 1, dtype=np.int64)
+    for position in range(hashes.shape[0]):
+        common[position + 1] = common[position] + (repeats[slot_of[position]] > MAX_SEED_REPEATS)
+    return keys, heads, repeats, following, common
 
 
 @compiled
 def spans_with_table(
     scanned: npt.NDArray[np.uint32],
     held: npt.NDArray[np.uint32],
-    table: tuple[
-        npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
-    ],
+    table: SeedTable,
     held_is_a: bool,
     k: int,
     max_gap: int,
@@ -178,7 +187,7 @@ def spans_with_table(
     if runs.shape[0] == 0:
         return none
     if held_is_a:
-        runs = runs[:, np.array([1, 0, 2])]
+        runs = runs[:, np.array([1, 0, 2, 3])]
         size = scanned.shape[0] + 1
         order = np.argsort(runs[:, 0] * size + runs[:, 1], kind="mergesort")
         runs = runs[order].copy()
@@ -190,27 +199,29 @@ def spans_with_table(
 def _identical_runs(
     scanned: npt.NDArray[np.uint32],
     held: npt.NDArray[np.uint32],
-    table: tuple[
-        npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
-    ],
+    table: SeedTable,
     k: int,
 ) -> Spans:
-    """Rows (scanned start, held start, length) of the identical stretches seeds grow into,
-    sorted."""
-    keys, heads, repeats, following = table
+    """Rows (scanned start, held start, length, informative) of the identical stretches seeds
+    grow into, sorted; informative: the length less the strings inside it too common to seed
+    (a run through "nbsp;nbsp;..." or a laugh is long, and says nothing)."""
+    keys, heads, repeats, following, common = table
     mask = np.uint64(keys.shape[0] - 1)
     # Where the last stretch on each diagonal ended along scanned.
     reached = np.zeros(scanned.shape[0] + held.shape[0] + 1, dtype=np.int64)
-    runs = np.empty((16, 3), dtype=np.int64)
+    runs = np.empty((16, 4), dtype=np.int64)
     count = 0
     hashes = _kmer_hashes(scanned, k)
-    for start in range(hashes.shape[0]):
+    start = 0
+    while start < hashes.shape[0]:
         key = hashes[start]
         slot = _mixed(key) & mask
         while heads[slot] != -1 and keys[slot] != key:
             slot = (slot + np.uint64(1)) & mask
         if heads[slot] == -1 or repeats[slot] > MAX_SEED_REPEATS:
+            start += 1
             continue
+        furthest = start  # where the longest stretch found from here ends
         other = heads[slot]
         while other != -1:
             diagonal = other - start + scanned.shape[0]
@@ -231,15 +242,25 @@ def _identical_runs(
                     ):
                         back += 1
                     if count == runs.shape[0]:
-                        grown = np.empty((count * 2, 3), dtype=np.int64)
+                        grown = np.empty((count * 2, 4), dtype=np.int64)
                         grown[:count] = runs
                         runs = grown
                     runs[count, 0] = start - back
                     runs[count, 1] = other - back
                     runs[count, 2] = length + back
+                    first, last = other - back, other + length - k + 1
+                    runs[count, 3] = length + back - (common[last] - common[first])
                     count += 1
                     reached[diagonal] = start + length
+                    furthest = max(furthest, start + length)
             other = following[other]
+        # Inside a long identical stretch, a seed on another diagonal could only make a span
+        # that overlaps this one, which the filter cuts away: the scan goes on near its end
+        # (a copied chapter is one lookup per stretch, not one per character).
+        if furthest - start >= _SKIP_AFTER * k:
+            start = furthest - k + 1
+        else:
+            start += 1
     runs = runs[:count]
     order = np.argsort(runs[:, 0] * (held.shape[0] + 1) + runs[:, 1], kind="mergesort")
     return runs[order].copy()
@@ -247,11 +268,12 @@ def _identical_runs(
 
 @compiled
 def _chained(runs: Spans, k: int, max_gap: int) -> Spans:
-    """Rows (a_start, a_end, b_start, b_end, identical) of the runs joined into chains: a run
+    """Rows (a_start, a_end, b_start, b_end, identical, informative) of the runs joined into
+    chains: a run
     joins the open chain it follows most closely on both sides, gaps at most ``max_gap`` and
     the two sides' gaps within ``max_gap`` of each other (a small overlap, from runs that
     share characters at their ends, counts as no gap)."""
-    chains = np.empty((runs.shape[0], 5), dtype=np.int64)
+    chains = np.empty((runs.shape[0], 6), dtype=np.int64)
     count = 0
     open_chains = np.empty(runs.shape[0], dtype=np.int64)
     open_count = 0
@@ -281,11 +303,14 @@ def _chained(runs: Spans, k: int, max_gap: int) -> Spans:
             chains[count, 0], chains[count, 1] = a_start, a_end
             chains[count, 2], chains[count, 3] = b_start, b_end
             chains[count, 4] = length
+            chains[count, 5] = runs[run, 3]
             open_chains[open_count] = count
             open_count += 1
             count += 1
             continue
-        chains[best, 4] += max(0, a_end - max(a_start, chains[best, 1]))
+        added = max(0, a_end - max(a_start, chains[best, 1]))
+        chains[best, 4] += added
+        chains[best, 5] += runs[run, 3] * added // max(1, length)
         chains[best, 1] = max(chains[best, 1], a_end)
         chains[best, 3] = max(chains[best, 3], b_end)
     return chains[:count].copy()
@@ -298,9 +323,9 @@ def _filtered(chains: Spans, min_identical: int) -> Spans:
     characters is kept whole and the other is cut back to what it does not share with it (its
     identical characters taken in proportion), if enough is left."""
     lengths = np.maximum(chains[:, 1] - chains[:, 0], chains[:, 3] - chains[:, 2])
-    strong = chains[(chains[:, 4] >= min_identical) & (2 * chains[:, 4] >= lengths)].copy()
+    strong = chains[(chains[:, 5] >= min_identical) & (2 * chains[:, 4] >= lengths)].copy()
     order = np.argsort(-strong[:, 4], kind="mergesort")
-    kept = np.empty((strong.shape[0], 5), dtype=np.int64)
+    kept = np.empty((strong.shape[0], 6), dtype=np.int64)
     count = 0
     for index in range(order.shape[0]):
         chain = strong[order[index]].copy()
@@ -328,7 +353,8 @@ def _filtered(chains: Spans, min_identical: int) -> Spans:
                         alive = False
                         break
                     chain[4] = chain[4] * (before - cut) // before
-                    if chain[4] < min_identical or 2 * chain[4] < size:
+                    chain[5] = chain[5] * (before - cut) // before
+                    if chain[5] < min_identical or 2 * chain[4] < size:
                         alive = False
                         break
                     changed = True
@@ -337,6 +363,6 @@ def _filtered(chains: Spans, min_identical: int) -> Spans:
         if alive:
             kept[count] = chain
             count += 1
-    result = kept[:count]
+    result = kept[:count, :5]
     ordered: Spans = result[np.argsort(result[:, 0], kind="mergesort")].copy()
     return ordered

@@ -88,7 +88,7 @@ class AlignConfig:
 
     seed_chars: int = 8
     max_gap: int = 32
-    min_identical: int = 60
+    min_identical: int = 45
 
 
 SEED_CHARS = AlignConfig().seed_chars
@@ -137,7 +137,7 @@ class ScanConfig:
     skip_steps: tuple[str, ...] = ()
     keep: str = "longest"
     max_cluster_size: int = 200
-    min_match_chars: int = 60
+    min_match_chars: int = 45
     jobs: int = field(default=0, compare=False)
     show_progress: bool = field(default=False, compare=False)
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 
-MIN_SHARED_SEEDS = 3
+MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
 _SPREAD = 0x5851F42D4C957F2D  # an odd multiplier below 2**63: slots of the pair-count table
 
@@ -155,76 +155,90 @@ def _cross_text_codes(
     """The pairs (a < b) of documents, as a * documents + b, that hold at least ``least``
     seeds in common through different passage texts (``seeds`` sorted, then by passage); a
     seed of more than ``most`` documents counts for none. Documents holding the same text
-    are paired by _same_text_codes, once, not once per seed. Counted in a hash table, each
-    seed once per pair (a seed's number stamps the slots it counted in)."""
-    slots = 1 << 12
-    keys = np.full(slots, -1, dtype=np.int64)
-    counts = np.zeros(slots, dtype=np.int64)
-    stamps = np.full(slots, -1, dtype=np.int64)
-    used = 0
-    held = np.empty((most + 1, 2), dtype=np.int64)  # (document, text)
+    are paired by _same_text_codes.
+
+    Counted in two steps, each in a hash table: first the seeds each pair of texts shares
+    (a seed once per pair), then, for each such pair, its count added to every pair of
+    documents holding the two texts: a chapter copied by ten sites, each with its own
+    typos, is a hundred pairs of documents per pair of texts, not per seed."""
+    texts = holder_start.shape[0]
+    keys, counts, used = _new_counter()
+    group = np.empty(most + 1, dtype=np.int64)
     start = 0
-    group = 0
     while start < seeds.shape[0]:
         stop = start + 1
         while stop < seeds.shape[0] and seeds[stop] == seeds[start]:
             stop += 1
-        if passages[stop - 1] == passages[start]:  # one text only
-            start = stop
-            continue
         size = 0
+        held = 0
         for seed in range(start, stop):
             passage = passages[seed]
             if seed > start and passage == passages[seed - 1]:
                 continue
-            for at in range(holder_start[passage], holder_end[passage]):
-                if size > most:
-                    break
-                held[size, 0] = holders[at]
-                held[size, 1] = passage
-                size += 1
+            held += holder_end[passage] - holder_start[passage]
+            if held > most:
+                break
+            group[size] = passage
+            size += 1
         start = stop
-        group += 1
-        if size > most:
+        if held > most or size < 2:
             continue
         for left in range(size):
             for right in range(left + 1, size):
-                if held[left, 1] == held[right, 1] or held[left, 0] == held[right, 0]:
+                keys, counts, used = _counted(
+                    keys, counts, used, group[left] * texts + group[right], 1
+                )
+    pair_keys, pair_counts, pair_used = _new_counter()
+    for slot in range(keys.shape[0]):
+        if keys[slot] == -1:
+            continue
+        one, two = keys[slot] // texts, keys[slot] % texts
+        for first in range(holder_start[one], holder_end[one]):
+            for second in range(holder_start[two], holder_end[two]):
+                a, b = holders[first], holders[second]
+                if a == b:
                     continue
-                low = min(held[left, 0], held[right, 0])
-                high = max(held[left, 0], held[right, 0])
-                code = low * documents + high
-                if 2 * (used + 1) > slots:
-                    keys, counts, stamps = _grown(keys, counts, stamps)
-                    slots = keys.shape[0]
-                slot = ((code ^ (code >> 29)) * _SPREAD) & (slots - 1)
-                while keys[slot] != -1 and keys[slot] != code:
-                    slot = (slot + 1) & (slots - 1)
-                if keys[slot] == -1:
-                    keys[slot] = code
-                    used += 1
-                if stamps[slot] != group:
-                    stamps[slot] = group
-                    counts[slot] += 1
-    return np.sort(keys[(keys != -1) & (counts >= least)])
+                code = min(a, b) * documents + max(a, b)
+                pair_keys, pair_counts, pair_used = _counted(
+                    pair_keys, pair_counts, pair_used, code, counts[slot]
+                )
+    return np.sort(pair_keys[(pair_keys != -1) & (pair_counts >= least)])
 
 
 @compiled
-def _grown(
-    keys: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], stamps: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The counting table of _cross_text_codes at twice the size, its entries moved over."""
-    slots = keys.shape[0] * 2
-    new_keys = np.full(slots, -1, dtype=np.int64)
-    new_counts = np.zeros(slots, dtype=np.int64)
-    new_stamps = np.full(slots, -1, dtype=np.int64)
-    for old in range(keys.shape[0]):
-        if keys[old] == -1:
-            continue
-        slot = ((keys[old] ^ (keys[old] >> 29)) * _SPREAD) & (slots - 1)
-        while new_keys[slot] != -1:
-            slot = (slot + 1) & (slots - 1)
-        new_keys[slot] = keys[old]
-        new_counts[slot] = counts[old]
-        new_stamps[slot] = stamps[old]
-    return new_keys, new_counts, new_stamps
+def _new_counter() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
+    """An empty counting table: keys (-1: a free slot), counts, and how many slots are used."""
+    return np.full(1 << 12, -1, dtype=np.int64), np.zeros(1 << 12, dtype=np.int64), 0
+
+
+@compiled
+def _counted(
+    keys: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], used: int, key: int, amount: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
+    """The counting table with ``amount`` added to ``key``'s count (grown to twice its size
+    first, when it is half full)."""
+    if 2 * (used + 1) > keys.shape[0]:
+        grown_keys = np.full(keys.shape[0] * 2, -1, dtype=np.int64)
+        grown_counts = np.zeros(keys.shape[0] * 2, dtype=np.int64)
+        for old in range(keys.shape[0]):
+            if keys[old] != -1:
+                slot = _slot(grown_keys, keys[old])
+                grown_keys[slot] = keys[old]
+                grown_counts[slot] = counts[old]
+        keys, counts = grown_keys, grown_counts
+    slot = _slot(keys, key)
+    if keys[slot] == -1:
+        keys[slot] = key
+        used += 1
+    counts[slot] += amount
+    return keys, counts, used
+
+
+@compiled
+def _slot(keys: npt.NDArray[np.int64], key: int) -> int:
+    """The slot of ``key`` in a counting table, or the free one where it would go."""
+    mask = keys.shape[0] - 1
+    slot = ((key ^ (key >> 29)) * _SPREAD) & mask
+    while keys[slot] != -1 and keys[slot] != key:
+        slot = (slot + 1) & mask
+    return int(slot)

@@ -28,7 +28,7 @@ from dedup.columns import SpanTable
 from dedup.config import AlignConfig
 from dedup.documents import DocumentRuns
 from dedup.kernels import compiled
-from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan
+from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
 from dedup.offset_steps import original_offsets
 
 GROUP_COVERAGE = 0.8
@@ -233,47 +233,37 @@ def matches_of(
     documents: Mapping[int, MatchedDocument],
 ) -> list[Match]:
     """The matches, one per pair of documents that share spans (both documents' texts at
-    hand), in reading order of a, then b."""
+    hand), in reading order of a, then b. Made in bulk: a dump of mirror sites has about as
+    many matches as documents."""
     rows = aligned.spans
-    made: list[Match] = []
     if not len(rows):
-        return made
+        return []
     starts = np.flatnonzero(np.append(True, rows[1:, 0] != rows[:-1, 0]))
-    for begin, stop in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
+    stops = np.append(starts[1:], len(rows))
+    spans = made_in_bulk(
+        SharedSpan, *(original[:, column].tolist() for column in range(4)), rows[:, 5].tolist()
+    )
+    shared_a = np.add.reduceat(rows[:, 2] - rows[:, 1], starts).tolist()
+    shared_b = np.add.reduceat(rows[:, 4] - rows[:, 3], starts).tolist()
+    made: list[Match] = []
+    for number, (begin, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
         left, right = aligned.pairs[rows[begin, 0]].tolist()
         if left not in documents or right not in documents:
             continue  # a file that changed while it was scanned: left out, and listed
         a, b = documents[left], documents[right]
-        ends = original[begin:stop].tolist()
-        shared = [
-            SharedSpan(a_start, a_end, b_start, b_end, identical)
-            for (a_start, a_end, b_start, b_end), identical in zip(
-                ends, rows[begin:stop, 5].tolist(), strict=True
-            )
-        ]
+        shared = tuple(spans[begin:stop])
+        one, two = shared_a[number], shared_b[number]
         if b.sort_key < a.sort_key:
-            a, b = b, a
-            shared = sorted(
-                (
-                    SharedSpan(s.b_start, s.b_end, s.a_start, s.a_end, s.identical_chars)
-                    for s in shared
-                ),
-                key=lambda s: s.a_start,
-            )
-        shared_a = int((rows[begin:stop, 2] - rows[begin:stop, 1]).sum())
-        shared_b = int((rows[begin:stop, 4] - rows[begin:stop, 3]).sum())
-        if documents[left] is not a:
-            shared_a, shared_b = shared_b, shared_a
+            a, b, one, two = b, a, two, one
+            shared = tuple(
+                sorted(
+                    (SharedSpan(s.b_start, s.b_end, s.a_start, s.a_end, s.identical_chars)
+                     for s in shared),
+                    key=lambda s: s.a_start,
+                )
+            )  # fmt: skip
         made.append(
-            Match(
-                a,
-                b,
-                shared_a,
-                shared_b,
-                shared_a / max(1, a.story_chars),
-                shared_b / max(1, b.story_chars),
-                tuple(shared),
-            )
+            Match(a, b, one, two, one / max(1, a.story_chars), two / max(1, b.story_chars), shared)
         )
     made.sort(key=lambda match: (match.a.sort_key, match.b.sort_key))
     return made

@@ -103,7 +103,6 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
         with timer("member texts"):
             # Only the passages that cluster and the documents that match are shown with
             # their text: read back now rather than carried through the scan.
-            members = read_members(verified, passages, prepared.files, config, engine)
             matched, changed = read_documents(
                 sorted_unique(aligned.pairs[aligned.spans[:, 0]]),
                 documents,
@@ -111,6 +110,9 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
                 prepared.files,
                 config,
                 engine,
+            )
+            members = read_members(
+                verified, passages, prepared.files, config, engine, documents, matched
             )
         with timer("cluster"):
             clusters = cluster_pairs(

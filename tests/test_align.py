@@ -125,3 +125,17 @@ def test_offset_steps_give_back_every_offset(gaps: list[int], cuts: list[int]) -
             index,
         )
         assert found.tolist() == offsets[start:end].tolist()
+
+
+def test_a_stretch_of_repeated_markup_is_not_shared_text(hongloumeng_simplified: str) -> None:
+    """A site's markup (&nbsp; twenty times) before two different comments: identical, long,
+    and saying nothing (found in the quality benchmark's annotated 红楼梦 pages)."""
+    text = _story(hongloumeng_simplified)
+    markup = _story("&nbsp;" * 20 + "```(")
+    a = np.concatenate((text[:300], markup, text[1000:1300]))
+    b = np.concatenate((text[5000:5300], markup, text[6000:6300]))
+    assert len(align(a, b, CONFIG)) == 0
+    scene = text[2000:2100]  # while a real stretch beside it still is
+    spans = align(np.concatenate((a, scene)), np.concatenate((b, scene)), CONFIG)
+    end = len(a) + len(scene)
+    assert spans.tolist() == [[len(a), end, len(b), len(b) + len(scene), 100]]

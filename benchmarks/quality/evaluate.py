@@ -152,6 +152,17 @@ def report_pairs(report: dedup.Report, root: Path) -> set[Pair]:
     return predicted
 
 
+def match_pairs(report: dedup.Report, root: Path) -> set[Pair]:
+    """Files linked by dedup's document matches: a match joins a document of each."""
+    return {
+        frozenset(
+            Path(document.path).relative_to(root).as_posix() for document in (match.a, match.b)
+        )
+        for match in report.matches
+        if match.a.path != match.b.path
+    }
+
+
 def passage_scores(
     report: dedup.Report, root: Path, labels: Labels
 ) -> tuple[float, dict[str, float]]:

@@ -27,6 +27,7 @@ from benchmarks.quality.evaluate import (
     Pair,
     chapter_ari,
     chapter_scores,
+    match_pairs,
     passage_scores,
     report_pairs,
 )
@@ -142,6 +143,9 @@ def main() -> None:
         seconds = time.perf_counter() - started
         predicted = report_pairs(report, data)
         rows.append(row(name, predicted, labels, seconds, passage_scores(report, data, labels)))
+        if name == "dedup defaults":
+            by_matches = match_pairs(report, data)
+            rows.append(row(f"{name}, by document matches", by_matches, labels, seconds, None))
         print(f"  {name}: {seconds:.1f}s", file=sys.stderr)
 
     if not args.no_baselines:

@@ -253,7 +253,7 @@ def configurations(sweep: bool) -> list[tuple[str, Callable[[], Any], dict[str, 
     if sweep:
         rows += [
             (f"min shared seeds {n}", lambda n=n: variant(min_shared_seeds=n), {})
-            for n in (1, 2, 5, 8)
+            for n in (1, 3, 5, 8)
         ]
         rows += [
             (f"min match chars {n}", variant, {"min_match_chars": n}) for n in (30, 45, 90, 120)

@@ -5,7 +5,7 @@ other read again in the workers."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import cast
@@ -50,19 +50,34 @@ def read_members(
     files: Sequence[FoundFile],
     config: ScanConfig,
     engine: LocalEngine,
+    documents: DocumentRuns | None = None,
+    read: Mapping[int, MatchedDocument] | None = None,
 ) -> Members:
-    """The member passages of ``verified``, their text read back from their files."""
+    """The member passages of ``verified``, their text read back from their files, or, for
+    a passage of a document ``read`` already (by its number in ``documents``), taken from
+    that document's text."""
     spans = passages.spans
     indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
-    texts, changed = read_texts(
-        spans.take(indexes),
-        passages.byte_spans[indexes],
-        passages.file_of[indexes],
+    texts: list[str | None] = [None] * len(indexes)
+    if documents is not None and read:
+        starts, ends = spans.start[indexes].tolist(), spans.end[indexes].tolist()
+        owners = documents.of_passage[indexes].tolist()
+        for row, (owner, start, end) in enumerate(zip(owners, starts, ends, strict=True)):
+            document = read.get(owner)
+            if document is not None:
+                texts[row] = document.text[start - document.start : end - document.start]
+    missing = np.flatnonzero([text is None for text in texts]).astype(np.int64)
+    found, changed = read_texts(
+        spans.take(indexes[missing]),
+        passages.byte_spans[indexes[missing]],
+        passages.file_of[indexes[missing]],
         files,
         config,
         engine,
         "member texts",
     )
+    for row, text in zip(missing.tolist(), found, strict=True):
+        texts[row] = text
     members: dict[int, Passage] = {}
     known = np.flatnonzero([text is not None for text in texts]) if len(texts) else indexes[:0]
     made = spans.passages(indexes[known], cast(list[str], [texts[row] for row in known.tolist()]))
