@@ -29,7 +29,7 @@ import numpy.typing as npt
 from dedup.config import AlignConfig
 from dedup.kernels import compiled
 
-WINNOW_WINDOW = 12  # chosen by the quality benchmark (docs/quality.md)
+WINNOW_WINDOW = 16  # chosen by the quality benchmark (docs/quality.md)
 MAX_SEED_REPEATS = 16
 _SKIP_AFTER = 4  # seed lengths: an identical stretch this long is not looked into for others
 
@@ -208,7 +208,12 @@ def _identical_runs(
     keys, heads, repeats, following, common = table
     mask = np.uint64(keys.shape[0] - 1)
     # Where the last stretch on each diagonal ended along scanned.
-    reached = np.zeros(scanned.shape[0] + held.shape[0] + 1, dtype=np.int64)
+    # Diagonals are many (every offset of a long held document) but few have a seed: a small
+    # table of them, not an array over all (which a book-length document made costly to
+    # clear for each short one aligned with it).
+    diagonals = np.full(64, -1, dtype=np.int64)
+    reached_at = np.zeros(64, dtype=np.int64)
+    diagonal_count = 0
     runs = np.empty((16, 4), dtype=np.int64)
     count = 0
     hashes = _kmer_hashes(scanned, k)
@@ -225,7 +230,13 @@ def _identical_runs(
         other = heads[slot]
         while other != -1:
             diagonal = other - start + scanned.shape[0]
-            if reached[diagonal] <= start:
+            if 2 * (diagonal_count + 1) > diagonals.shape[0]:
+                diagonals, reached_at = _grown_diagonals(diagonals, reached_at)
+            at = _diagonal_slot(diagonals, diagonal)
+            if diagonals[at] == -1:
+                diagonals[at] = diagonal
+                diagonal_count += 1
+            if reached_at[at] <= start:
                 length = 0
                 while (
                     start + length < scanned.shape[0]
@@ -236,7 +247,7 @@ def _identical_runs(
                 if length >= k:
                     back = 0
                     while (
-                        start - back > reached[diagonal]
+                        start - back > reached_at[at]
                         and other - back > 0
                         and scanned[start - back - 1] == held[other - back - 1]
                     ):
@@ -251,7 +262,7 @@ def _identical_runs(
                     first, last = other - back, other + length - k + 1
                     runs[count, 3] = length + back - (common[last] - common[first])
                     count += 1
-                    reached[diagonal] = start + length
+                    reached_at[at] = start + length
                     furthest = max(furthest, start + length)
             other = following[other]
         # Inside a long identical stretch, a seed on another diagonal could only make a span
@@ -264,6 +275,29 @@ def _identical_runs(
     runs = runs[:count]
     order = np.argsort(runs[:, 0] * (held.shape[0] + 1) + runs[:, 1], kind="mergesort")
     return runs[order].copy()
+
+
+@compiled
+def _diagonal_slot(diagonals: npt.NDArray[np.int64], diagonal: int) -> int:
+    mask = diagonals.shape[0] - 1
+    slot = (diagonal * 0x2545F4914F6CDD1D) & mask
+    while diagonals[slot] != -1 and diagonals[slot] != diagonal:
+        slot = (slot + 1) & mask
+    return int(slot)
+
+
+@compiled
+def _grown_diagonals(
+    diagonals: npt.NDArray[np.int64], reached_at: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    grown = np.full(diagonals.shape[0] * 2, -1, dtype=np.int64)
+    values = np.zeros(diagonals.shape[0] * 2, dtype=np.int64)
+    for old in range(diagonals.shape[0]):
+        if diagonals[old] != -1:
+            slot = _diagonal_slot(grown, diagonals[old])
+            grown[slot] = diagonals[old]
+            values[slot] = reached_at[old]
+    return grown, values
 
 
 @compiled

@@ -92,16 +92,24 @@ def candidate_documents(
     text_of = leader[by_text]
     holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
     holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
-    order = np.lexsort((seed_passage, seeds))
-    shared = _cross_text_codes(
+    order = np.argsort((seeds.astype(np.uint64) << np.uint64(32)) | seed_passage.astype(np.uint64))
+    # Pairs of texts a verified pair joins propose their documents without counting their
+    # seeds (near copies share hundreds).
+    texts = max(1, len(leader))
+    one, two = leader[verified.first], leader[verified.second]
+    apart = one != two
+    known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
+    text_pairs, counts = _text_pair_counts(
         seeds[order],
         seed_passage[order],
-        holders,
         holder_start,
         holder_end,
-        count,
         MAX_SEED_DOCUMENTS,
+        _key_set(known),
         MIN_SHARED_SEEDS,
+    )
+    shared = _document_pair_codes(
+        text_pairs, counts, texts, holders, holder_start, holder_end, count, MIN_SHARED_SEEDS
     )
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
     first, second = of_passage[verified.first], of_passage[verified.second]
@@ -142,27 +150,24 @@ def _same_text_codes(
 
 
 @compiled
-def _cross_text_codes(
+def _text_pair_counts(
     seeds: npt.NDArray[np.uint32],
     passages: npt.NDArray[np.int64],
-    holders: npt.NDArray[np.int64],
     holder_start: npt.NDArray[np.int64],
     holder_end: npt.NDArray[np.int64],
-    documents: int,
     most: int,
+    known: npt.NDArray[np.int64],
     least: int,
-) -> npt.NDArray[np.int64]:
-    """The pairs (a < b) of documents, as a * documents + b, that hold at least ``least``
-    seeds in common through different passage texts (``seeds`` sorted, then by passage); a
-    seed of more than ``most`` documents counts for none. Documents holding the same text
-    are paired by _same_text_codes.
-
-    Counted in two steps, each in a hash table: first the seeds each pair of texts shares
-    (a seed once per pair), then, for each such pair, its count added to every pair of
-    documents holding the two texts: a chapter copied by ten sites, each with its own
-    typos, is a hundred pairs of documents per pair of texts, not per seed."""
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) and how many seeds each
+    pair shares (``seeds`` sorted, then by passage: a seed once per pair); a seed of more than
+    ``most`` documents counts for none. The ``known`` pairs (a _key_set) count ``least`` from
+    the start, their seeds not counted: a verified pair proposes its documents anyway."""
     texts = holder_start.shape[0]
     keys, counts, used = _new_counter()
+    for code in known:
+        if code != -1:
+            keys, counts, used = _counted(keys, counts, used, code, least)
     group = np.empty(most + 1, dtype=np.int64)
     start = 0
     while start < seeds.shape[0]:
@@ -185,14 +190,35 @@ def _cross_text_codes(
             continue
         for left in range(size):
             for right in range(left + 1, size):
-                keys, counts, used = _counted(
-                    keys, counts, used, group[left] * texts + group[right], 1
-                )
+                code = group[left] * texts + group[right]
+                if (
+                    known.shape[0]
+                    and known[min(np.searchsorted(known, code), known.shape[0] - 1)] == code
+                ):
+                    continue
+                keys, counts, used = _counted(keys, counts, used, code, 1)
+    taken = keys != -1
+    return keys[taken].copy(), counts[taken].copy()
+
+
+@compiled
+def _document_pair_codes(
+    text_pairs: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    texts: int,
+    holders: npt.NDArray[np.int64],
+    holder_start: npt.NDArray[np.int64],
+    holder_end: npt.NDArray[np.int64],
+    documents: int,
+    least: int,
+) -> npt.NDArray[np.int64]:
+    """The pairs (a < b) of documents, as a * documents + b, holding texts that share at least
+    ``least`` seeds in all (each pair of texts' count added to every pair of documents that
+    hold the two: a chapter copied by ten sites with their own typos is a hundred pairs of
+    documents per pair of texts, counted once, not once per seed)."""
     pair_keys, pair_counts, pair_used = _new_counter()
-    for slot in range(keys.shape[0]):
-        if keys[slot] == -1:
-            continue
-        one, two = keys[slot] // texts, keys[slot] % texts
+    for row in range(text_pairs.shape[0]):
+        one, two = text_pairs[row] // texts, text_pairs[row] % texts
         for first in range(holder_start[one], holder_end[one]):
             for second in range(holder_start[two], holder_end[two]):
                 a, b = holders[first], holders[second]
@@ -200,9 +226,21 @@ def _cross_text_codes(
                     continue
                 code = min(a, b) * documents + max(a, b)
                 pair_keys, pair_counts, pair_used = _counted(
-                    pair_keys, pair_counts, pair_used, code, counts[slot]
+                    pair_keys, pair_counts, pair_used, code, counts[row]
                 )
     return np.sort(pair_keys[(pair_keys != -1) & (pair_counts >= least)])
+
+
+@compiled
+def _key_set(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``codes`` (none negative) as a hash set: a code is in it if found at its _slot."""
+    slots = 16
+    while slots < 2 * codes.shape[0]:
+        slots *= 2
+    keys = np.full(slots, -1, dtype=np.int64)
+    for code in codes:
+        keys[_slot(keys, code)] = code
+    return keys
 
 
 @compiled

@@ -83,10 +83,17 @@ def align_pairs(
 ) -> AlignedPairs:
     """Every pair of documents aligned, in chunks on ``threads`` threads; the same spans in the
     same order whatever their number."""
-    chunks = [chunk for chunk in np.array_split(np.arange(len(pairs)), _CHUNKS) if len(chunk)]
+    # Each pair is aligned with a seed table of its longer document (made once for all the
+    # pairs that hold it): a book without headings paired with every chapter of a copy that
+    # has them is scanned once, not once per chapter.
+    story = documents.story_chars
+    hold_a = story[pairs[:, 0]] >= story[pairs[:, 1]] if len(pairs) else np.ones(0, np.bool_)
+    held = np.where(hold_a, pairs[:, 0], pairs[:, 1]) if len(pairs) else pairs[:, 0]
+    order = np.lexsort((np.arange(len(pairs)), held))
+    chunks = [chunk for chunk in np.array_split(order, _CHUNKS) if len(chunk)]
 
     def run(chunk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        found = _align_chunk(
+        return _align_chunk(
             texts.codes,
             texts.start,
             texts.lengths,
@@ -94,12 +101,12 @@ def align_pairs(
             documents.first,
             documents.end,
             pairs[chunk],
+            hold_a[chunk],
+            chunk,
             config.seed_chars,
             config.max_gap,
             config.min_identical,
         )
-        found[:, 0] += chunk[0]
-        return found
 
     if threads > 1 and len(chunks) > 1:
         with ThreadPoolExecutor(threads) as pool:
@@ -107,7 +114,8 @@ def align_pairs(
     else:
         parts = [run(chunk) for chunk in chunks]
     spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
-    return AlignedPairs(pairs, spans)
+    # back in the order of the pairs (each pair's spans are in order along a already)
+    return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])
 
 
 @compiled
@@ -161,15 +169,19 @@ def _align_chunk(
     first: npt.NDArray[np.int64],
     end: npt.NDArray[np.int64],
     pairs: npt.NDArray[np.int64],
+    hold_a: npt.NDArray[np.bool_],
+    numbers: npt.NDArray[np.int64],
     k: int,
     max_gap: int,
     min_identical: int,
 ) -> npt.NDArray[np.int64]:
+    """Rows (pair number, a_start, a_end, b_start, b_end, identical) of the pairs' spans; the
+    pairs come grouped by the document whose seed table is held (a if ``hold_a``, else b)."""
     found = np.empty((16, 6), dtype=np.int64)
     count = 0
-    held = -1
-    a = np.empty(0, dtype=np.uint32)
-    table = seed_table(a, k)
+    current = -1
+    held = np.empty(0, dtype=np.uint32)
+    table = seed_table(held, k)
     for pair in range(pairs.shape[0]):
         left, right = pairs[pair, 0], pairs[pair, 1]
         if _same_texts(start, leads, first[left], end[left], first[right], end[right]):
@@ -179,18 +191,19 @@ def _align_chunk(
                 size += lengths[passage] - leads[passage]
             spans[0, 0], spans[0, 1], spans[0, 2], spans[0, 3], spans[0, 4] = 0, size, 0, size, size
         else:
-            if left != held:  # pairs come sorted: each document a is put together once
-                a = _document_codes(codes, start, lengths, leads, first[left], end[left])
-                table = seed_table(a, k)
-                held = left
-            b = _document_codes(codes, start, lengths, leads, first[right], end[right])
-            spans = spans_with_table(b, a, table, True, k, max_gap, min_identical)
+            holding, other = (left, right) if hold_a[pair] else (right, left)
+            if holding != current:
+                held = _document_codes(codes, start, lengths, leads, first[holding], end[holding])
+                table = seed_table(held, k)
+                current = holding
+            scanned = _document_codes(codes, start, lengths, leads, first[other], end[other])
+            spans = spans_with_table(scanned, held, table, hold_a[pair], k, max_gap, min_identical)
         if count + spans.shape[0] > found.shape[0]:
             grown = np.empty((max(2 * found.shape[0], count + spans.shape[0]), 6), dtype=np.int64)
             grown[:count] = found[:count]
             found = grown
         for row in range(spans.shape[0]):
-            found[count, 0] = pair
+            found[count, 0] = numbers[pair]
             found[count, 1:] = spans[row]
             count += 1
     return found[:count].copy()

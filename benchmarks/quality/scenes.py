@@ -229,20 +229,26 @@ def score(report: dedup.Report, dump: Dump, root: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def variant(seeds: bool = True, min_shared_seeds: int | None = None) -> Iterator[None]:
+def variant(
+    seeds: bool = True, min_shared_seeds: int | None = None, window: int | None = None
+) -> Iterator[None]:
     """A design choice switched for one run: seed retrieval off (only verified passage pairs
-    propose documents to align), or a different least number of shared seeds."""
+    propose documents to align), a different least number of shared seeds, or a different
+    winnowing window (the workers are forked from this process, so they see it)."""
     from dedup import documents
+    from dedup.segment import passages
 
-    saved = documents.MIN_SHARED_SEEDS
+    saved = documents.MIN_SHARED_SEEDS, passages.WINNOW_WINDOW
     if not seeds:
         documents.MIN_SHARED_SEEDS = 1 << 40
     elif min_shared_seeds is not None:
         documents.MIN_SHARED_SEEDS = min_shared_seeds
+    if window is not None:
+        passages.WINNOW_WINDOW = window
     try:
         yield
     finally:
-        documents.MIN_SHARED_SEEDS = saved
+        documents.MIN_SHARED_SEEDS, passages.WINNOW_WINDOW = saved
 
 
 def configurations(sweep: bool) -> list[tuple[str, Callable[[], Any], dict[str, Any]]]:
@@ -255,8 +261,9 @@ def configurations(sweep: bool) -> list[tuple[str, Callable[[], Any], dict[str, 
             (f"min shared seeds {n}", lambda n=n: variant(min_shared_seeds=n), {})
             for n in (1, 3, 5, 8)
         ]
+        rows += [(f"winnowing window {n}", lambda n=n: variant(window=n), {}) for n in (8, 12, 24)]
         rows += [
-            (f"min match chars {n}", variant, {"min_match_chars": n}) for n in (30, 45, 90, 120)
+            (f"min match chars {n}", variant, {"min_match_chars": n}) for n in (30, 60, 90, 120)
         ]
     return rows
 

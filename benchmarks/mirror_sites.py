@@ -1,0 +1,105 @@
+"""A realistic scraped dump: mirror sites that each republish the books their own way.
+
+    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared]
+
+Made from every text of ``../shared/corpora/`` (decoded as dedup decodes them), book by book
+in a fixed shuffled order until the size is reached. A *network* is five sites: the first
+carries each book, the others 70% of the books each. Of a mirror's copies half are verbatim
+but for the site's own ad lines and line wrapping, half are scraped with noise (0.5% typos and
+homophone swaps, 0.5% censored words) and, for 30% of those, converted to Taiwan script. Past
+the first network (a dump larger than one network makes), every site of a network is a mirror.
+So most passages are near copies, as on real mirror networks, not exact ones (the share of
+exact copies after normalization is printed by ``bench_scan.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.quality.variants import ADS, censored, convert, typos
+from dedup.errors import DecodeFailure
+from dedup.read.decode import decode_bytes
+
+SITES = 5
+CARRIED = 0.7
+MIN_HAN = 20_000  # texts shorter than this (poems, READMEs) are not books
+
+
+def books(shared: Path) -> list[tuple[str, str]]:
+    """(name, text) of every book in the corpora, in a fixed shuffled order."""
+    manifest = (shared / "corpora" / "MANIFEST.tsv").read_text("utf-8").splitlines()
+    header = manifest[0].split("\t")
+    path_at, han_at = header.index("path"), header.index("han_chars")
+    found = []
+    for line in manifest[1:]:
+        fields = line.split("\t")
+        if int(fields[han_at] or 0) < MIN_HAN:
+            continue
+        data = (shared / "corpora" / fields[path_at]).read_bytes()
+        try:
+            text = decode_bytes(data, None, "replace").text
+        except DecodeFailure:  # a compressed or binary file (a Parquet, say): not a book
+            continue
+        name = fields[path_at].replace("/", "_").rsplit(".", 1)[0]
+        found.append((name, text))
+    found.sort()
+    random.Random(18).shuffle(found)
+    return found
+
+
+def _site_copy(text: str, site: int, rng: random.Random) -> str:
+    """A mirror's copy of a book: its own ads and wrapping, or scrape noise."""
+    if rng.random() < 0.5:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        width = 30 + 4 * site
+        out = []
+        for number, line in enumerate(lines):
+            out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
+            if number % 40 == 39:
+                out.append(ADS[site % len(ADS)])
+        return "\n".join(out) + "\n"
+    noisy = censored(typos(text, rng, 0.005), rng, 0.005)
+    return convert(noisy, "s2tw") if rng.random() < 0.3 else noisy
+
+
+def build_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int:
+    """Write the dump into ``out``; returns the bytes written."""
+    written = 0
+    library = books(shared)
+    network = 0
+    while written < target_bytes:
+        rng = random.Random(network)
+        for name, text in library:
+            for site in range(SITES):
+                original = network == 0 and site == 0
+                if not original and site and rng.random() >= CARRIED:
+                    continue
+                content = text if original else _site_copy(text, site, rng)
+                path = out / f"net{network}-site{site}" / f"{name}.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                data = content.encode("utf-8")
+                path.write_bytes(data)
+                written += len(data)
+                if written >= target_bytes:
+                    return written
+        network += 1
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    here = Path(__file__).resolve().parents[1]
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--mb", type=float, default=250)
+    parser.add_argument("--shared", type=Path, default=here.parent / "shared")
+    args = parser.parse_args()
+    written = build_mirror_dump(args.shared, int(args.mb * 1e6), args.out)
+    print(f"{written / 1e6:.1f} MB in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
