@@ -2,7 +2,8 @@
 back to the original text, and the documents that are copies of one another grouped.
 
 - Alignment runs on the normalized texts, which the scan holds once per distinct passage text
-  (a document is its passages' texts one after another), in threads: the loops release the GIL.
+  (a document is its passages' texts one after another), in chunks of pairs the engine runs
+  on its threads (the loops release the GIL).
 - Each span's ends are mapped back through the passages' offset steps (dedup.offset_steps):
   ``text[a_start:a_end]`` is the shared stretch of document a, exactly, from its first story
   character to its last.
@@ -15,9 +16,9 @@ back to the original text, and the documents that are copies of one another grou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,9 @@ from dedup.documents import DocumentRuns
 from dedup.kernels import compiled
 from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
 from dedup.offset_steps import original_offsets
+from dedup.progress import progress
+
+T = TypeVar("T")
 
 GROUP_COVERAGE = 0.8
 _CHUNKS = 64  # pairs are aligned in this many chunks, across the threads
@@ -74,15 +78,22 @@ class AlignedPairs:
     spans: npt.NDArray[np.int64]
 
 
+class Threads(Protocol):
+    """Where the chunks of pairs are aligned: an engine's threads (dedup.engine.local)."""
+
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]: ...
+
+
 def align_pairs(
     pairs: npt.NDArray[np.int64],
     documents: DocumentRuns,
     texts: NormalizedTexts,
     config: AlignConfig,
-    threads: int,
+    engine: Threads,
+    show_progress: bool = False,
 ) -> AlignedPairs:
-    """Every pair of documents aligned, in chunks on ``threads`` threads; the same spans in the
-    same order whatever their number."""
+    """Every pair of documents aligned, in chunks on the engine's threads; the same spans in
+    the same order whatever their number."""
     # Each pair is aligned with a seed table of its longer document (made once for all the
     # pairs that hold it): a book without headings paired with every chapter of a copy that
     # has them is scanned once, not once per chapter.
@@ -108,11 +119,9 @@ def align_pairs(
             config.min_identical,
         )
 
-    if threads > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(run, chunks))
-    else:
-        parts = [run(chunk) for chunk in chunks]
+    parts = list(
+        progress(engine.in_threads(run, chunks), "align", "part", len(chunks), show_progress)
+    )
     spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
     # back in the order of the pairs (each pair's spans are in order along a already)
     return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])

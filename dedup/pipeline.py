@@ -89,7 +89,9 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
             )
             texts = NormalizedTexts.of(passages.texts, leader, passages.lengths, passages.leads)
             passages.let_go_of_texts()
-            aligned = align_pairs(document_pairs, documents, texts, config.align, engine.workers)
+            aligned = align_pairs(
+                document_pairs, documents, texts, config.align, engine, config.show_progress
+            )
             del texts
             shared = original_spans(
                 aligned,

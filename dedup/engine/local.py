@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -95,6 +95,17 @@ class LocalEngine:
             for number, call in enumerate(zip(*arguments, strict=False))
         }
         return ((futures[future], future.result()) for future in as_completed(futures))
+
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
+        """``function`` over ``items``, in order, on as many threads of this process as the
+        scan has workers: for compiled loops that release the GIL, over data only this
+        process holds (the alignment of document pairs)."""
+        threads = min(self.config.worker_count, len(items))
+        if threads <= 1:
+            yield from map(function, items)
+            return
+        with ThreadPoolExecutor(threads) as pool:
+            yield from pool.map(function, items)
 
 
 def warm_up(config: ScanConfig) -> None:
