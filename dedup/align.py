@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from dedup.config import AlignConfig
 from dedup.kernels import compiled
+from dedup.kernels.growth import with_room_for_rows
 
 WINNOW_WINDOW = 16  # chosen by the quality benchmark (docs/quality.md)
 MAX_SEED_REPEATS = 16
@@ -252,10 +253,7 @@ def _identical_runs(
                         and scanned[start - back - 1] == held[other - back - 1]
                     ):
                         back += 1
-                    if count == runs.shape[0]:
-                        grown = np.empty((count * 2, 4), dtype=np.int64)
-                        grown[:count] = runs
-                        runs = grown
+                    runs = with_room_for_rows(runs, count, 1)
                     runs[count, 0] = start - back
                     runs[count, 1] = other - back
                     runs[count, 2] = length + back

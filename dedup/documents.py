@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
+from dedup.kernels.growth import with_room
 
 MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
@@ -137,10 +138,7 @@ def _same_text_codes(
         if 1 < stop - start <= most:
             unique = np.unique(holders[start:stop])
             pairs = unique.shape[0] * (unique.shape[0] - 1) // 2
-            if count + pairs > codes.shape[0]:
-                grown = np.empty(max(2 * codes.shape[0], count + pairs), dtype=np.int64)
-                grown[:count] = codes[:count]
-                codes = grown
+            codes = with_room(codes, count, pairs)
             for left in range(unique.shape[0]):
                 for right in range(left + 1, unique.shape[0]):
                     codes[count] = unique[left] * documents + unique[right]

@@ -29,6 +29,7 @@ from dedup.columns import SpanTable
 from dedup.config import AlignConfig
 from dedup.documents import DocumentRuns
 from dedup.kernels import compiled
+from dedup.kernels.growth import with_room_for_rows
 from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
 from dedup.offset_steps import original_offsets
 from dedup.progress import progress
@@ -207,10 +208,7 @@ def _align_chunk(
                 current = holding
             scanned = _document_codes(codes, start, lengths, leads, first[other], end[other])
             spans = spans_with_table(scanned, held, table, hold_a[pair], k, max_gap, min_identical)
-        if count + spans.shape[0] > found.shape[0]:
-            grown = np.empty((max(2 * found.shape[0], count + spans.shape[0]), 6), dtype=np.int64)
-            grown[:count] = found[:count]
-            found = grown
+        found = with_room_for_rows(found, count, spans.shape[0])
         for row in range(spans.shape[0]):
             found[count, 0] = numbers[pair]
             found[count, 1:] = spans[row]

@@ -99,18 +99,7 @@ class Passage(PassageSpan):
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "source": self.source,
-            "path": self.path,
-            "record": self.record,
-            "record_id": self.record_id,
-            "chapter": self.chapter,
-            "title": self.title,
-            "start": self.start,
-            "end": self.end,
-            "text": self.text,
-        }
+        return {**located(self), "text": self.text}
 
 
 # In a report a passage is a cluster "member"; the library uses both names for the same record.
@@ -145,6 +134,21 @@ def _slot_setters(cls: type) -> tuple[Any, ...]:
         next(k.__dict__[field.name] for k in cls.__mro__ if field.name in k.__dict__).__set__
         for field in fields(cls)
     )
+
+
+def located(where: Passage | MatchedDocument) -> dict[str, Any]:
+    """Where a passage or a document is, as reports write it (its text apart)."""
+    return {
+        "id": where.id,
+        "source": where.source,
+        "path": where.path,
+        "record": where.record,
+        "record_id": where.record_id,
+        "chapter": where.chapter,
+        "title": where.title,
+        "start": where.start,
+        "end": where.end,
+    }
 
 
 def reading_order(path: str, record: int | None, start: int, end: int) -> tuple[str, int, int, int]:
@@ -280,17 +284,7 @@ class MatchedDocument:
         return reading_order(self.path, self.record, self.start, self.end)
 
     def location(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "source": self.source,
-            "path": self.path,
-            "record": self.record,
-            "record_id": self.record_id,
-            "chapter": self.chapter,
-            "title": self.title,
-            "start": self.start,
-            "end": self.end,
-        }
+        return located(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.location(), "story_chars": self.story_chars, "text": self.text}

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.kernels import compiled
+from dedup.kernels.growth import with_room_for_rows
 
 BIG_STEP = 255
 
@@ -36,10 +37,7 @@ def offset_steps(
         for position in range(starts[window], ends[window]):
             step = 0 if position == starts[window] else offsets[position] - offsets[position - 1]
             if step >= BIG_STEP:
-                if big_count == big.shape[0]:
-                    grown = np.empty((big_count * 2, 2), dtype=np.int64)
-                    grown[:big_count] = big
-                    big = grown
+                big = with_room_for_rows(big, big_count, 1)
                 big[big_count, 0] = at
                 big[big_count, 1] = step
                 big_count += 1
