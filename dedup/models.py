@@ -71,6 +71,23 @@ class PassageSpan:
     def sort_key(self) -> tuple[str, int, int, int]:
         return reading_order(self.path, self.record, self.start, self.end)
 
+    def as_document(self, story_chars: int, text: str) -> MatchedDocument:
+        """This span as a matched document's (a document's span: its passages' from first to
+        last)."""
+        return MatchedDocument(
+            id=self.id,
+            source=self.source,
+            path=self.path,
+            record=self.record,
+            record_id=self.record_id,
+            chapter=self.chapter,
+            title=self.title,
+            start=self.start,
+            end=self.end,
+            story_chars=story_chars,
+            text=text,
+        )
+
     def with_text(self, text: str) -> Passage:
         return Passage(
             id=self.id,

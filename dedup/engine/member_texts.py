@@ -192,17 +192,5 @@ def read_documents(
     found: dict[int, MatchedDocument] = {}
     for row, (number, span, text) in enumerate(zip(numbers.tolist(), table, texts, strict=True)):
         if text is not None:
-            found[number] = MatchedDocument(
-                id=span.id,
-                source=span.source,
-                path=span.path,
-                record=span.record,
-                record_id=span.record_id,
-                chapter=span.chapter,
-                title=span.title,
-                start=span.start,
-                end=span.end,
-                story_chars=story[row],
-                text=text,
-            )
+            found[number] = span.as_document(story[row], text)
     return found, changed
