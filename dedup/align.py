@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from dedup.config import AlignConfig
 from dedup.kernels import compiled
-from dedup.kernels.growth import with_room_for_rows
+from dedup.kernels.rows import sort_rows, stable_order, with_room_for_rows
 
 WINNOW_WINDOW = 16  # chosen by the quality benchmark (docs/quality.md)
 MAX_SEED_REPEATS = 16
@@ -188,10 +188,9 @@ def spans_with_table(
     if runs.shape[0] == 0:
         return none
     if held_is_a:
-        runs = runs[:, np.array([1, 0, 2, 3])]
-        size = scanned.shape[0] + 1
-        order = np.argsort(runs[:, 0] * size + runs[:, 1], kind="mergesort")
-        runs = runs[order].copy()
+        for row in range(runs.shape[0]):
+            runs[row, 0], runs[row, 1] = runs[row, 1], runs[row, 0]
+        runs = sort_rows(runs, runs.shape[0], 0, 1, 4)
     chains = _chained(runs, k, max_gap)
     return _filtered(chains, min_identical)
 
@@ -270,9 +269,7 @@ def _identical_runs(
             start = furthest - k + 1
         else:
             start += 1
-    runs = runs[:count]
-    order = np.argsort(runs[:, 0] * (held.shape[0] + 1) + runs[:, 1], kind="mergesort")
-    return runs[order].copy()
+    return sort_rows(runs, count, 0, 1, 4)
 
 
 @compiled
@@ -301,8 +298,7 @@ def _grown_diagonals(
 @compiled
 def _chained(runs: Spans, k: int, max_gap: int) -> Spans:
     """Rows (a_start, a_end, b_start, b_end, identical, informative) of the runs joined into
-    chains: a run
-    joins the open chain it follows most closely on both sides, gaps at most ``max_gap`` and
+    chains: a run joins the open chain it follows most closely on both sides, gaps at most ``max_gap`` and
     the two sides' gaps within ``max_gap`` of each other (a small overlap, from runs that
     share characters at their ends, counts as no gap)."""
     chains = np.empty((runs.shape[0], 6), dtype=np.int64)
@@ -345,7 +341,7 @@ def _chained(runs: Spans, k: int, max_gap: int) -> Spans:
         chains[best, 5] += runs[run, 3] * added // max(1, length)
         chains[best, 1] = max(chains[best, 1], a_end)
         chains[best, 3] = max(chains[best, 3], b_end)
-    return chains[:count].copy()
+    return chains[:count]
 
 
 @compiled
@@ -354,13 +350,24 @@ def _filtered(chains: Spans, min_identical: int) -> Spans:
     overlap on either side (a stretch one document repeats), the one with more identical
     characters is kept whole and the other is cut back to what it does not share with it (its
     identical characters taken in proportion), if enough is left."""
-    lengths = np.maximum(chains[:, 1] - chains[:, 0], chains[:, 3] - chains[:, 2])
-    strong = chains[(chains[:, 5] >= min_identical) & (2 * chains[:, 4] >= lengths)].copy()
-    order = np.argsort(-strong[:, 4], kind="mergesort")
-    kept = np.empty((strong.shape[0], 6), dtype=np.int64)
+    strong = np.empty((chains.shape[0], 6), dtype=np.int64)
+    found = 0
+    for row in range(chains.shape[0]):
+        longest = max(chains[row, 1] - chains[row, 0], chains[row, 3] - chains[row, 2])
+        if chains[row, 5] >= min_identical and 2 * chains[row, 4] >= longest:
+            for column in range(6):
+                strong[found, column] = chains[row, column]
+            found += 1
+    fewer_first = np.empty(found, dtype=np.int64)
+    for row in range(found):
+        fewer_first[row] = -strong[row, 4]
+    order = stable_order(fewer_first)
+    kept = np.empty((found, 6), dtype=np.int64)
     count = 0
+    chain = np.empty(6, dtype=np.int64)
     for index in range(order.shape[0]):
-        chain = strong[order[index]].copy()
+        for column in range(6):
+            chain[column] = strong[order[index], column]
         alive = True
         changed = True
         while alive and changed:
@@ -393,8 +400,8 @@ def _filtered(chains: Spans, min_identical: int) -> Spans:
                 if not alive:
                     break
         if alive:
-            kept[count] = chain
+            for column in range(6):
+                kept[count, column] = chain[column]
             count += 1
-    result = kept[:count, :5]
-    ordered: Spans = result[np.argsort(result[:, 0], kind="mergesort")].copy()
+    ordered: Spans = sort_rows(kept, count, 0, 2, 5)
     return ordered

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
-from dedup.kernels.growth import with_room
+from dedup.kernels.rows import with_room
 
 MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
@@ -112,6 +112,7 @@ def candidate_documents(
     shared = _document_pair_codes(
         text_pairs, counts, texts, holders, holder_start, holder_end, count, MIN_SHARED_SEEDS
     )
+    shared.sort()
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
     first, second = of_passage[verified.first], of_passage[verified.second]
     apart = first != second
@@ -136,15 +137,17 @@ def _same_text_codes(
         while stop < holders.shape[0] and text_of[stop] == text_of[start]:
             stop += 1
         if 1 < stop - start <= most:
-            unique = np.unique(holders[start:stop])
-            pairs = unique.shape[0] * (unique.shape[0] - 1) // 2
+            size = stop - start
+            pairs = size * (size - 1) // 2
             codes = with_room(codes, count, pairs)
-            for left in range(unique.shape[0]):
-                for right in range(left + 1, unique.shape[0]):
-                    codes[count] = unique[left] * documents + unique[right]
-                    count += 1
+            for left in range(start, stop):
+                for right in range(left + 1, stop):
+                    one, two = holders[left], holders[right]
+                    if one != two:
+                        codes[count] = min(one, two) * documents + max(one, two)
+                        count += 1
         start = stop
-    return codes[:count].copy()
+    return codes[:count]
 
 
 @compiled
@@ -189,14 +192,10 @@ def _text_pair_counts(
         for left in range(size):
             for right in range(left + 1, size):
                 code = group[left] * texts + group[right]
-                if (
-                    known.shape[0]
-                    and known[min(np.searchsorted(known, code), known.shape[0] - 1)] == code
-                ):
+                if known[_slot(known, code)] == code:
                     continue
                 keys, counts, used = _counted(keys, counts, used, code, 1)
-    taken = keys != -1
-    return keys[taken].copy(), counts[taken].copy()
+    return _entries(keys, counts, 0)
 
 
 @compiled
@@ -226,7 +225,26 @@ def _document_pair_codes(
                 pair_keys, pair_counts, pair_used = _counted(
                     pair_keys, pair_counts, pair_used, code, counts[row]
                 )
-    return np.sort(pair_keys[(pair_keys != -1) & (pair_counts >= least)])
+    return _entries(pair_keys, pair_counts, least)[0]
+
+
+@compiled
+def _entries(
+    keys: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], least: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The keys of a counting table counted at least ``least`` times, and their counts, in
+    slot order (the callers sort them)."""
+    found = 0
+    for slot in range(keys.shape[0]):
+        found += keys[slot] != -1 and counts[slot] >= least
+    taken_keys = np.empty(found, dtype=np.int64)
+    taken_counts = np.empty(found, dtype=np.int64)
+    at = 0
+    for slot in range(keys.shape[0]):
+        if keys[slot] != -1 and counts[slot] >= least:
+            taken_keys[at], taken_counts[at] = keys[slot], counts[slot]
+            at += 1
+    return taken_keys, taken_counts
 
 
 @compiled

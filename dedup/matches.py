@@ -29,7 +29,7 @@ from dedup.columns import SpanTable
 from dedup.config import AlignConfig
 from dedup.documents import DocumentRuns
 from dedup.kernels import compiled
-from dedup.kernels.growth import with_room_for_rows
+from dedup.kernels.rows import with_room_for_rows
 from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
 from dedup.offset_steps import original_offsets
 from dedup.progress import progress
@@ -211,7 +211,8 @@ def _align_chunk(
         found = with_room_for_rows(found, count, spans.shape[0])
         for row in range(spans.shape[0]):
             found[count, 0] = numbers[pair]
-            found[count, 1:] = spans[row]
+            for column in range(5):
+                found[count, column + 1] = spans[row, column]
             count += 1
     return found[:count].copy()
 

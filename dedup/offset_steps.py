@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.kernels import compiled
-from dedup.kernels.growth import with_room_for_rows
+from dedup.kernels.rows import with_room_for_rows
 
 BIG_STEP = 255
 
@@ -48,6 +48,19 @@ def offset_steps(
 
 
 @compiled
+def _big_step(big: npt.NDArray[np.int64], at: int) -> int:
+    """The step kept apart for index ``at`` (``big`` sorted by index; a binary search)."""
+    low, high = 0, big.shape[0] - 1
+    while low < high:
+        middle = (low + high) // 2
+        if big[middle, 0] < at:
+            low = middle + 1
+        else:
+            high = middle
+    return int(big[low, 1])
+
+
+@compiled
 def original_offsets(
     steps: npt.NDArray[np.uint8],
     big: npt.NDArray[np.int64],
@@ -65,7 +78,7 @@ def original_offsets(
         for at in range(begin + 1, begin + index[row] + 1):
             step = np.int64(steps[at])
             if step == BIG_STEP:
-                step = big[np.searchsorted(big[:, 0], at), 1]
+                step = np.int64(_big_step(big, at))
             offset += step
         found[row] = offset
     return found
