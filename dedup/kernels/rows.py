@@ -1,6 +1,6 @@
 """Tables of int64 rows inside compiled loops: grown as a loop fills them (doubling, so that a
 loop that cannot know its output's size ahead fills it in amortized constant time), and taken
-in an order. Written as plain loops: numba compiles 2-D slice assignment and fancy indexing
+in an order; and a binary search. Written as plain loops: numba compiles 2-D slice assignment and fancy indexing
 slowly (three seconds or more for each use, paid on a fresh install's first scan), loops in a
 fraction of a second."""
 
@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from dedup.kernels.jit import compiled
 
-__all__ = ["sort_rows", "stable_order", "with_room", "with_room_for_rows"]
+__all__ = ["search_sorted", "sort_rows", "stable_order", "with_room", "with_room_for_rows"]
 
 
 @compiled
@@ -88,3 +88,17 @@ def stable_order(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         order, spare = spare, order
         width *= 2
     return order
+
+
+@compiled
+def search_sorted(values: npt.NDArray[np.int64], key: int | np.int64) -> int:
+    """``np.searchsorted(values, key)`` (the first position whose value is not below
+    ``key``), by a loop: numba's takes a second to compile at each place it is used."""
+    low, high = 0, values.shape[0]
+    while low < high:
+        middle = (low + high) // 2
+        if values[middle] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from dedup.codepoints import code_points, from_code_points
 from dedup.kernels import compiled
+from dedup.kernels.rows import search_sorted
 from dedup.normalize.records import NormalizeStats
 from dedup.normalize.tables import (
     UNICODE_SIZE,
@@ -196,7 +197,7 @@ def _find_triggers_each(
     """_find_triggers of each text ``codes[text_starts[i]:text_ends[i]]`` (a row each)."""
     found = np.zeros((text_starts.shape[0], order.shape[0]), dtype=np.bool_)
     for text in range(text_starts.shape[0]):
-        found[text] = _find_triggers(
+        row = _find_triggers(
             codes[text_starts[text] : text_ends[text]],
             fold,
             first,
@@ -206,6 +207,8 @@ def _find_triggers_each(
             trigger_codes,
             offsets,
         )
+        for trigger in range(row.shape[0]):  # a loop: numba compiles row assignment slowly
+            found[text, trigger] = row[trigger]
     return found
 
 
@@ -229,7 +232,7 @@ def _find_triggers(
         if not first[head]:
             continue
         key = (np.int64(head) << 21) | fold[codes[index + 1]]
-        group = np.searchsorted(bigrams, key)
+        group = search_sorted(bigrams, key)
         if group == bigrams.shape[0] or bigrams[group] != key:
             continue
         for member in range(starts[group], starts[group + 1]):

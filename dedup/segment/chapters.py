@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from dedup.codepoints import code_points
 from dedup.kernels import compiled
+from dedup.kernels.rows import search_sorted
 from dedup.models import Chapter, Document
 
 _NUMERAL = "0-9０-９零〇○一二三四五六七八九十百千万萬两兩壹贰貳叁參肆伍陆陸柒捌玖拾佰仟"
@@ -163,7 +164,7 @@ def _keyword_line_starts(
         elif pair_first[code]:  # 楔子, 序章, ...
             if index + 1 < size:
                 key = (np.int64(code) << 21) | np.int64(codes[index + 1])
-                at = np.searchsorted(pairs, key)
+                at = search_sorted(pairs, key)
                 found = at < pairs.shape[0] and pairs[at] == key
         elif (code == 0x63 or code == 0x43) and index + 7 < size:  # c/C, "hapter", space/tab
             found = codes[index + 7] == 0x20 or codes[index + 7] == 9

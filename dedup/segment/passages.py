@@ -95,12 +95,14 @@ def _choose_cuts(
     if size == 0:
         return np.zeros(0, dtype=np.int64)
     if size <= max_len and size < passage_chars + min_len:
-        return np.array([0, size], dtype=np.int64)
+        whole = np.empty(2, dtype=np.int64)
+        whole[0], whole[1] = 0, size
+        return whole
     candidates = _sentence_ends_in(body, offsets, is_end)
     modulus = sentence_modulus
     if candidates.shape[0] < size // max_len * 2:
         # Text without sentence punctuation: every character boundary is a candidate.
-        candidates = np.arange(1, size).astype(np.int64)
+        candidates = np.arange(1, size)
         modulus = char_modulus
     return _cuts(codes, candidates, min_len, max_len, modulus)
 
@@ -265,11 +267,17 @@ def _window_arrays(
     starts and ends, converted counts, hashes."""
     cuts = _choose_cuts(body, offsets, codes, passage_chars, sentence_modulus, char_modulus, is_end)
     windows = max(0, cuts.shape[0] - 1)
-    ends = cuts[1:].copy()
-    starts = np.maximum(0, cuts[:windows] - overlap)
+    # (loops, not array expressions: numba compiles those slowly, on a fresh install's first
+    # scan)
+    ends = np.empty(windows, dtype=np.int64)
+    starts = np.empty(windows, dtype=np.int64)
+    original_starts = np.empty(windows, dtype=np.int64)
+    for window in range(windows):
+        ends[window] = cuts[window + 1]
+        starts[window] = max(0, cuts[window] - overlap)
+        original_starts[window] = offsets[starts[window]]
     # A passage runs on to just before the next one, so it ends with its own punctuation;
     # trailing blank lines and spaces are left out.
-    original_starts = offsets[starts]
     limits = np.empty(windows, dtype=np.int64)
     for window in range(windows - 1):
         limits[window] = offsets[ends[window]]
