@@ -1,10 +1,14 @@
 """End-to-end speed of `dedup scan` against a straightforward datasketch script, same passages.
 
-    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--jobs 0] [--shared ../shared]
+    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--dump mirror|repeated] [--cli]
+        [--jobs 0] [--shared ../shared]
 
-Builds a dump of about --mb MB from real text in ../shared/corpora (one folder per "site": the
-classics as found, and a machine-converted Traditional or Simplified copy of part of them), scans
-it with dedup, then runs the baseline on the very passages dedup fingerprinted: one
+Builds a dump of about --mb MB from real text in ../shared/corpora: ``mirror`` (the default),
+five mirror sites that each vary the text (benchmarks/mirror_sites.py: most passages near
+copies), or ``repeated``, the classics as found and a machine-converted copy of part of them,
+repeated to reach the size (nearly every passage an exact copy). Prints the share of passages
+that are exact copies after normalization. Scans it with dedup (with ``--cli``, also the
+command line end to end, writing the default report, in a process of its own), then runs the baseline on the very passages dedup fingerprinted: one
 datasketch.MinHash per passage, update_batch on the UTF-8 encoded shingles (default hash),
 MinHashLSH insert then query. The scan and the script run --rounds times, alternating, and
 each side's fastest round counts (the machine's speed wanders by a fifth within minutes).
@@ -37,6 +41,9 @@ from dedup.engine.tasks import prepare_file
 from dedup.fingerprint import shingles
 from dedup.read import discover_inputs
 from dedup.read.decode import decode_bytes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.mirror_sites import build_mirror_dump
 
 BOOKS = [
     "tennessine-corpus/红楼梦.txt",
@@ -150,6 +157,18 @@ def _seconds(run: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def _command_line(dump: Path, out: Path, jobs: int) -> float:
+    """Seconds of ``dedup scan DUMP -o OUT -q`` in a process of its own (imports, the scan and
+    the default report files: what a user waits for)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "dedup", "scan", str(dump), "-o", str(out), "-q", "-j", str(jobs)],
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = Path(__file__).resolve().parents[1]
@@ -169,6 +188,10 @@ def main() -> None:
         default=2,
         help="scan and run the script this many times, alternating; each side's fastest counts",
     )
+    parser.add_argument("--dump", choices=["mirror", "repeated"], default="mirror")
+    parser.add_argument(
+        "--cli", action="store_true", help="also time the command line, report written"
+    )
     parser.add_argument("--figures", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if len(args.mb) == 1:
@@ -183,7 +206,8 @@ def main() -> None:
         last = number == len(args.mb) - 1
         command = [sys.executable, __file__, "--mb", str(size), "--jobs", str(args.jobs)]
         command += ["--shared", str(args.shared), "--sample-mb", str(args.sample_mb), "--figures"]
-        command += ["--rounds", str(args.rounds)]
+        command += ["--rounds", str(args.rounds), "--dump", args.dump]
+        command += ["--cli"] if args.cli else []
         if args.no_baseline or not last:
             command.append("--no-baseline")
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -208,7 +232,8 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
     rounds; print the figures of each side's fastest round."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp)
-        size = build_dump(args.shared, int(size_mb * 1e6), dump)
+        builder = build_mirror_dump if args.dump == "mirror" else build_dump
+        size = builder(args.shared, int(size_mb * 1e6), dump)
         config = ScanConfig(jobs=args.jobs)
         # The baselines run on dedup's own normalized passages, up to --sample-mb of them,
         # made in a child process: made here, the OpenCC runs they go through would be
@@ -218,7 +243,10 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
             texts, sampled = child.submit(_sample, dump, args.sample_mb, config).result()
         scans: list[float] = []
         rounds: list[float] = []
+        command_lines: list[float] = []
         for _round in range(args.rounds):
+            if args.cli:
+                command_lines.append(_command_line(dump, Path(tmp + "-report"), args.jobs))
             report = None
             gc.collect()
             started = time.perf_counter()
@@ -244,7 +272,11 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
     elapsed = min(scans)
     base = min(rounds) if rounds else None
     passages = report.summary.passages
-    print(f"dump: {size / 1e6:.1f} MB, {report.summary.files} files, {passages} passages")
+    exact = report.summary.exact_copy_pairs / max(1, passages)
+    print(
+        f"dump ({args.dump}): {size / 1e6:.1f} MB, {report.summary.files} files, {passages} "
+        f"passages, {exact:.0%} of them exact copies of another after normalization"
+    )
     print(
         f"dedup: {elapsed:.2f} s = {size / 1e6 / elapsed:.2f} MB/s, {passages / elapsed:.0f} "
         f"passages/s, {report.summary.clusters} clusters, jobs={report.jobs} (fastest of "
@@ -252,6 +284,13 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
     )
     for stage, seconds in report.timings.items():
         print(f"  {stage:<12} {seconds:8.2f} s  {seconds / report.timings['total']:6.1%}")
+    if command_lines:
+        fastest = min(command_lines)
+        print(
+            f"command line end to end (dedup scan DUMP -o OUT -q, default report): "
+            f"{', '.join(f'{seconds:.2f}' for seconds in command_lines)} s; fastest "
+            f"{fastest:.2f} s = {size / 1e6 / fastest:.2f} MB/s"
+        )
     print(f"  peak RSS: main {peak_mb:.0f} MB, largest child process {children_mb:.0f} MB")
     figures = {
         "mb": size / 1e6,
