@@ -288,13 +288,20 @@ def test_a_page_too_big_for_a_browser_holds_the_largest_clusters(
     report = dedup.scan([str(samples)], jobs=1)
     whole = _page_data(render_html(report))
     assert len(whole["clusters"]) == whole["clusters_total"] == len(report.clusters)
-    monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 5000)
+    assert len(whole["matches"]) == whole["matches_total"] == len(report.matches)
+    monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 40_000)
     capped = _page_data(render_html(report))
+    # the matched documents take up to half of the budget, their matches largest share first
+    documents = sum(len(document["text"]) for document in capped["documents"])
+    assert 0 < len(capped["matches"]) < len(report.matches) == capped["matches_total"]
+    assert documents <= 20_000
+    # the clusters the rest, largest first
     shown = [cluster["id"] for cluster in capped["clusters"]]
     assert 0 < len(shown) < len(report.clusters) == capped["clusters_total"]
-    assert shown == [cluster.id for cluster in report.clusters[: len(shown)]]  # largest first
+    assert shown == [cluster.id for cluster in report.clusters[: len(shown)]]
     text = sum(len(m["text"]) for c in capped["clusters"] for m in c["members"])
-    assert text <= 5000 < text + sum(len(m.text) for m in report.clusters[len(shown)].members)
+    following = sum(len(m.text) for m in report.clusters[len(shown)].members)
+    assert text <= 40_000 - documents < text + following
     assert capped["summary"] == whole["summary"] and capped["overlap"] == whole["overlap"]
 
 
@@ -304,7 +311,7 @@ def test_a_capped_page_says_where_the_other_clusters_are(
 ) -> None:
     from dedup.report import html
 
-    monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 5000)
+    monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 40_000)
     report = dedup.scan([str(samples)], jobs=1)
     out = tmp_path / "report"
     dedup.report.write_report(report, out)

@@ -36,9 +36,10 @@ from dedup.report.palette import cluster_palette, normalized_texts
 
 INDEX_FILE = "index.html"
 HISTOGRAM_BINS = 20
-# The page carries the members' text of the largest clusters up to about this many characters
-# (some 60 MB of page): far more and a browser no longer opens it. The overview counts every
-# cluster; report.json, clusters.jsonl and clusters.csv hold them all.
+# The page carries the matched documents' text (up to half of this many characters) and the
+# members' text of the largest clusters (the rest), some 60 MB of page at most: far more and a
+# browser no longer opens it. The overview counts everything; report.json, matches.csv,
+# clusters.jsonl and clusters.csv hold it all.
 PAGE_TEXT_BUDGET = 20_000_000
 
 
@@ -126,28 +127,13 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
 
 def document_data(report: Report) -> dict[str, Any]:
     """The matches the page shows, with their documents' text, largest share first, up to
-    PAGE_TEXT_BUDGET characters of document text: ``documents`` (each once) and ``matches``
-    as [a, b, coverage_a, coverage_b, identical_chars, spans], spans as [a_start, a_end,
-    b_start, b_end, identical] relative to each document's own text."""
-    order = sorted(
-        range(len(report.matches)),
-        key=lambda n: (-max(report.matches[n].coverage_a, report.matches[n].coverage_b), n),
-    )
-    number: dict[str, int] = {}
-    documents: list[dict[str, Any]] = []
-    matches: list[list[Any]] = []
-    characters = 0
-    for index in order:
+    half of PAGE_TEXT_BUDGET characters of document text: ``documents`` (each once) and
+    ``matches`` as [id, a, b, coverage_a, coverage_b, identical_chars, spans], spans as
+    [a_start, a_end, b_start, b_end, identical] relative to each document's own text."""
+    documents, shown, _characters = _page_matches(report)
+    matches = []
+    for index, sides in shown:
         match = report.matches[index]
-        sides = []
-        for document in (match.a, match.b):
-            if document.id not in number:
-                characters += len(document.text)
-                number[document.id] = len(documents)
-                documents.append({**document.location(), "text": document.text})
-            sides.append(number[document.id])
-        if matches and characters > PAGE_TEXT_BUDGET:
-            break
         a, b = match.a, match.b
         matches.append(
             [
@@ -173,6 +159,34 @@ def document_data(report: Report) -> dict[str, Any]:
         "matches_total": len(report.matches),
         "match_overlap": [[a, b, n] for (a, b), n in sorted(between.items())],
     }
+
+
+def _page_matches(
+    report: Report,
+) -> tuple[list[dict[str, Any]], list[tuple[int, list[int]]], int]:
+    """The documents the page carries, the matches it shows (index, [a, b] as positions in
+    those documents) and the characters of their text: matches by their larger share, as long
+    as their documents fit in half of PAGE_TEXT_BUDGET (the first always)."""
+    order = sorted(
+        range(len(report.matches)),
+        key=lambda n: (-max(report.matches[n].coverage_a, report.matches[n].coverage_b), n),
+    )
+    number: dict[str, int] = {}
+    documents: list[dict[str, Any]] = []
+    shown: list[tuple[int, list[int]]] = []
+    characters = 0
+    for index in order:
+        match = report.matches[index]
+        new = [d for d in {match.a.id: match.a, match.b.id: match.b}.values() if d.id not in number]
+        more = sum(len(document.text) for document in new)
+        if shown and characters + more > PAGE_TEXT_BUDGET // 2:
+            break
+        for document in new:
+            number[document.id] = len(documents)
+            documents.append({**document.location(), "text": document.text})
+        characters += more
+        shown.append((index, [number[match.a.id], number[match.b.id]]))
+    return documents, shown, characters
 
 
 def source_overlap(clusters: Sequence[Cluster]) -> list[list[Any]]:
@@ -235,16 +249,18 @@ _OVERLAP_BATCH = 1 << 22
 
 def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
     """Each cluster the page shows (members, palette, pairs), one at a time, largest first,
-    up to PAGE_TEXT_BUDGET characters of member text (always at least one cluster)."""
+    up to PAGE_TEXT_BUDGET characters of member text less what the page's documents hold
+    (always at least one cluster)."""
     options = report.options
     config = NormalizeConfig(
         script=options["script"], skip=frozenset(options.get("skip_steps", ()))
     )
+    budget = PAGE_TEXT_BUDGET - _page_matches(report)[2]
     shown: list[Cluster] = []
     characters = 0
     for number, cluster in enumerate(report.clusters):
         characters += sum(len(member.text) for member in cluster.members)
-        if number and characters > PAGE_TEXT_BUDGET:
+        if number and characters > budget:
             break
         shown.append(cluster)
     # The members' texts are normalized for the palettes a group of clusters at a time, in
