@@ -218,3 +218,38 @@ def test_corpus_samples_documents(samples: Path) -> None:
                 assert document.start <= start < end <= document.end
     data = json.loads(report.to_json())
     assert len(data["matches"]) == len(report.matches)
+
+
+def test_passage_overlap_leaves_the_spans_as_they_are(scene_dump: dict[str, object]) -> None:
+    """With --passage-overlap each passage repeats the end of the one before: a document is
+    still its characters once, and the spans are the same."""
+    root = scene_dump["root"]
+    assert isinstance(root, Path)
+    plain = dedup.scan([str(root)], jobs=1)
+    overlapping = dedup.scan([str(root)], jobs=1, passage_overlap=100)
+    assert [m.to_dict() for m in overlapping.matches] == [m.to_dict() for m in plain.matches]
+
+
+def test_documents_in_an_archive_match_as_the_files_do(tmp_path: Path, samples: Path) -> None:
+    """Entries of a zip are read back in the workers (not by their bytes): the same matches,
+    under the entries' names."""
+    import zipfile
+
+    archive = tmp_path / "samples.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        for path in sorted(samples.rglob("*")):
+            if path.is_file() and path.suffix != ".md":
+                out.write(path, path.relative_to(samples).as_posix())
+    zipped = dedup.scan([str(archive)], jobs=1)
+    plain = dedup.scan([str(samples)], jobs=1)
+
+    def shape(report: dedup.Report) -> list[tuple[object, ...]]:
+        return [
+            (Path(m.a.path).name, Path(m.b.path).name, m.a.start, m.b.start, m.coverage_a,
+             m.coverage_b, tuple(s.to_dict().values() for s in m.spans))
+            for m in report.matches
+        ]  # fmt: skip
+
+    assert zipped.matches and sorted(map(str, shape(zipped))) == sorted(map(str, shape(plain)))
+    for match in zipped.matches:
+        assert "samples.zip!/" in match.a.path and match.a.text
