@@ -131,6 +131,22 @@ def test_a_fresh_cache_is_known_as_such(tmp_path: Path) -> None:
     assert done.stdout.split() == ["False", "True"]
 
 
+def test_loops_compiled_for_other_sources_do_not_count(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """After an upgrade (other sources) the loops are compiled afresh: the command says so
+    again, as on a fresh install, though numba's cache holds an earlier version's index."""
+    cache = tmp_path / "cache"
+    (cache / "dedup").mkdir(parents=True)
+    (cache / "dedup" / "hashing.fnv1a-10.py311.nbi").write_bytes(b"an earlier version's index")
+    monkeypatch.setattr(module.numba.config, "CACHE_DIR", str(cache))
+    assert not module.compiled_before()
+    (cache / "dedup" / "hashing.fnv1a-11.py311.nbi").write_bytes(
+        b"...(" + module.sources_digest().encode("ascii") + b")..."
+    )
+    assert module.compiled_before()
+
+
 def test_cached_loops_are_keyed_by_all_of_dedups_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     """numba alone would reuse a cached loop after a loop it calls changed (in another module):
     dedup's cache entries carry a digest of the whole package's sources."""

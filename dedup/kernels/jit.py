@@ -101,10 +101,12 @@ def compiled(function: F) -> F:
 
 
 def compiled_before() -> bool:
-    """Whether dedup's loops were compiled on this machine before (numba's cache index files
-    are beside the modules, or in NUMBA_CACHE_DIR): a fresh install compiles them all on its
-    first scan, which takes a while, and the command says so."""
+    """Whether dedup's loops were compiled on this machine before, for these sources: numba's
+    cache index files (beside the modules, or in NUMBA_CACHE_DIR) hold its entries' keys, and
+    this version's carry sources_digest(). A fresh install, or an upgrade, compiles them all
+    on its first scan, which takes a while, and the command says so."""
     config: Any = numba.config
     package = Path(__file__).resolve().parents[1]
     places = [Path(config.CACHE_DIR)] if config.CACHE_DIR else [package]
-    return any(next(place.rglob("*.nbi"), None) is not None for place in places)
+    digest = sources_digest().encode("ascii")
+    return any(digest in index.read_bytes() for place in places for index in place.rglob("*.nbi"))
