@@ -14,6 +14,7 @@ their other seeds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,77 @@ from dedup.kernels.rows import with_room
 MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
 _SPREAD = 0x5851F42D4C957F2D  # an odd multiplier below 2**63: slots of the pair-count table
+
+
+@dataclass(frozen=True, slots=True)
+class PassageAlignment:
+    """What the align stage needs of each passage, made in the workers: its normalized
+    length and lead (the characters it shares with the one before, --passage-overlap); where
+    its normalized characters came from (dedup.offset_steps: steps one after another, passage
+    after passage, and the steps too big for a byte by their index); and the winnowed seeds of
+    the texts handed back (dedup.align), with the passage of each (a row of these)."""
+
+    lengths: npt.NDArray[np.int64]
+    leads: npt.NDArray[np.int64]
+    steps: npt.NDArray[np.uint8]
+    big_steps: npt.NDArray[np.int64]
+    seeds: npt.NDArray[np.uint32]
+    seed_passage: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @classmethod
+    def empty(cls) -> PassageAlignment:
+        none = np.empty(0, dtype=np.int64)
+        steps, seeds = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint32)
+        return cls(none, none, steps, np.empty((0, 2), dtype=np.int64), seeds, none)
+
+    def kept(self, rows: npt.NDArray[np.int64], seeding: npt.NDArray[np.bool_]) -> PassageAlignment:
+        """These passages' ``rows`` alone (sorted), with the seeds of the rows ``seeding`` (a
+        flag per row kept) alone; indexes renumbered."""
+        wanted = np.zeros(len(self), dtype=np.bool_)
+        wanted[rows] = True
+        by_char = np.repeat(wanted, self.lengths)
+        new_step = np.cumsum(by_char) - 1
+        big = self.big_steps[by_char[self.big_steps[:, 0]]]
+        big = np.column_stack((new_step[big[:, 0]], big[:, 1])) if len(big) else big
+        new_row = np.full(len(self), -1, dtype=np.int64)
+        new_row[rows] = np.arange(len(rows))
+        owner = new_row[self.seed_passage]
+        seeded = owner >= 0
+        seeded[seeded] = seeding[owner[seeded]]
+        return PassageAlignment(
+            self.lengths[rows],
+            self.leads[rows],
+            self.steps[by_char],
+            big.astype(np.int64),
+            self.seeds[seeded],
+            owner[seeded],
+        )
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[PassageAlignment]) -> PassageAlignment:
+        """The parts one after another: their step indexes and seeds' passages renumbered."""
+        if not parts:
+            return cls.empty()
+        passages = np.cumsum([0, *(len(part) for part in parts)])[:-1].tolist()
+        steps = np.cumsum([0, *(len(part.steps) for part in parts)])[:-1].tolist()
+        return cls(
+            np.concatenate([part.lengths for part in parts]),
+            np.concatenate([part.leads for part in parts]),
+            np.concatenate([part.steps for part in parts]),
+            np.concatenate(
+                [
+                    part.big_steps + np.array([first, 0])
+                    for part, first in zip(parts, steps, strict=True)
+                ]
+            ),
+            np.concatenate([part.seeds for part in parts]),
+            np.concatenate(
+                [part.seed_passage + first for part, first in zip(parts, passages, strict=True)]
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +117,7 @@ class DocumentRuns:
 
 
 def document_runs(
-    spans: SpanTable,
-    file_of: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    leads: npt.NDArray[np.int64],
+    spans: SpanTable, file_of: npt.NDArray[np.int64], alignment: PassageAlignment
 ) -> DocumentRuns:
     """The documents of a dump's passages (in file order): a new one where the file, the
     record, the chapter or its title changes."""
@@ -68,7 +137,7 @@ def document_runs(
     first = np.flatnonzero(changed)
     end = np.append(first[1:], count)
     of_passage = np.cumsum(changed) - 1
-    own = lengths - leads
+    own = alignment.lengths - alignment.leads
     ends_within = np.cumsum(own)
     own_start = ends_within - own - np.repeat(ends_within[first] - own[first], end - first)
     story = np.add.reduceat(own, first)
@@ -78,8 +147,7 @@ def document_runs(
 def candidate_documents(
     documents: DocumentRuns,
     leader: npt.NDArray[np.int64],
-    seeds: npt.NDArray[np.uint32],
-    seed_passage: npt.NDArray[np.int64],
+    alignment: PassageAlignment,
     verified: SimilarityTable,
 ) -> npt.NDArray[np.int64]:
     """Pairs (a, b), a < b, of documents to align, sorted: those holding the same passage
@@ -87,6 +155,7 @@ def candidate_documents(
     A seed counts for every document that holds its passage's text (an exact copy's seeds are
     its first passage's: workers hand each text back once)."""
     of_passage = documents.of_passage
+    seeds, seed_passage = alignment.seeds, alignment.seed_passage
     count = max(1, len(documents))
     by_text = np.argsort(leader, kind="stable")
     holders = of_passage[by_text]

@@ -27,7 +27,7 @@ from dedup.align import seed_table, spans_with_table
 from dedup.cluster import components
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig
-from dedup.documents import DocumentRuns
+from dedup.documents import DocumentRuns, PassageAlignment
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
@@ -56,9 +56,9 @@ class NormalizedTexts:
         cls,
         texts: Sequence[str | None],
         leader: npt.NDArray[np.int64],
-        lengths: npt.NDArray[np.int64],
-        leads: npt.NDArray[np.int64],
+        alignment: PassageAlignment,
     ) -> NormalizedTexts:
+        lengths, leads = alignment.lengths, alignment.leads
         held = np.array([text is not None for text in texts], dtype=np.bool_)
         start = np.zeros(len(texts), dtype=np.int64)
         start[held] = np.cumsum(lengths[held]) - lengths[held]
@@ -221,16 +221,14 @@ def original_spans(
     aligned: AlignedPairs,
     documents: DocumentRuns,
     spans: SpanTable,
-    lengths: npt.NDArray[np.int64],
-    leads: npt.NDArray[np.int64],
-    steps: npt.NDArray[np.uint8],
-    big_steps: npt.NDArray[np.int64],
+    alignment: PassageAlignment,
 ) -> npt.NDArray[np.int64]:
     """Each aligned span's ends in the decoded text of its documents: rows (a_start, a_end,
     b_start, b_end), the ends one past the last shared story character."""
     rows = aligned.spans
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
+    lengths, leads = alignment.lengths, alignment.leads
     base = np.cumsum(documents.story_chars) - documents.story_chars
     own_starts = base[documents.of_passage] + documents.own_start
     step_first = np.cumsum(lengths) - lengths
@@ -242,7 +240,11 @@ def original_spans(
             passage = np.searchsorted(own_starts, at, side="right") - 1
             index = at - own_starts[passage] + leads[passage]
             offset = original_offsets(
-                steps, big_steps, step_first[passage], spans.start[passage], index
+                alignment.steps,
+                alignment.big_steps,
+                step_first[passage],
+                spans.start[passage],
+                index,
             )
             found.append(offset + 1 if end else offset)
     return np.column_stack(found)

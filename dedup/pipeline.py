@@ -80,28 +80,16 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
         with timer("align"):
             # Documents (chapters, records) that share seeds or verified passages are
             # aligned on their normalized texts, held once per distinct passage text.
-            documents = document_runs(
-                passages.spans, passages.file_of, passages.lengths, passages.leads
-            )
+            documents = document_runs(passages.spans, passages.file_of, passages.alignment)
             leader = candidates.leaders(len(passages.spans))
-            document_pairs = candidate_documents(
-                documents, leader, passages.seeds, passages.seed_passage, verified
-            )
-            texts = NormalizedTexts.of(passages.texts, leader, passages.lengths, passages.leads)
+            document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
+            texts = NormalizedTexts.of(passages.texts, leader, passages.alignment)
             passages.let_go_of_texts()
             aligned = align_pairs(
                 document_pairs, documents, texts, config.align, engine, config.show_progress
             )
             del texts
-            shared = original_spans(
-                aligned,
-                documents,
-                passages.spans,
-                passages.lengths,
-                passages.leads,
-                passages.steps,
-                passages.big_steps,
-            )
+            shared = original_spans(aligned, documents, passages.spans, passages.alignment)
         with timer("member texts"):
             # Only the passages that cluster and the documents that match are shown with
             # their text: read back now rather than carried through the scan.

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
+from dedup.documents import PassageAlignment
 from dedup.models import Chapter, Document, DocumentKey
 from dedup.normalize import (
     BATCH_CHARS,
@@ -58,33 +59,8 @@ class InputWindows:
         return concatenated(parts, np.int64, columns=2)
 
     @property
-    def lengths(self) -> npt.NDArray[np.int64]:
-        """Each passage's normalized length."""
-        return np.fromiter(map(len, self.texts), dtype=np.int64, count=len(self.texts))
-
-    @property
-    def leads(self) -> npt.NDArray[np.int64]:
-        return concatenated([windows.leads for windows, *_rest in self.chapters], np.int64)
-
-    def steps(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-        """The offset steps of every passage, one after another, and the big ones by index."""
-        parts = [windows.steps for windows, *_rest in self.chapters]
-        firsts = np.cumsum([0, *map(len, parts)])[:-1]
-        big = [
-            windows.big_steps + np.array([first, 0])
-            for (windows, *_rest), first in zip(self.chapters, firsts.tolist(), strict=True)
-        ]
-        return concatenated(parts, np.uint8), concatenated(big, np.int64, columns=2)
-
-    def seeds(self) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-        """The winnowed seed hashes of every passage, and the passage of each."""
-        sizes = np.cumsum([0, *(len(windows.texts) for windows, *_rest in self.chapters)])
-        parts = [windows.seeds for windows, *_rest in self.chapters]
-        owners = [
-            windows.seed_passage + first
-            for (windows, *_rest), first in zip(self.chapters, sizes[:-1].tolist(), strict=True)
-        ]
-        return concatenated(parts, np.uint32), concatenated(owners, np.int64)
+    def alignment(self) -> PassageAlignment:
+        return PassageAlignment.concatenate([windows.alignment for windows, *_r in self.chapters])
 
     @property
     def spans(self) -> SpanTable:

@@ -13,6 +13,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
+from dedup.documents import PassageAlignment
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.local import LocalEngine
 from dedup.engine.memory import release_freed_memory
@@ -43,25 +44,11 @@ class Prepared:
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
-    lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    leads: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    steps: list[npt.NDArray[np.uint8]] = field(default_factory=list)
-    big_steps: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    seeds: list[npt.NDArray[np.uint32]] = field(default_factory=list)
-    seed_passage: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    passage_count: int = 0
-    step_count: int = 0
+    alignment_parts: list[PassageAlignment] = field(default_factory=list)
 
     def add(self, file: FoundFile, result: PreparedFile) -> None:
         for item in result.inputs:
-            self.lengths.append(item.lengths)
-            self.leads.append(item.leads)
-            self.steps.append(item.steps)
-            self.big_steps.append(item.big_steps + np.array([self.step_count, 0]))
-            self.seeds.append(item.seeds)
-            self.seed_passage.append(item.seed_passage + self.passage_count)
-            self.passage_count += len(item.passages)
-            self.step_count += len(item.steps)
+            self.alignment_parts.append(item.alignment)
             self.span_parts.append(item.passages)
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
@@ -84,15 +71,9 @@ class Prepared:
             texts=self.normalized,
             hashes=concatenated(self.hashes, np.int64, columns=2),
             signatures=self.signatures,
-            lengths=concatenated(self.lengths, np.int64),
-            leads=concatenated(self.leads, np.int64),
-            steps=concatenated(self.steps, np.uint8),
-            big_steps=concatenated(self.big_steps, np.int64, columns=2),
-            seeds=concatenated(self.seeds, np.uint32),
-            seed_passage=concatenated(self.seed_passage, np.int64),
+            alignment=PassageAlignment.concatenate(self.alignment_parts),
         )
-        self.lengths, self.leads, self.steps, self.big_steps = [], [], [], []
-        self.seeds, self.seed_passage = [], []
+        self.alignment_parts = []
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
@@ -111,14 +92,7 @@ class Passages:
     texts: list[str | None]
     hashes: npt.NDArray[np.int64]
     signatures: SignatureTable
-    # For alignment: normalized lengths, leads (--passage-overlap), offset steps, seeds
-    # (see PreparedInput); the steps' indexes and the seeds' passages are of the whole dump.
-    lengths: npt.NDArray[np.int64]
-    leads: npt.NDArray[np.int64]
-    steps: npt.NDArray[np.uint8]
-    big_steps: npt.NDArray[np.int64]
-    seeds: npt.NDArray[np.uint32]
-    seed_passage: npt.NDArray[np.int64]
+    alignment: PassageAlignment  # of the whole dump: its indexes are of all passages
 
     def let_go_of_texts(self) -> None:
         """Normalized texts, hashes and signatures are done with once pairs are verified: free

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
+from dedup.documents import PassageAlignment
 from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets
 from dedup.engine.copies import CopyFilter
 from dedup.errors import DecodeFailure, InputTooLarge
@@ -53,15 +54,7 @@ class PreparedInput:
     too_short: int
     # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
     byte_spans: npt.NDArray[np.int32]
-    # For alignment (dedup.align): per passage its normalized length and lead (overlap with
-    # the one before); where its normalized characters came from (dedup.offset_steps); the
-    # winnowed seeds of the texts handed back, with the passage of each.
-    lengths: npt.NDArray[np.int64]
-    leads: npt.NDArray[np.int64]
-    steps: npt.NDArray[np.uint8]
-    big_steps: npt.NDArray[np.int64]
-    seeds: npt.NDArray[np.uint32]
-    seed_passage: npt.NDArray[np.int64]
+    alignment: PassageAlignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +123,8 @@ def _prepare_input(
             str(failure) or f"larger than {config.max_file_mb} MB; raise --max-file-mb to read it"
         )
         return _skipped_input(Skipped(result.path, reason), config)
-    lengths = windows.lengths
+    alignment = windows.alignment
+    lengths = alignment.lengths
     kept = np.flatnonzero(lengths >= config.min_passage_chars)
     converted = int(np.count_nonzero(windows.converted[kept] >= CONVERTED_PASSAGE))
     stats.add("passages-converted", converted)
@@ -163,13 +157,6 @@ def _prepare_input(
         text if handing else None
         for text, handing in zip(texts, handing_back.tolist(), strict=True)
     )
-    steps, big_steps = _kept_steps(*windows.steps(), lengths, kept)
-    seeds, seed_window = windows.seeds()
-    row_of_window = np.full(len(lengths), -1, dtype=np.int64)
-    row_of_window[kept] = np.arange(len(kept))
-    seed_passage = row_of_window[seed_window]
-    seeded = seed_passage >= 0
-    seeded[seeded] = handing_back[seed_passage[seeded]]
     return PreparedInput(
         entry,
         None,
@@ -179,32 +166,8 @@ def _prepare_input(
         fingerprints,
         len(lengths) - len(kept),
         byte_spans,
-        lengths[kept],
-        windows.leads[kept],
-        steps,
-        big_steps,
-        seeds[seeded],
-        seed_passage[seeded],
+        alignment.kept(kept, handing_back),
     )
-
-
-def _kept_steps(
-    steps: npt.NDArray[np.uint8],
-    big_steps: npt.NDArray[np.int64],
-    lengths: npt.NDArray[np.int64],
-    kept: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """The offset steps of the ``kept`` passages alone (of passages of ``lengths``)."""
-    if len(kept) == len(lengths):
-        return steps, big_steps
-    wanted = np.zeros(len(lengths), dtype=np.bool_)
-    wanted[kept] = True
-    by_char = np.repeat(wanted, lengths)
-    new_index = np.cumsum(by_char) - 1
-    big = big_steps[by_char[big_steps[:, 0]]] if len(big_steps) else big_steps
-    if len(big):
-        big = np.column_stack((new_index[big[:, 0]], big[:, 1]))
-    return steps[by_char], big
 
 
 def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
@@ -261,22 +224,8 @@ def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     empty = np.empty((0, config.num_perm), dtype=np.uint32)
     no_hashes = np.empty((0, 2), dtype=np.int64)
     no_spans = np.empty((0, 2), dtype=np.int32)
-    none = np.empty(0, dtype=np.int64)
     return PreparedInput(
-        None,
-        skipped,
-        SpanTable.of(()),
-        (),
-        no_hashes,
-        empty,
-        0,
-        no_spans,
-        none,
-        none,
-        np.empty(0, dtype=np.uint8),
-        np.empty((0, 2), dtype=np.int64),
-        np.empty(0, dtype=np.uint32),
-        none,
+        None, skipped, SpanTable.of(()), (), no_hashes, empty, 0, no_spans, PassageAlignment.empty()
     )
 
 

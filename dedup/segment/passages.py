@@ -14,6 +14,7 @@ import numpy.typing as npt
 from dedup.align import WINNOW_WINDOW, winnowed_seeds
 from dedup.codepoints import code_points
 from dedup.config import SEED_CHARS
+from dedup.documents import PassageAlignment
 from dedup.kernels import compiled
 from dedup.kernels.crc import crc32_utf8
 from dedup.kernels.hashing import FNV_OFFSET, fnv1a
@@ -187,15 +188,7 @@ class ChapterWindows:
     # Two hashes of each normalized text, one row a text (equal texts, equal hashes: a scan
     # finds exact copies by them, made here in the workers rather than in the main process).
     hashes: npt.NDArray[np.int64]
-    # Where each passage's normalized characters came from (dedup.offset_steps), passage
-    # after passage, with the steps too big for a byte by their index.
-    steps: npt.NDArray[np.uint8]
-    big_steps: npt.NDArray[np.int64]
-    # How many of each passage's first characters are the one before's (--passage-overlap).
-    leads: npt.NDArray[np.int64]
-    # The winnowed seed hashes of the passages (dedup.align), and the passage of each.
-    seeds: npt.NDArray[np.uint32]
-    seed_passage: npt.NDArray[np.int64]
+    alignment: PassageAlignment  # what the align stage needs of each passage
 
 
 def chapter_windows(
@@ -223,6 +216,7 @@ def chapter_windows(
     text = normalized.text
     base = document.base + chapter.body_start
     steps, big_steps = offset_steps(normalized.offsets, starts, ends)
+    # how many of each passage's first characters are the one before's (--passage-overlap)
     leads = np.zeros(len(starts), dtype=np.int64)
     leads[1:] = np.maximum(0, ends[:-1] - starts[1:])
     seeds, seed_passage = winnowed_seeds(codes, starts, ends, SEED_CHARS, WINNOW_WINDOW)
@@ -232,11 +226,7 @@ def chapter_windows(
         original_ends + base,
         converted / np.maximum(1, ends - starts),
         hashes,
-        steps,
-        big_steps,
-        leads,
-        seeds,
-        seed_passage,
+        PassageAlignment(ends - starts, leads, steps, big_steps, seeds, seed_passage),
     )
 
 
