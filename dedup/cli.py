@@ -305,9 +305,10 @@ def scan_command(
     formats: tuple[str, ...],
     **options: Any,
 ) -> None:
-    """Scan the files under PATHS and report clusters of near-duplicate passages.
+    """Scan the files under PATHS and report the documents that share text (and clusters of
+    near-duplicate passages).
 
-    Each folder directly under a scanned folder is one source (site). Use - to read the paths
+    A document is a chapter of a file or record. Each folder directly under a scanned folder is one source (site). Use - to read the paths
     from standard input, one per line (find dumps/ -name '*.txt' | dedup scan -).
     """
     if "-" in paths:
