@@ -247,7 +247,7 @@ _SMALL_CLUSTER_SOURCES = 16
 _OVERLAP_BATCH = 1 << 22
 
 
-def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
+def cluster_data(report: Report, budget: int | None = None) -> Iterator[dict[str, Any]]:
     """Each cluster the page shows (members, palette, pairs), one at a time, largest first,
     up to PAGE_TEXT_BUDGET characters of member text less what the page's documents hold
     (always at least one cluster)."""
@@ -255,7 +255,8 @@ def cluster_data(report: Report) -> Iterator[dict[str, Any]]:
     config = NormalizeConfig(
         script=options["script"], skip=frozenset(options.get("skip_steps", ()))
     )
-    budget = PAGE_TEXT_BUDGET - _page_matches(report)[2]
+    if budget is None:  # what the page's documents leave
+        budget = PAGE_TEXT_BUDGET - _page_matches(report)[2]
     shown: list[Cluster] = []
     characters = 0
     for number, cluster in enumerate(report.clusters):
@@ -304,8 +305,10 @@ def write_page(report: Report, out: TextIO) -> None:
         '<main id="app"></main>'
         '<script type="application/json" id="report-data">'
     )
-    out.write(_script_json(report_data(report, clusters=False))[: -len("}")] + ',"clusters":[')
-    for number, data in enumerate(cluster_data(report)):
+    page = report_data(report, clusters=False)
+    out.write(_script_json(page)[: -len("}")] + ',"clusters":[')
+    left = PAGE_TEXT_BUDGET - sum(len(document["text"]) for document in page["documents"])
+    for number, data in enumerate(cluster_data(report, left)):
         out.write(("," if number else "") + _script_json(data))
     out.write(f"]}}</script><script>{script}</script></body></html>\n")
 
