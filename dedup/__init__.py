@@ -7,6 +7,7 @@ The library does everything the ``dedup`` command does::
     for cluster in report.clusters:
         print(cluster.id, [member.source for member in cluster.members])
     dedup.write_report(report, "dedup-report")  # the files dedup scan writes
+    saved = dedup.load_report("dedup-report/report.json")  # members with their text
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         SharedSpan,
     )
     from dedup.pipeline import scan, scan_to
+    from dedup.report.record import load_report
     from dedup.report.writer import write_report
 
 # The names below are imported when first used, not with the package: `dedup --version`, or a
@@ -47,6 +49,7 @@ _LAZY = {
     "scan": "dedup.pipeline",
     "scan_to": "dedup.pipeline",
     "write_report": "dedup.report.writer",
+    "load_report": "dedup.report.record",
 }
 
 
@@ -76,6 +79,7 @@ __all__ = [
     "ScanConfig",
     "SharedSpan",
     "__version__",
+    "load_report",
     "scan",
     "scan_to",
     "write_report",

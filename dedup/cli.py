@@ -226,17 +226,28 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[st
     return chosen
 
 
-def format_option(function: F) -> F:
-    return click.option(
-        "--format",
-        "formats",
-        default=",".join(DEFAULT_FORMATS),
-        show_default=True,
-        callback=_formats,
-        help="Outputs, comma-separated: html (index.html), csv (clusters.csv, pairs.csv), jsonl "
-        "(clusters.jsonl), text (summary on stdout) or json (summary as JSON on stdout). "
-        "report.json is always written.",
-    )(function)
+def output_options(function: F) -> F:
+    return _apply(
+        function,
+        [
+            click.option(
+                "--format",
+                "formats",
+                default=",".join(DEFAULT_FORMATS),
+                show_default=True,
+                callback=_formats,
+                help="Outputs, comma-separated: html (index.html), csv (matches.csv, "
+                "clusters.csv, pairs.csv), jsonl (clusters.jsonl), text (summary on stdout) or "
+                "json (summary as JSON on stdout). report.json is always written.",
+            ),
+            click.option(
+                "--full-text",
+                is_flag=True,
+                help="Each cluster member's whole text in clusters.csv and clusters.jsonl, not "
+                "an excerpt (report.json holds every shared document's text either way).",
+            ),
+        ],
+    )
 
 
 class _UserError(click.ClickException):
@@ -295,7 +306,7 @@ def cli() -> None:
 @click.option(
     "--strict", is_flag=True, help="Exit with status 3 if any input was skipped (after writing)."
 )
-@format_option
+@output_options
 def scan_command(
     paths: tuple[str, ...],
     out_dir: Path,
@@ -303,6 +314,7 @@ def scan_command(
     quiet: bool,
     strict: bool,
     formats: tuple[str, ...],
+    full_text: bool,
     **options: Any,
 ) -> None:
     """Scan the files under PATHS and report the documents that share text (and clusters of
@@ -333,7 +345,7 @@ def scan_command(
         )
 
     with ReportFolder(out_dir) as folder:
-        report, written = scan_to(folder, paths, config, formats)
+        report, written = scan_to(folder, paths, config, formats, full_text)
         for entry in report.skipped:
             click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
         _summarize(report, folder, written, formats, quiet)
@@ -384,7 +396,7 @@ def _summarize(
     help="Write here instead of over DIRECTORY.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No summary.")
-@format_option
+@output_options
 def report_command(
     directory: Path,
     threshold: float | None,
@@ -393,6 +405,7 @@ def report_command(
     out_dir: Path | None,
     quiet: bool,
     formats: tuple[str, ...],
+    full_text: bool,
 ) -> None:
     """Rebuild every output in DIRECTORY (a scan's --out) at a stricter threshold or with
     small clusters left out, from the saved pair scores: nothing is read or fingerprinted again.
@@ -404,7 +417,8 @@ def report_command(
     saved = load_report(directory / "report.json")
     with ReportFolder(out_dir or directory) as folder:
         rebuilt = rebuild(saved, threshold, containment, min_size)
-        _summarize(rebuilt, folder, write_report(rebuilt, folder, formats), formats, quiet)
+        written = write_report(rebuilt, folder, formats, full_text=full_text)
+        _summarize(rebuilt, folder, written, formats, quiet)
 
 
 @cli.command("explain")

@@ -115,9 +115,12 @@ class SpanTable(ColumnTable[PassageSpan]):
             for (source, path, record, record_id), chapter, title, start, end in self._columns(rows)
         ]
 
-    def passages(self, rows: npt.NDArray[np.int64], texts: Sequence[str]) -> list[Passage]:
-        """The passages of ``rows``, with their ``texts`` (made column by column)."""
-        columns = {**self.row_fields(rows), "text": texts}
+    def passages(
+        self, rows: npt.NDArray[np.int64], texts: Sequence[str], documents: Sequence[str]
+    ) -> list[Passage]:
+        """The passages of ``rows``, with their ``texts`` and the ids of the ``documents``
+        holding them (made column by column)."""
+        columns = {**self.row_fields(rows), "text": texts, "document": documents}
         return made_in_bulk(Passage, *(columns[field.name] for field in fields(Passage)))
 
     def row_fields(self, rows: npt.NDArray[np.int64]) -> dict[str, list[Any]]:

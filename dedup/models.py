@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
-from typing import Any, TextIO, TypeVar
+from typing import Any, Literal, TextIO, TypeVar
 
 R = TypeVar("R")
 
@@ -88,7 +88,7 @@ class PassageSpan:
             text=text,
         )
 
-    def with_text(self, text: str) -> Passage:
+    def with_text(self, text: str, document: str) -> Passage:
         return Passage(
             id=self.id,
             source=self.source,
@@ -99,6 +99,7 @@ class PassageSpan:
             start=self.start,
             end=self.end,
             text=text,
+            document=document,
             record_id=self.record_id,
         )
 
@@ -109,14 +110,33 @@ DocumentKey = tuple[str, str, int | None, str | None]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Passage(PassageSpan):
-    """A scene window: where it is (its PassageSpan's fields), its text, and its id, as
-    members of a cluster are reported: ``document.text[start:end] == text``."""
+    """A scene window: where it is (its PassageSpan's fields), its text, its id, and the id of
+    the document (:class:`MatchedDocument`) that holds it, as members of a cluster are
+    reported: ``text == document.text[start - document.start : end - document.start]``."""
 
     id: str  # passage_id(path, record, start, end), kept: reports read back keep theirs
     text: str
+    document: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**located(self), "text": self.text}
+    def to_dict(self, text: MemberText = "none") -> dict[str, Any]:
+        """The member as reports write it: report.json without its text (its document holds
+        it, once), clusters.jsonl with an excerpt or, asked for, the whole text."""
+        data = {**located(self), "document": self.document}
+        if text == "excerpt":
+            data["excerpt"] = self.text[:EXCERPT_CHARS]
+        elif text == "full":
+            data["text"] = self.text
+        return data
+
+
+# report.json's format: 2 since members are written without their text, which their
+# documents hold (docs/report-format.md).
+REPORT_FORMAT = 2
+# How much of a member's text a report line carries: none (report.json, whose documents hold
+# it), an excerpt (clusters.jsonl, clusters.csv), or all of it (with --full-text).
+MemberText = Literal["none", "excerpt", "full"]
+# An excerpt is a text's first characters: enough to recognise the scene in a table.
+EXCERPT_CHARS = 80
 
 
 # In a report a passage is a cluster "member"; the library uses both names for the same record.
@@ -265,14 +285,14 @@ class Cluster:
     def sources(self) -> tuple[str, ...]:
         return tuple(sorted({member.source for member in self.members}))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, text: MemberText = "none") -> dict[str, Any]:
         return {
             "id": self.id,
             "representative": self.representative,
             "sources": list(self.sources),
             "giant": self.giant,
             "linked_through_others": list(self.linked_through_others),
-            "members": [member.to_dict() for member in self.members],
+            "members": [member.to_dict(text) for member in self.members],
             "pairs": [pair.to_dict() for pair in self.pairs],
         }
 
@@ -493,7 +513,7 @@ class Report:
         """The report as plain data (without the documents, matches and clusters, which are
         most of it, if asked)."""
         data = {
-            "report_format": 1,
+            "report_format": REPORT_FORMAT,
             "dedup_version": self.dedup_version,
             "options": self.options,
             "summary": self.summary.to_dict(),
@@ -518,13 +538,15 @@ class Report:
         out: TextIO,
         lines: TextIO | None = None,
         clusters: Iterable[Cluster] | None = None,
+        lines_text: MemberText = "excerpt",
     ) -> None:
-        """report.json, written as it is built: the top level indented, then one cluster per
-        line (a report of a large dump holds gigabytes of text; each cluster is encoded on its
-        own, by json's C encoder, and written before the next is). The same lines, one per
-        cluster, are clusters.jsonl: given ``lines``, they go there too, encoded once for
-        both. ``clusters``: this report's clusters as the caller goes through them (counted on
-        a progress bar, say)."""
+        """report.json, written as it is built: the top level indented, then the documents
+        (each with its text, once) and one cluster per line (a report of a large dump holds
+        gigabytes of text; each item is encoded on its own, by json's C encoder, and written
+        before the next is). Given ``lines``, the clusters go there too, one per line
+        (clusters.jsonl), their members with ``lines_text``, in the same pass. ``clusters``:
+        this report's clusters as the caller goes through them (counted on a progress bar,
+        say)."""
         top = self.to_dict(clusters=False)
         head = json.dumps(top, ensure_ascii=False, indent=2)
         out.write(head[: -len("\n}")])
@@ -541,9 +563,8 @@ class Report:
             out.write("\n  ]" if items else "]")
         out.write(',\n  "clusters": [')
         for number, cluster in enumerate(self.clusters if clusters is None else clusters):
-            line = json.dumps(cluster.to_dict(), ensure_ascii=False)
             out.write(",\n" if number else "\n")
-            out.write(line)
+            out.write(json.dumps(cluster.to_dict(), ensure_ascii=False))
             if lines is not None:
-                lines.write(line + "\n")
+                lines.write(json.dumps(cluster.to_dict(lines_text), ensure_ascii=False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")

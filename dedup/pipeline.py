@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dedup.arrays import sorted_unique
 from dedup.candidates import find_candidates
 from dedup.cluster import check_kept_sources, cluster_pairs
@@ -22,7 +24,7 @@ from dedup.config import ScanConfig
 from dedup.documents import candidate_documents, document_runs
 from dedup.engine.gather import prepare_all
 from dedup.engine.local import LocalEngine
-from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, read_documents, read_members
+from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, members_of, read_documents
 from dedup.engine.memory import collector_paused
 from dedup.matches import (
     NormalizedTexts,
@@ -90,32 +92,36 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
             )
             del texts
             shared = original_spans(aligned, documents, passages.spans, passages.alignment)
-        with timer("member texts"):
-            # Only the passages that cluster and the documents that match are shown with
+        with timer("document texts"):
+            # Only the documents that match or hold passages that cluster are shown with
             # their text: read back now rather than carried through the scan.
-            matched, changed = read_documents(
-                sorted_unique(aligned.pairs[aligned.spans[:, 0]]),
+            shown, changed = read_documents(
+                sorted_unique(
+                    np.concatenate(
+                        (
+                            aligned.pairs[aligned.spans[:, 0]].ravel(),
+                            documents.of_passage[verified.first],
+                            documents.of_passage[verified.second],
+                        )
+                    )
+                ),
                 documents,
                 passages,
                 prepared.files,
                 config,
                 engine,
             )
-            members = read_members(
-                verified, passages, prepared.files, config, engine, documents, matched
-            )
+            members = members_of(verified, passages.spans, documents, shown)
         with timer("cluster"):
             clusters = cluster_pairs(
                 members.passages, members.verified, config.keep, config.max_cluster_size
             )
-            matches = matches_of(aligned, shared, matched)
+            matches = matches_of(aligned, shared, shown)
             groups = document_groups(matches, config.keep)
     check_kept_sources(config.keep, prepared.inputs)
     changed_files = [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
     skipped = sorted(
-        {
-            s.path: s for s in [*skipped, *prepared.skipped, *members.changed, *changed_files]
-        }.values(),
+        {s.path: s for s in [*skipped, *prepared.skipped, *changed_files]}.values(),
         key=lambda s: s.path,
     )
     summary = _summarize(
@@ -143,11 +149,7 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
         inputs=tuple(prepared.inputs),
         skipped=tuple(skipped),
         clusters=tuple(clusters),
-        documents=tuple(
-            sorted(
-                {d.id: d for m in matches for d in (m.a, m.b)}.values(), key=lambda d: d.sort_key
-            )
-        ),
+        documents=tuple(sorted(shown.values(), key=lambda d: d.sort_key)),
         matches=tuple(matches),
         document_groups=tuple(groups),
         timings=dict(timer.seconds),
@@ -160,13 +162,15 @@ def scan_to(
     paths: Paths,
     config: ScanConfig | None = None,
     formats: tuple[str, ...] = DEFAULT_FORMATS,
+    full_text: bool = False,
     **options: Any,
 ) -> tuple[Report, list[Path]]:
     """:func:`scan`, then the report stage: the report's files written into ``out`` (whole,
-    or not at all: dedup.report.folder). Returns the report and the files written."""
+    or not at all: dedup.report.folder), the tables with members' whole texts if
+    ``full_text``. Returns the report and the files written."""
     report = scan(paths, config, **options)
     shown = ScanConfig.with_options(config, options).show_progress
-    return report, write_report(report, out, formats, show_progress=shown)
+    return report, write_report(report, out, formats, show_progress=shown, full_text=full_text)
 
 
 def path_list(paths: Paths) -> list[str]:

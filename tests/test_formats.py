@@ -285,11 +285,18 @@ def test_large_files_are_read_as_streams(
     assert mirror.records == 3 and mirror.warnings[0].startswith(
         "record 2 (line 3): not valid JSON"
     )
+    assert streamed.skipped == whole.skipped  # no file is taken for one that changed
     for cluster in streamed.clusters:
         for member in cluster.members:
             if member.record is None:
                 text = decode_bytes(Path(member.path).read_bytes()).text
                 assert text[member.start : member.end] == member.text
+    # documents longer than a piece are read back whole, their parts joined
+    long = [d for d in streamed.documents if d.end - d.start > 3000 and d.record is None]
+    assert long and streamed.matches
+    for document in long:
+        text = decode_bytes(Path(document.path).read_bytes()).text
+        assert text[document.start : document.end] == document.text
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -67,6 +67,7 @@ def _passage(path: str, start: int, text: str) -> Passage:
         start=start,
         end=start + len(text),
         text=text,
+        document=f"{path}:0-{start + len(text)}",
     )
 
 

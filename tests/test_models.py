@@ -48,8 +48,12 @@ def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: P
     assert list(taken) == expected == table.rows(rows)
     assert len(taken.documents) < len(table.documents)  # only the documents those rows use
     texts = [f"text {i}" for i in rows.tolist()]
-    passages = table.passages(rows, texts)
-    assert passages == [span.with_text(text) for span, text in zip(expected, texts, strict=True)]
+    holders = [f"document {i}" for i in rows.tolist()]
+    passages = table.passages(rows, texts, holders)
+    assert passages == [
+        span.with_text(text, holder)
+        for span, text, holder in zip(expected, texts, holders, strict=True)
+    ]
 
 
 def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified: str) -> None:
@@ -62,9 +66,33 @@ def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified
         (
             Passage,
             [
-                # fields in order: where it is (PassageSpan's), then id and text
-                ("site", "a.txt", 3, 7, "第八章", 0, 300, "x", "a.txt#3:0-300", text),
-                ("other", "b.txt", None, None, None, 5, 9, None, "b.txt:5-9", text[:4]),
+                # fields in order: where it is (PassageSpan's), then id, text and document
+                (
+                    "site",
+                    "a.txt",
+                    3,
+                    7,
+                    "第八章",
+                    0,
+                    300,
+                    "x",
+                    "a.txt#3:0-300",
+                    text,
+                    "a.txt#3:0-900",
+                ),
+                (
+                    "other",
+                    "b.txt",
+                    None,
+                    None,
+                    None,
+                    5,
+                    9,
+                    None,
+                    "b.txt:5-9",
+                    text[:4],
+                    "b.txt:5-9",
+                ),
             ],
         ),
         (

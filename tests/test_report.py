@@ -23,7 +23,9 @@ from dedup.fingerprint import shingles
 from dedup.models import Cluster, Passage
 from dedup.normalize import normalize
 from dedup.report.html import render_html
+from dedup.report import load_report
 from dedup.report.rebuild import rebuild
+from tests.reports import with_member_texts
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 PAIR = ["corpus_samples/site-qidian/000.txt", "corpus_samples/site-tw/000.txt"]
@@ -49,13 +51,44 @@ def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: 
     assert raw.startswith(b"\xef\xbb\xbf")  # the BOM Excel needs to read UTF-8
     rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
     report = json.loads((tmp_path / "report.json").read_text("utf-8"))
-    members = [m for c in report["clusters"] for m in c["members"]]
+    clusters = with_member_texts(report)
+    members = [m for c in clusters for m in c["members"]]
     assert len(rows) == len(members)
-    assert [row["text"] for row in rows] == [m["text"] for m in members]
+    assert "text" not in rows[0]  # each member's text is in report.json once, not here too
+    assert [row["excerpt"] for row in rows] == [m["text"][:80] for m in members]
+    assert [int(row["characters"]) for row in rows] == [len(m["text"]) for m in members]
+    assert max(int(row["characters"]) for row in rows) > 80
     pairs = list(csv.DictReader(io.StringIO((tmp_path / "pairs.csv").read_text("utf-8-sig"))))
     assert len(pairs) == sum(len(c["pairs"]) for c in report["clusters"])
     lines = (tmp_path / "clusters.jsonl").read_text("utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == report["clusters"]
+    texts = {m["id"]: m["text"] for m in members}
+    excerpted = [
+        {**c, "members": [{**m, "excerpt": texts[m["id"]][:80]} for m in c["members"]]}
+        for c in report["clusters"]
+    ]
+    assert [json.loads(line) for line in lines] == excerpted
+
+
+def test_full_text_puts_each_members_text_in_the_tables(in_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "full"
+    result = CliRunner().invoke(
+        cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--full-text"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    members = [m for c in with_member_texts(report) for m in c["members"]]
+    with open(out / "clusters.csv", encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["text"] for row in rows] == [m["text"] for m in members]
+    lines = (out / "clusters.jsonl").read_text("utf-8").splitlines()
+    assert [m["text"] for line in lines for m in json.loads(line)["members"]] == [
+        m["text"] for m in members
+    ]
+    # and dedup report keeps them, rebuilt from report.json alone
+    rebuilt = CliRunner().invoke(cli, ["report", str(out), "-q", "--full-text"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    again = (out / "clusters.jsonl").read_text("utf-8").splitlines()
+    assert again == lines
 
 
 def test_format_json_prints_a_machine_summary(in_repo: Path, tmp_path: Path) -> None:
@@ -160,6 +193,17 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
     )
     lower = runner.invoke(cli, ["report", str(tmp_path), "--threshold", "0.3"])
     assert lower.exit_code == 2 and "scan again" in lower.stderr
+    # every member's document is kept, and members read back with their text
+    rebuilt = load_report(tmp_path / "report.json")
+    for cluster in rebuilt.clusters:
+        for member in cluster.members:
+            assert len(member.text) == member.end - member.start > 0
+    # a report.json of another format is refused with what to do, not misread
+    report["report_format"] = 1
+    (tmp_path / "report.json").write_text(json.dumps(report), "utf-8")
+    older = runner.invoke(cli, ["report", str(tmp_path)])
+    assert older.exit_code == 1
+    assert "report format 1" in older.stderr and "scan again" in older.stderr
 
 
 HOSTILE = (
@@ -225,7 +269,7 @@ def test_report_renders_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None
     query = "甄士隐"  # in the Simplified title of 红楼梦 chapter 1, and in its text
     expected = sum(
         any(query in (m["title"] or "") or query in m["text"] for m in c["members"])
-        for c in report["clusters"]
+        for c in with_member_texts(report)
     )
     filtered = _chromium(tmp_path, page + "#q=%E7%94%84%E5%A3%AB%E9%9A%90", "--dump-dom")
     assert 0 < expected < total and f"{expected} of {total} clusters shown" in filtered
@@ -332,6 +376,7 @@ def _cluster_of_sources(number: int, sources: list[str], text: str) -> Cluster:
             start=0,
             end=len(text),
             text=text,
+            document=f"{s}/x.txt:0-{len(text)}",
         )
         for s in sources
     )
@@ -486,7 +531,7 @@ def test_the_page_follows_its_url_and_writes_every_view_to_it(
     )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text("utf-8"))
-    clusters = report["clusters"]
+    clusters = with_member_texts(report)
     assert len(clusters) > 200
     late = clusters[150]["id"]  # on the second page of the largest-first list
     (tmp_path / "driver.html").write_text(_DRIVER.replace("LATE", late), "utf-8")

@@ -170,8 +170,16 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "title",
         "start",
         "end",
-        "text",
+        "document",
     }
+    # a member's text is its document's, held once: every member's document is there, and
+    # holds it
+    documents = {document["id"]: document for document in data["documents"]}
+    assert data["report_format"] == 2
+    for member in (m for c in data["clusters"] for m in c["members"]):
+        holder = documents[member["document"]]
+        assert holder["path"] == member["path"] and holder["record"] == member["record"]
+        assert holder["start"] <= member["start"] < member["end"] <= holder["end"]
     assert set(cluster["pairs"][0]) == {
         "a",
         "b",
@@ -488,7 +496,7 @@ def test_every_long_stage_shows_its_progress(
     for stage, unit in (
         ("learn site lines", "file"),
         ("read+fingerprint", "file"),
-        ("member texts", "file"),
+        ("document texts", "file"),
         ("writing report", "cluster"),
     ):
         assert stage in shown and f"{unit}/s" in shown, stage

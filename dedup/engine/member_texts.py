@@ -1,6 +1,7 @@
-"""The text of the passages that cluster (and of the documents that match), read back from their files at the end of a scan (the
-scan keeps only where each passage is): a plain UTF-8 file by the passages' bytes, here; any
-other read again in the workers."""
+"""The text of the documents that share text (that match, or hold passages that cluster),
+read back from their files at the end of a scan (the scan keeps only where each passage is):
+a plain UTF-8 file by the documents' bytes, here; any other read again in the workers. The
+clustered passages' texts are cut from their documents'."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +20,7 @@ from dedup.documents import DocumentRuns
 from dedup.engine.byte_spans import NOT_IN_BYTES, texts_at
 from dedup.engine.gather import Passages
 from dedup.engine.local import LocalEngine
-from dedup.models import MatchedDocument, Passage, PassageSpan, Skipped
+from dedup.models import MatchedDocument, Passage, PassageSpan
 from dedup.progress import progress
 from dedup.read import (
     FoundFile,
@@ -35,58 +35,40 @@ CHANGED_WHILE_SCANNING = (
 
 @dataclass(frozen=True, slots=True)
 class Members:
-    """The passages of the verified pairs, by index, with their text; the verified pairs
-    among them; and the files whose text was no longer where the scan found it (changed
-    since), whose passages are left out."""
+    """The passages of the verified pairs, by index, with their text, and the verified pairs
+    among them."""
 
     passages: dict[int, Passage]
     verified: SimilarityTable
-    changed: tuple[Skipped, ...]
 
 
-def read_members(
+def members_of(
     verified: SimilarityTable,
-    passages: Passages,
-    files: Sequence[FoundFile],
-    config: ScanConfig,
-    engine: LocalEngine,
-    documents: DocumentRuns | None = None,
-    read: Mapping[int, MatchedDocument] | None = None,
+    spans: SpanTable,
+    documents: DocumentRuns,
+    read: Mapping[int, MatchedDocument],
 ) -> Members:
-    """The member passages of ``verified``, their text read back from their files, or, for
-    a passage of a document ``read`` already (by its number in ``documents``), taken from
-    that document's text."""
-    spans = passages.spans
+    """The member passages of ``verified``, their text taken from the documents holding them
+    (``read``: by their numbers in ``documents``, read by :func:`read_documents`). A passage
+    whose document is not there (its file changed since it was scanned) is left out, with
+    its pairs."""
     indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
-    texts: list[str | None] = [None] * len(indexes)
-    if documents is not None and read:
-        starts, ends = spans.start[indexes].tolist(), spans.end[indexes].tolist()
-        owners = documents.of_passage[indexes].tolist()
-        for row, (owner, start, end) in enumerate(zip(owners, starts, ends, strict=True)):
-            document = read.get(owner)
-            if document is not None:
-                texts[row] = document.text[start - document.start : end - document.start]
-    missing = np.flatnonzero([text is None for text in texts]).astype(np.int64)
-    found, changed = read_texts(
-        spans.take(indexes[missing]),
-        passages.byte_spans[indexes[missing]],
-        passages.file_of[indexes[missing]],
-        files,
-        config,
-        engine,
-        "member texts",
-    )
-    for row, text in zip(missing.tolist(), found, strict=True):
-        texts[row] = text
-    members: dict[int, Passage] = {}
-    known = np.flatnonzero([text is not None for text in texts]) if len(texts) else indexes[:0]
-    made = spans.passages(indexes[known], cast(list[str], [texts[row] for row in known.tolist()]))
-    members.update(zip(indexes[known].tolist(), made, strict=True))
-    if changed:
-        kept = np.fromiter(members, dtype=np.int64, count=len(members))
-        verified = verified.where(np.isin(verified.first, kept) & np.isin(verified.second, kept))
-    skipped = tuple(Skipped(path, CHANGED_WHILE_SCANNING) for path in changed)
-    return Members(members, verified, skipped)
+    starts, ends = spans.start[indexes].tolist(), spans.end[indexes].tolist()
+    owners = documents.of_passage[indexes].tolist()
+    kept: list[int] = []
+    texts: list[str] = []
+    holders: list[str] = []
+    for row, (owner, start, end) in enumerate(zip(owners, starts, ends, strict=True)):
+        document = read.get(owner)
+        if document is not None:
+            kept.append(row)
+            texts.append(document.text[start - document.start : end - document.start])
+            holders.append(document.id)
+    rows = indexes[np.array(kept, dtype=np.int64)]
+    members = dict(zip(rows.tolist(), spans.passages(rows, texts, holders), strict=True))
+    if len(rows) < len(indexes):
+        verified = verified.where(np.isin(verified.first, rows) & np.isin(verified.second, rows))
+    return Members(members, verified)
 
 
 def read_texts(
@@ -160,13 +142,20 @@ def passage_texts(
     texts: list[str | None] = [None] * len(table)
     if file.stamp is not None and file_stamp(file.fs_path) != file.stamp:
         return texts
+    # A large file comes in pieces (a document's ``base`` is where its piece starts), and a
+    # span (a long chapter, say) may run across several: its parts are joined in order.
+    parts: list[list[str]] = [[] for _ in range(len(table))]
     for result in read_file(file, config):
         for document in result.documents:
+            low, high = document.base, document.base + len(document.text)
             for position in wanted.get((document.path, document.record), ()):
-                start = starts[position] - document.base
-                end = ends[position] - document.base
-                if start >= 0 and end <= len(document.text):
-                    texts[position] = document.text[start:end]
+                start, end = max(starts[position], low), min(ends[position], high)
+                if start < end:
+                    parts[position].append(document.text[start - low : end - low])
+    for position, pieces in enumerate(parts):
+        text = "".join(pieces)
+        if len(text) == ends[position] - starts[position]:
+            texts[position] = text
     return texts
 
 

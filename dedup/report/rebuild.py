@@ -61,4 +61,12 @@ def rebuild(
         clusters=len(clusters),
         duplicated_passages=sum(len(c.members) for c in clusters),
     )
-    return dataclasses.replace(report, options=options, summary=summary, clusters=tuple(clusters))
+    held = {m.document for c in clusters for m in c.members}
+    held |= {d.id for match in report.matches for d in (match.a, match.b)}
+    return dataclasses.replace(
+        report,
+        options=options,
+        summary=summary,
+        clusters=tuple(clusters),
+        documents=tuple(d for d in report.documents if d.id in held),
+    )

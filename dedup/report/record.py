@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from dedup.errors import DedupError
 from dedup.models import (
+    REPORT_FORMAT,
     Cluster,
     DocumentGroup,
     InputFile,
@@ -21,9 +23,11 @@ from dedup.models import (
     Skipped,
     Summary,
 )
+from dedup.version import __version__
 
 
-def _passage(data: dict[str, Any]) -> Passage:
+def _passage(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Passage:
+    holder = documents[data["document"]]
     return Passage(
         id=data["id"],
         source=data["source"],
@@ -33,7 +37,8 @@ def _passage(data: dict[str, Any]) -> Passage:
         title=data["title"],
         start=data["start"],
         end=data["end"],
-        text=data["text"],
+        text=holder.text[data["start"] - holder.start : data["end"] - holder.start],
+        document=holder.id,
         record_id=data.get("record_id"),
     )
 
@@ -63,22 +68,30 @@ def _group(data: dict[str, Any]) -> DocumentGroup:
     )
 
 
-def load_report(path: Path) -> Report:
-    """Read a report.json written by ``write_report``."""
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read a report.json written by ``write_report``: each cluster member with its text,
+    cut from its document's."""
+    path = Path(path)
     try:
         data = json.loads(path.read_text("utf-8"))
+        if data.get("report_format") != REPORT_FORMAT:
+            raise DedupError(
+                f"{path}: written by dedup {data.get('dedup_version', '(unknown)')} in report "
+                f"format {data.get('report_format')}, which this version ({__version__}) does not "
+                f"read (it reads format {REPORT_FORMAT}); scan again"
+            )
+        documents = _documents(data)
         clusters = tuple(
             Cluster(
                 id=cluster["id"],
                 representative=cluster["representative"],
-                members=tuple(_passage(member) for member in cluster["members"]),
+                members=tuple(_passage(member, documents) for member in cluster["members"]),
                 pairs=tuple(Pair(**pair) for pair in cluster["pairs"]),
                 linked_through_others=tuple(cluster.get("linked_through_others", ())),
                 giant=cluster.get("giant", False),
             )
             for cluster in data["clusters"]
         )
-        documents = _documents(data)
         return Report(
             dedup_version=data["dedup_version"],
             options=data["options"],
@@ -97,7 +110,7 @@ def load_report(path: Path) -> Report:
         raise DedupError(
             f"{path}: no report here; run dedup scan first, or give its --out folder"
         ) from error
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise DedupError(
             f"{path}: not a dedup report.json this version can read ({error}); scan again"
         ) from error

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from dedup.models import Report
+from dedup.models import EXCERPT_CHARS, MemberText, Report
 
 MATCHES_CSV = "matches.csv"
 CLUSTERS_CSV = "clusters.csv"
@@ -19,8 +19,11 @@ CLUSTERS_JSONL = "clusters.jsonl"
 
 CLUSTER_COLUMNS = [
     "cluster", "size", "representative", "member", "source", "path", "record", "record_id",
-    "chapter", "title", "start", "end", "characters", "text",
+    "chapter", "title", "start", "end", "characters", "excerpt",
 ]  # fmt: skip
+# With --full-text, each member's whole text too (the default report holds it once, in
+# report.json's documents).
+FULL_TEXT_COLUMN = "text"
 _SIDE = ["source", "path", "record", "record_id", "chapter", "title", "start", "end", "story_chars"]
 MATCH_COLUMNS = [
     "match", "group_a", "group_b",
@@ -54,9 +57,10 @@ def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> 
     writer.writerows([_cell(value) for value in row] for row in rows)
 
 
-def _cluster_rows(report: Report) -> Iterator[list[object]]:
+def _cluster_rows(report: Report, full_text: bool) -> Iterator[list[object]]:
     for cluster in report.clusters:
         for member in cluster.members:
+            text = [member.text] if full_text else []
             yield [
                 cluster.id,
                 len(cluster.members),
@@ -71,7 +75,8 @@ def _cluster_rows(report: Report) -> Iterator[list[object]]:
                 member.start,
                 member.end,
                 len(member.text),
-                member.text,
+                member.text[:EXCERPT_CHARS],
+                *text,
             ]
 
 
@@ -80,10 +85,6 @@ def _pair_rows(report: Report) -> Iterator[list[object]]:
         for pair in cluster.pairs:
             values = pair.to_dict()
             yield [cluster.id, *(values[column] for column in PAIR_COLUMNS[1:])]
-
-
-# A match's first shared stretch, on each side, is shown up to this many characters.
-EXCERPT_CHARS = 80
 
 
 def _match_rows(report: Report) -> Iterator[list[object]]:
@@ -113,25 +114,33 @@ def _match_rows(report: Report) -> Iterator[list[object]]:
         ]
 
 
-def write_matches_csv(report: Report, out: TextIO) -> None:
+def write_matches_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
+    """matches.csv: each match's first shared stretch is an excerpt on each side, whatever
+    ``full_text`` says (report.json has every span of it)."""
     _write_csv(out, _match_rows(report), MATCH_COLUMNS)
 
 
-def write_clusters_csv(report: Report, out: TextIO) -> None:
-    _write_csv(out, _cluster_rows(report), CLUSTER_COLUMNS)
+def write_clusters_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
+    header = CLUSTER_COLUMNS + ([FULL_TEXT_COLUMN] if full_text else [])
+    _write_csv(out, _cluster_rows(report, full_text), header)
 
 
-def write_pairs_csv(report: Report, out: TextIO) -> None:
+def write_pairs_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
     _write_csv(out, _pair_rows(report), PAIR_COLUMNS)
 
 
-def write_clusters_jsonl(report: Report, out: TextIO) -> None:
+def write_clusters_jsonl(report: Report, out: TextIO, full_text: bool = False) -> None:
+    """clusters.jsonl on its own (a report's folder gets it as report.json is written)."""
+    text: MemberText = "full" if full_text else "excerpt"
     for cluster in report.clusters:
-        out.write(json.dumps(cluster.to_dict(), ensure_ascii=False) + "\n")
+        out.write(json.dumps(cluster.to_dict(text), ensure_ascii=False) + "\n")
 
 
-def _writers(formats: set[str]) -> list[tuple[str, Callable[[Report, TextIO], None]]]:
-    writers: list[tuple[str, Callable[[Report, TextIO], None]]] = []
+Writer = Callable[[Report, TextIO, bool], None]
+
+
+def _writers(formats: set[str]) -> list[tuple[str, Writer]]:
+    writers: list[tuple[str, Writer]] = []
     if "csv" in formats:
         writers += [
             (MATCHES_CSV, write_matches_csv),
@@ -148,15 +157,18 @@ def table_names(formats: set[str]) -> list[str]:
     return [name for name, _write in _writers(formats)]
 
 
-def write_table(report: Report, directory: Path, name: str) -> Path:
-    """One of the CSV and JSON Lines files, written row by row."""
+def write_table(report: Report, directory: Path, name: str, full_text: bool = False) -> Path:
+    """One of the CSV and JSON Lines files, written row by row; members with an excerpt of
+    their text, or, with ``full_text``, all of it."""
     (write,) = [write for known, write in _writers({"csv", "jsonl"}) if known == name]
     path = directory / name
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        write(report, handle)
+        write(report, handle, full_text)
     return path
 
 
-def write_tables(report: Report, directory: Path, formats: set[str]) -> list[Path]:
+def write_tables(
+    report: Report, directory: Path, formats: set[str], full_text: bool = False
+) -> list[Path]:
     """The CSV and JSON Lines files in ``formats``."""
-    return [write_table(report, directory, name) for name in table_names(formats)]
+    return [write_table(report, directory, name, full_text) for name in table_names(formats)]

@@ -39,10 +39,14 @@ def write_report(
     formats: tuple[str, ...] = DEFAULT_FORMATS,
     two_processes: bool | None = None,
     show_progress: bool = False,
+    full_text: bool = False,
 ) -> list[Path]:
     """Write report.json, run.json and the file outputs in ``formats`` into ``directory``,
     which holds the whole report or, after an error or an interrupt, what it held before
     (see dedup.report.folder); returns the files written, where they are in the end.
+
+    report.json holds each shared document's text once; clusters.csv and clusters.jsonl
+    give each member an excerpt of its text, or, with ``full_text``, all of it.
 
     With ``two_processes`` (by default, when the scan ran more than one worker), the page and
     the CSV tables are written by a forked copy of this process while this one writes
@@ -53,9 +57,9 @@ def write_report(
     here, so any error is this process's own.
     """
     if isinstance(directory, ReportFolder):
-        return _write_into(report, directory, formats, two_processes, show_progress)
+        return _write_into(report, directory, formats, two_processes, show_progress, full_text)
     with ReportFolder(Path(directory)) as folder:
-        return _write_into(report, folder, formats, two_processes, show_progress)
+        return _write_into(report, folder, formats, two_processes, show_progress, full_text)
 
 
 def _write_into(
@@ -64,6 +68,7 @@ def _write_into(
     formats: tuple[str, ...],
     two_processes: bool | None,
     show_progress: bool,
+    full_text: bool,
 ) -> list[Path]:
     from dedup.report.tables import CLUSTERS_JSONL
 
@@ -73,7 +78,7 @@ def _write_into(
     writing = REPORT_FILE
     try:
         copy = _ForkedWriter(
-            _write_pages_and_tables, report, directory, formats, fork=two_processes
+            _write_pages_and_tables, report, directory, formats, full_text, fork=two_processes
         )
         try:
             with contextlib.ExitStack() as files:
@@ -90,7 +95,7 @@ def _write_into(
                     len(report.clusters),
                     show_progress,
                 )
-                report.write_json(handle, lines, clusters)
+                report.write_json(handle, lines, clusters, "full" if full_text else "excerpt")
             writing = RUN_FILE
             (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
             written = [REPORT_FILE, RUN_FILE]
@@ -99,7 +104,7 @@ def _write_into(
             else:  # the copy failed, or there is none: its files once more, here
                 for name in _pages_and_tables(formats):
                     writing = name
-                    _write_page_or_table(report, directory, formats, name)
+                    _write_page_or_table(report, directory, name, full_text)
                     written.append(name)
             if "jsonl" in formats:
                 written.append(CLUSTERS_JSONL)
@@ -111,21 +116,21 @@ def _write_into(
     return [folder.given / name for name in written]
 
 
-def _write_pages_and_tables(report: Report, directory: Path, formats: tuple[str, ...]) -> None:
-    for name in _pages_and_tables(formats):
-        _write_page_or_table(report, directory, formats, name)
-
-
-def _write_page_or_table(
-    report: Report, directory: Path, formats: tuple[str, ...], name: str
+def _write_pages_and_tables(
+    report: Report, directory: Path, formats: tuple[str, ...], full_text: bool
 ) -> None:
+    for name in _pages_and_tables(formats):
+        _write_page_or_table(report, directory, name, full_text)
+
+
+def _write_page_or_table(report: Report, directory: Path, name: str, full_text: bool) -> None:
     from dedup.report.html import INDEX_FILE, write_html
     from dedup.report.tables import write_table
 
     if name == INDEX_FILE:
         write_html(report, directory)
     else:
-        write_table(report, directory, name)
+        write_table(report, directory, name, full_text)
 
 
 def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:

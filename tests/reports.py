@@ -1,0 +1,28 @@
+"""report.json as a script reads it: members' texts cut from their documents'."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def member_text(report: dict[str, Any], member: dict[str, Any]) -> str:
+    """A cluster member's text, as docs/report-format.md says to find it."""
+    document = next(d for d in report["documents"] if d["id"] == member["document"])
+    return str(
+        document["text"][member["start"] - document["start"] : member["end"] - document["start"]]
+    )
+
+
+def with_member_texts(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's clusters, each member with its ``text``."""
+    documents = {d["id"]: d for d in report["documents"]}
+    clusters = []
+    for cluster in report["clusters"]:
+        members = []
+        for member in cluster["members"]:
+            document = documents[member["document"]]
+            offset = document["start"]
+            text = document["text"][member["start"] - offset : member["end"] - offset]
+            members.append({**member, "text": text})
+        clusters.append({**cluster, "members": members})
+    return clusters
