@@ -65,6 +65,17 @@ def _band_keys(block: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
     return keys
 
 
+def band_keys(signatures: SignatureTable, bands: int, rows: int) -> npt.NDArray[np.int64]:
+    """Each passage's LSH band keys (one row per passage, one column per band), as candidate
+    pairs are found by: an index keeps them to find stored passages that share a band."""
+    keys = np.empty((len(signatures), bands), dtype=np.int64)
+    for band in range(bands):
+        keys[:, band] = _band_keys(signatures.columns(band * rows, (band + 1) * rows)).view(
+            np.int64
+        )
+    return keys
+
+
 def candidate_pairs(
     signatures: npt.NDArray[np.uint32] | SignatureTable,
     bands: int,

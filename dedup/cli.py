@@ -447,6 +447,171 @@ def explain_command(first: str, second: str, colour: bool | None, **options: Any
     click.echo(format_comparison(result, use_colour), color=use_colour)
 
 
+@cli.group("index")
+def index_group() -> None:
+    """A persistent index: add a site once, then check new dumps or submissions against all
+    of it.
+
+    INDEX is one SQLite file. dedup index add makes it; dedup index query checks new files
+    against it; dedup index report reports on everything in it.
+    """
+
+
+INDEX_ARGUMENT = click.argument("index", type=click.Path(path_type=Path))
+SOURCE_OPTION = click.option(
+    "--source",
+    default=None,
+    help="One source name for every file given (default: each folder under a given folder is "
+    "a source, as in a scan).",
+)
+JOBS_OPTION = click.option(
+    "--jobs", "-j", type=click.IntRange(0), default=0, help="Worker processes (0: one per core)."
+)
+QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress bars and no summary.")
+
+
+@index_group.command("add")
+@INDEX_ARGUMENT
+@click.argument("paths", nargs=-1, required=True)
+@SOURCE_OPTION
+@comparison_options
+@input_options
+@JOBS_OPTION
+@QUIET_OPTION
+def index_add_command(
+    index: Path, paths: tuple[str, ...], source: str | None, jobs: int, quiet: bool,
+    **options: Any,
+) -> None:  # fmt: skip
+    """Store the files under PATHS in INDEX (made if it does not exist).
+
+    An unchanged file is left as it is; a changed one replaces its old rows. Each source is
+    written whole or not at all, so an interrupted add leaves the index as it was before it.
+    """
+    from dedup import index as collection
+
+    config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
+    result = collection.add(index, paths, config, source)
+    for entry in result.skipped:
+        click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+    if not quiet:
+        again = len(result.prepared_again)
+        click.echo(
+            f"{shown(str(index))}: {len(result.added)} files added, "
+            f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped"
+            + (f"; {again} stored files of the same sources prepared again" if again else "")
+        )
+
+
+@index_group.command("query")
+@INDEX_ARGUMENT
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dedup-query"),
+    show_default=True,
+    help="Folder the report is written to.",
+)
+@SOURCE_OPTION
+@click.option(
+    "--within",
+    is_flag=True,
+    help="Report duplicates between the files given too, not only with the index's.",
+)
+@comparison_options
+@matching_options
+@input_options
+@JOBS_OPTION
+@QUIET_OPTION
+@output_options
+def index_query_command(
+    index: Path, paths: tuple[str, ...], out_dir: Path, source: str | None, within: bool,
+    jobs: int, quiet: bool, formats: tuple[str, ...], full_text: bool, **options: Any,
+) -> None:  # fmt: skip
+    """Check the files under PATHS against everything in INDEX: the report names, for each
+    shared passage and document, the stored file it matched."""
+    from dedup import index as collection
+    from dedup.report.folder import ReportFolder
+
+    config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
+    with ReportFolder(out_dir) as folder:
+        report = collection.query(index, paths, config, source, within)
+        written = _write_report_files(report, folder, formats, full_text)
+        _summarize(report, folder, written, formats, quiet)
+
+
+@index_group.command("report")
+@INDEX_ARGUMENT
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dedup-report"),
+    show_default=True,
+    help="Folder the report is written to.",
+)
+@comparison_options
+@matching_options
+@JOBS_OPTION
+@QUIET_OPTION
+@output_options
+def index_report_command(
+    index: Path, out_dir: Path, jobs: int, quiet: bool, formats: tuple[str, ...],
+    full_text: bool, **options: Any,
+) -> None:  # fmt: skip
+    """Report on everything in INDEX, from the index alone: the report a scan of its files
+    would give."""
+    from dedup import index as collection
+    from dedup.report.folder import ReportFolder
+
+    config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
+    with ReportFolder(out_dir) as folder:
+        report = collection.report(index, config)
+        written = _write_report_files(report, folder, formats, full_text)
+        _summarize(report, folder, written, formats, quiet)
+
+
+@index_group.command("info")
+@INDEX_ARGUMENT
+def index_info_command(index: Path) -> None:
+    """What INDEX holds (sources, files, passages, size) and the options it was built with."""
+    from dedup import index as collection
+
+    about = collection.info(index)
+    click.echo(
+        f"{shown(about.path)}: {about.files:,} files, {about.passages:,} passages, "
+        f"{about.bytes:,} bytes of input, {about.size_on_disk:,} bytes on disk"
+    )
+    for entry in about.sources:
+        click.echo(
+            f"  {shown(entry.name)}: {entry.files:,} files, {entry.passages:,} passages, "
+            f"{entry.bytes:,} bytes"
+        )
+    click.echo("built with: " + ", ".join(f"{k}={v}" for k, v in sorted(about.options.items())))
+
+
+@index_group.command("remove")
+@INDEX_ARGUMENT
+@click.option("--source", required=True, help="The source whose files are removed.")
+def index_remove_command(index: Path, source: str) -> None:
+    """Remove every file of a source from INDEX."""
+    from dedup import index as collection
+
+    removed = collection.remove(index, source)
+    click.echo(f"{shown(str(index))}: {removed:,} files of {shown(source)} removed")
+
+
+def _write_report_files(
+    report: Report, folder: ReportFolder, formats: tuple[str, ...], full_text: bool
+) -> list[Path]:
+    from dedup.report import write_report
+
+    return write_report(report, folder, formats, full_text=full_text)
+
+
 @cli.command("normalize")
 @click.argument("path")
 @comparison_options

@@ -35,6 +35,10 @@ class ReportFolderError(DedupError):
     """The report cannot be written where the user asked; the message says what to do."""
 
 
+class IndexFileError(DedupError):
+    """An index file that cannot be opened, made or used with these options."""
+
+
 class ReadError(DedupError):
     """One input cannot be read (or read on, for a stream); the message is its skip reason."""
 

@@ -34,7 +34,8 @@ from dedup.matches import (
     original_spans,
 )
 from dedup.models import Cluster, InputFile, Report, Skipped, Summary
-from dedup.read import discover_inputs
+from dedup.normalize.repeated_lines import RepeatedLines
+from dedup.read import FoundFile, discover_inputs
 from dedup.report import DEFAULT_FORMATS, write_report
 from dedup.report.folder import ReportFolder
 from dedup.timing import StageTimer
@@ -55,10 +56,26 @@ def scan(paths: Paths, config: ScanConfig | None = None, **options: Any) -> Repo
     started = time.perf_counter()
     with timer("discover"):
         files, skipped = discover_inputs(path_list(paths), config.follow_links)
+    return scan_files(files, skipped, config, timer=timer, started=started)
+
+
+def scan_files(
+    files: Sequence[FoundFile],
+    skipped: Sequence[Skipped],
+    config: ScanConfig,
+    repeated: RepeatedLines | None = None,
+    timer: StageTimer | None = None,
+    started: float | None = None,
+) -> Report:
+    """The scan of files found already (in discover's order; an index's stored files, say),
+    ``skipped`` listed with them; ``repeated``: the lines some sources repeat, learned before
+    (their files are not learned from again)."""
+    timer = timer or StageTimer()
+    started = time.perf_counter() if started is None else started
     with collector_paused(), LocalEngine(config, len(files)) as engine:
         # read -> segment -> normalize -> fingerprint, one task per file, each stage timed
         # in the workers and summed
-        prepared = prepare_all(files, config, timer, engine)
+        prepared = prepare_all(files, config, timer, engine, repeated)
         passages = prepared.passages()
         with timer("candidates"):
             candidates = find_candidates(

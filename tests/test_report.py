@@ -22,8 +22,8 @@ from dedup.explain import explain
 from dedup.fingerprint import shingles
 from dedup.models import Cluster, Passage
 from dedup.normalize import normalize
-from dedup.report.html import render_html
 from dedup.report import load_report
+from dedup.report.html import render_html
 from dedup.report.rebuild import rebuild
 from tests.reports import with_member_texts
 

@@ -20,7 +20,7 @@ from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import PreparedFile, count_line_keys, second_pass
 from dedup.fingerprint import SignatureTable
 from dedup.models import InputFile, Skipped
-from dedup.normalize.repeated_lines import read_once, repeated_lines
+from dedup.normalize.repeated_lines import RepeatedLines, read_once, repeated_lines
 from dedup.progress import progress
 from dedup.read import (
     FoundFile,
@@ -111,14 +111,23 @@ def prepare_all(
     config: ScanConfig,
     timer: StageTimer,
     engine: LocalEngine,
+    known: RepeatedLines | None = None,
 ) -> Prepared:
     """Every file read, segmented, normalized and fingerprinted. First the lines each source
     repeats are learned from the files of sources with several (a file alone in its source is
-    learned from as it is prepared), then every file is prepared, in order."""
+    learned from as it is prepared), then every file is prepared, in order. The sources in
+    ``known`` have their repeated lines learned already (an index's): their files are not
+    learned from."""
+    known = known or {}
     learning = "repeated-lines" not in config.skip_steps
     # True: the file is learned from as it is prepared, in one read of it.
     at_once = read_once(files, config) if learning else [False] * len(files)
-    apart = [number for number, once in enumerate(at_once) if learning and not once]
+    at_once = [once and file.source not in known for file, once in zip(files, at_once, strict=True)]
+    apart = [
+        number
+        for number, once in enumerate(at_once)
+        if learning and not once and files[number].source not in known
+    ]
     found = engine.map(count_line_keys, [files[number] for number in apart], repeat(config))
     shown = config.show_progress
     learned = dict(
@@ -126,7 +135,7 @@ def prepare_all(
     )
     for file_learned in learned.values():
         timer.add("learn-lines", file_learned.seconds)
-    repeated = repeated_lines(learned.values())
+    repeated = {**repeated_lines(learned.values()), **known}
     # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
     scan = new_scan()
     results = engine.map(

@@ -1,0 +1,433 @@
+"""What an index does with the collection it holds: add files (a site, a submission), remove a
+source, check new files against everything stored (query), report on all of it, and describe
+itself.
+
+A stored file is prepared (read, normalized, fingerprinted) as a scan prepares it, and its
+passages' band keys are kept. A query prepares its own files, finds the stored files that share
+a band with any of their passages, and scans those together with the query, each stored file
+read from the index (not from where it once was) and normalized with the lines its source
+repeats as learned over all of that source's stored files: so it finds exactly the pairs a
+scan of everything would find that involve the query. ``report`` is such a scan of every
+stored file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
+from dedup.cluster import cluster_pairs
+from dedup.columns import Similarity
+from dedup.config import ScanConfig
+from dedup.engine.gather import Prepared, prepare_all
+from dedup.engine.local import LocalEngine
+from dedup.engine.tasks import count_line_keys
+from dedup.errors import IndexFileError
+from dedup.index.store import IndexStore, NewFile, StoredFile
+from dedup.matches import document_groups
+from dedup.models import Match, Passage, Report, Skipped
+from dedup.normalize.repeated_lines import RepeatedLines, repeated_lines
+from dedup.pipeline import path_list, scan_files
+from dedup.read import FoundFile, discover_inputs, file_stamp
+from dedup.timing import StageTimer
+from dedup.version import __version__
+
+# The options that shape what an index stores (how text is read, normalized, cut into
+# passages and fingerprinted): a query or an add with other values would compare unlike
+# fingerprints, so it is refused. Threshold, containment, keep and the alignment's options
+# apply at query time and may differ.
+FINGERPRINT_OPTIONS = (
+    "script", "ngram", "num_perm", "seed", "passage_chars", "passage_overlap",
+    "min_passage_chars", "text_fields", "title_fields", "id_fields", "source_fields",
+    "encoding", "errors", "max_file_mb", "max_whole_file_mb", "skip_steps",
+)  # fmt: skip
+
+
+def index_options(config: ScanConfig) -> dict[str, Any]:
+    """What the index records of ``config``: the fingerprint options, the LSH bands, and the
+    dedup version (whose normalization made the fingerprints)."""
+    options = config.to_dict()
+    bands, rows = lsh_params(min(config.threshold, CANDIDATE_CEILING), config.num_perm)
+    return {
+        **{name: options[name] for name in FINGERPRINT_OPTIONS},
+        "bands": bands,
+        "rows": rows,
+        "dedup_version": __version__,
+    }
+
+
+def _check_options(store: IndexStore, config: ScanConfig) -> dict[str, Any]:
+    wanted = index_options(config)
+    built = store.options()
+    if built is None:
+        return wanted
+    differ = [name for name in wanted if built.get(name) != wanted[name]]
+    if not differ:
+        return built
+    name = differ[0]
+    if name == "dedup_version":
+        hint = (
+            f"it was built by dedup {built.get(name)}, whose fingerprints this version "
+            f"({__version__}) does not compare; build a new index from the same files"
+        )
+    elif name in ("bands", "rows"):
+        hint = (
+            f"its LSH bands are for a threshold of at least {CANDIDATE_CEILING}; query at "
+            f"--threshold {CANDIDATE_CEILING} or above, or build a new index"
+        )
+    else:
+        option = "--" + name.replace("_", "-")
+        hint = (
+            f"it was built with {name} = {built.get(name)!r}, not {wanted[name]!r}; give "
+            f"{option} as it was built (dedup index info {store.path} lists its options), or "
+            "build a new index with these"
+        )
+    raise IndexFileError(f"{store.path}: {hint}")
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What ``add`` did: files stored (new or changed), files left as they were (unchanged),
+    files of the touched sources stored again (prepared with their source's lines learned
+    anew), and the inputs it skipped, with their reasons."""
+
+    added: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    prepared_again: tuple[str, ...]
+    skipped: tuple[Skipped, ...]
+
+
+def add(
+    index: str | os.PathLike[str],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    config: ScanConfig | None = None,
+    source: str | None = None,
+) -> AddResult:
+    """Store the files under ``paths`` in ``index`` (made if it does not exist), all under
+    ``source`` if given (else each folder under a given folder is a source, as in a scan).
+    An unchanged file (same path, same sha256) is left as it is; a changed one replaces its
+    old rows. Each source touched is written in one transaction, its lines learned over all
+    of its files (stored and new), so that a query normalizes them as a scan of all would."""
+    config = config or ScanConfig()
+    found, skipped = discover_inputs(path_list(paths), config.follow_links)
+    if source is not None:
+        found = [dataclasses.replace(file, source=source) for file in found]
+    with IndexStore(index, create=True) as store:
+        options = _check_options(store, config)
+        stored = {file.path: file for file in store.files()}
+        digests = {file.path: _sha256(file.fs_path) for file in found}
+        changed = [
+            f for f in found if f.path not in stored or stored[f.path].sha256 != digests[f.path]
+        ]
+        unchanged = [f.path for f in found if f not in changed]
+        touched = sorted({file.source for file in changed})
+        prepared_again: list[str] = []
+        with _materialized(store) as materialize:
+            for name in touched:
+                new = [file for file in changed if file.source == name]
+                replacing = {file.path for file in new}
+                kept = [
+                    file
+                    for file in store.files(name)
+                    if file.path not in replacing and file.path not in digests
+                ]
+                present = [f for f in found if f.source == name and f not in new]
+                files = sorted([*new, *present, *materialize(kept)])
+                prepared_again += [file.path for file in files if file not in new]
+                rows = _prepared_rows(files, config, options, {**digests, **_digests(kept)})
+                with store.transaction():
+                    if store.options() is None:
+                        store.set_options(options)
+                    for file in store.files(name):
+                        store.remove(file.id)
+                    for row in rows:
+                        if row.path in stored and stored[row.path].source != name:
+                            store.remove(stored[row.path].id)
+                        store.add(row)
+    return AddResult(
+        tuple(file.path for file in changed),
+        tuple(unchanged),
+        tuple(sorted(prepared_again)),
+        tuple(skipped),
+    )
+
+
+def _digests(files: Sequence[StoredFile]) -> dict[str, str]:
+    return {file.path: file.sha256 for file in files}
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _prepared_rows(
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    options: dict[str, Any],
+    digests: dict[str, str],
+) -> list[NewFile]:
+    """``files`` (all of one source) prepared as a scan prepares them, their source's lines
+    learned over all of them, as rows to store."""
+    timer = StageTimer()
+    with LocalEngine(config, len(files)) as engine:
+        learned = repeated_lines(engine.map(count_line_keys, files, repeat(config)))
+        if "repeated-lines" in config.skip_steps:
+            learned = {}
+        known = {file.source: learned.get(file.source, frozenset()) for file in files}
+        prepared = prepare_all(files, config, timer, engine, known)
+    keys = _band_keys_of(prepared, int(options["bands"]), int(options["rows"]))
+    rows: list[NewFile] = []
+    at = 0
+    per_file: dict[str, list[int]] = {}
+    for file, count in zip(prepared.files, prepared.spans_per_file, strict=True):
+        per_file.setdefault(file.path, []).append(count)
+    for file in files:
+        count = sum(per_file.get(file.path, []))
+        stamp = file_stamp(file.fs_path) or (0, 0)
+        content = Path(file.fs_path).read_bytes()
+        rows.append(
+            NewFile(
+                source=file.source,
+                path=file.path,
+                format=file.format,
+                compression=file.compression,
+                size=stamp[0],
+                mtime_ns=stamp[1],
+                sha256=digests[file.path],
+                characters=len(content),
+                content=content,
+                band_keys=keys[at : at + count],
+                repeated_lines=known[file.source],
+            )
+        )
+        at += count
+    return rows
+
+
+def _band_keys_of(prepared: Prepared, bands: int, rows: int) -> npt.NDArray[np.int64]:
+    """Every prepared passage's band keys; a later copy of a text (handed back without its
+    signature: dedup.engine.copies) takes those of the first."""
+    passages = prepared.passages()
+    keys = band_keys(passages.signatures, bands, rows)
+    if len(passages.hashes):
+        _unique, first, inverse = np.unique(
+            passages.hashes, axis=0, return_index=True, return_inverse=True
+        )
+        keys = keys[first[inverse.ravel()]]
+    return keys
+
+
+@contextmanager
+def _materialized(store: IndexStore) -> Iterator[Any]:
+    """``materialize(stored files)``: each written from the index into a temporary folder
+    (removed after), as the FoundFile a scan reads: its path and source as stored."""
+    with tempfile.TemporaryDirectory(prefix="dedup-index-") as folder:
+
+        def materialize(files: Sequence[StoredFile]) -> list[FoundFile]:
+            found = []
+            for file in files:
+                name = Path(file.path).name
+                place = Path(folder, f"{file.id}-{name[-60:]}")
+                place.write_bytes(store.content(file.id))
+                found.append(
+                    FoundFile(
+                        path=file.path,
+                        source=file.source,
+                        format=file.format,
+                        fs_path=str(place),
+                        compression=file.compression,
+                        stamp=file_stamp(str(place)),
+                    )
+                )
+            return found
+
+        yield materialize
+
+
+def remove(index: str | os.PathLike[str], source: str) -> int:
+    """Remove every file of ``source`` from ``index`` (in one transaction); how many."""
+    with IndexStore(index) as store:
+        files = store.files(source)
+        if not files:
+            names = ", ".join(sorted({file.source for file in store.files()})) or "none"
+            raise IndexFileError(f"{store.path}: no source {source!r} in it (its sources: {names})")
+        with store.transaction():
+            for file in files:
+                store.remove(file.id)
+        return len(files)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    name: str
+    files: int
+    passages: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    path: str
+    sources: tuple[SourceInfo, ...]
+    files: int
+    passages: int
+    bytes: int  # the stored files' bytes, as they were on disk
+    size_on_disk: int
+    options: dict[str, Any]
+
+
+def info(index: str | os.PathLike[str]) -> IndexInfo:
+    """What ``index`` holds, and the options it was built with."""
+    with IndexStore(index) as store:
+        files = store.files()
+        sources = []
+        for name in sorted({file.source for file in files}):
+            own = [file for file in files if file.source == name]
+            sources.append(
+                SourceInfo(
+                    name,
+                    len(own),
+                    sum(file.passages for file in own),
+                    sum(file.size for file in own),
+                )
+            )
+        return IndexInfo(
+            str(store.path),
+            tuple(sources),
+            len(files),
+            sum(file.passages for file in files),
+            sum(file.size for file in files),
+            store.size_on_disk(),
+            store.options() or {},
+        )
+
+
+def report(index: str | os.PathLike[str], config: ScanConfig | None = None) -> Report:
+    """The report of everything stored, from the index alone: the scan of its files."""
+    config = config or ScanConfig()
+    with IndexStore(index) as store:
+        _check_options(store, config)
+        stored = store.files()
+        with _materialized(store) as materialize:
+            files = materialize(stored)
+            return scan_files(sorted(files), [], config, _stored_lines(store, stored))
+
+
+def _stored_lines(store: IndexStore, files: Sequence[StoredFile]) -> RepeatedLines:
+    """Per source of ``files``, the lines it repeats, as stored (the same for each of its
+    files: a source is written in one transaction)."""
+    lines: RepeatedLines = {}
+    for file in files:
+        if file.source not in lines:
+            lines[file.source] = store.repeated_lines(file.id)
+    return lines
+
+
+def query(
+    index: str | os.PathLike[str],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    config: ScanConfig | None = None,
+    source: str | None = None,
+    within: bool = False,
+) -> Report:
+    """What the files under ``paths`` share with the files stored in ``index``: the report a
+    scan of both would give, cut to the pairs and matches between a queried file and a
+    stored one (and, ``within``, between two queried files too). A stored file of the same
+    path as a queried one is left out: the queried one stands for it."""
+    config = config or ScanConfig()
+    found, skipped = discover_inputs(path_list(paths), config.follow_links)
+    if source is not None:
+        found = [dataclasses.replace(file, source=source) for file in found]
+    queried = {file.path for file in found}
+    with IndexStore(index) as store:
+        options = _check_options(store, config)
+        with LocalEngine(config, len(found)) as engine:
+            prepared = prepare_all(found, config, StageTimer(), engine)
+        keys = _band_keys_of(prepared, int(options["bands"]), int(options["rows"]))
+        hit = set(store.files_sharing(keys))
+        stored = [file for file in store.files() if file.id in hit and file.path not in queried]
+        with _materialized(store) as materialize:
+            files = sorted([*found, *materialize(stored)])
+            whole = scan_files(files, skipped, config, _stored_lines(store, stored))
+    return _between(whole, queried, within)
+
+
+def _in(path: str, paths: set[str]) -> bool:
+    """Whether a member's or document's path is one of ``paths`` (or an entry of one: an
+    archive's members are named ``archive!/entry``)."""
+    return path in paths or path.split("!/", 1)[0] in paths
+
+
+def _between(whole: Report, queried: set[str], within: bool) -> Report:
+    """``whole`` cut to what joins a queried file to a stored one (and two queried files,
+    ``within``): its pairs, clustered again, and its matches, grouped again."""
+
+    def wanted(a: str, b: str) -> bool:
+        one, two = _in(a, queried), _in(b, queried)
+        return one != two or (within and one and two)
+
+    passages: dict[str, Passage] = {
+        member.id: member for cluster in whole.clusters for member in cluster.members
+    }
+    order = sorted(passages.values(), key=lambda passage: passage.sort_key)
+    number = {passage.id: n for n, passage in enumerate(order)}
+    kept = [
+        Similarity(
+            number[pair.a],
+            number[pair.b],
+            pair.jaccard,
+            pair.containment,
+            pair.minhash_jaccard,
+            pair.identical_chars,
+        )
+        for cluster in whole.clusters
+        for pair in cluster.pairs
+        if wanted(passages[pair.a].path, passages[pair.b].path)
+    ]
+    options = whole.options
+    clusters = [
+        dataclasses.replace(cluster, id=f"c{n}")
+        for n, cluster in enumerate(
+            cluster_pairs(
+                dict(enumerate(order)), kept, options["keep"], options["max_cluster_size"]
+            ),
+            start=1,
+        )
+    ]
+    matches: list[Match] = [m for m in whole.matches if wanted(m.a.path, m.b.path)]
+    groups = document_groups(matches, options["keep"])
+    held = {m.document for c in clusters for m in c.members}
+    held |= {d.id for m in matches for d in (m.a, m.b)}
+    summary = dataclasses.replace(
+        whole.summary,
+        verified_pairs=sum(len(c.pairs) for c in clusters),
+        clusters=len(clusters),
+        duplicated_passages=sum(len(c.members) for c in clusters),
+        document_matches=len(matches),
+        matched_documents=len({d.id for m in matches for d in (m.a, m.b)}),
+        document_groups=len(groups),
+    )
+    return dataclasses.replace(
+        whole,
+        summary=summary,
+        clusters=tuple(clusters),
+        documents=tuple(d for d in whole.documents if d.id in held),
+        matches=tuple(matches),
+        document_groups=tuple(groups),
+    )

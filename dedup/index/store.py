@@ -1,0 +1,285 @@
+"""The index's storage: one SQLite file (the standard library's), behind the small interface
+the index operations use (``IndexStore``), so that a server store (PostgreSQL, for a team
+that shares one index) can be added without touching them.
+
+What is kept, per stored file: where it was (source, path), its size, modification time and
+sha256, its bytes (compressed: queries and reports read the stored files, never the original
+paths, which may be gone), its passages' LSH band keys (to find the stored files a new text
+may share passages with), and the lines its source repeats as they were learned when it was
+prepared. Per index: the options that shape fingerprints; a query with others is refused.
+
+The file is in WAL mode, so readers can query while one writer adds; each source an ``add``
+touches is written in one transaction, so a kill at any moment leaves every file of it stored
+fully or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup.errors import IndexFileError
+
+# "ddup" as SQLite's application id: what tells a dedup index from any other SQLite file.
+APPLICATION_ID = 0x64647570
+# The layout of the tables; a file of another version is refused, not misread.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    path TEXT NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    compression TEXT,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    passages INTEGER NOT NULL,
+    characters INTEGER NOT NULL,
+    content BLOB NOT NULL,
+    band_keys BLOB NOT NULL,
+    repeated_lines BLOB NOT NULL
+);
+CREATE INDEX files_by_source ON files (source);
+CREATE TABLE bands (
+    band INTEGER NOT NULL,
+    key INTEGER NOT NULL,
+    file INTEGER NOT NULL,
+    passage INTEGER NOT NULL,
+    PRIMARY KEY (band, key, file, passage)
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A file as the index holds it (its bytes apart: ``IndexStore.content``)."""
+
+    id: int
+    source: str
+    path: str
+    format: str
+    compression: str | None
+    size: int
+    mtime_ns: int
+    sha256: str
+    passages: int
+    characters: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewFile:
+    """A file to store: what StoredFile says of it, its bytes, its passages' band keys (one
+    row per passage, one column per band) and the repeated lines it was prepared with."""
+
+    source: str
+    path: str
+    format: str
+    compression: str | None
+    size: int
+    mtime_ns: int
+    sha256: str
+    characters: int
+    content: bytes
+    band_keys: npt.NDArray[np.int64]
+    repeated_lines: frozenset[int]
+
+
+class IndexStore:
+    """An index file, opened (and made, if ``create`` and it does not exist)."""
+
+    def __init__(self, path: str | os.PathLike[str], create: bool = False) -> None:
+        self.path = Path(path)
+        if not self.path.exists() and not create:
+            raise IndexFileError(
+                f"{self.path}: no index here; make one with dedup index add {self.path} PATH..."
+            )
+        if self.path.is_dir():
+            raise IndexFileError(f"{self.path}: a folder, not an index file; give a file name")
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        try:
+            self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._db.execute("PRAGMA busy_timeout = 60000")
+            if fresh:
+                self._make()
+            else:
+                self._check()
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as error:
+            raise IndexFileError(
+                f"{self.path}: not a dedup index ({error}); give the index file dedup index add "
+                "made, or a new file name to make one"
+            ) from error
+
+    def _make(self) -> None:
+        with self.transaction():  # executescript would commit part way: one at a time
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _check(self) -> None:
+        (application,) = self._db.execute("PRAGMA application_id").fetchone()
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        if application != APPLICATION_ID:
+            raise IndexFileError(
+                f"{self.path}: an SQLite file, but not a dedup index; it is left as it is. "
+                "Give the index file dedup index add made, or a new file name"
+            )
+        if version != SCHEMA_VERSION:
+            raise IndexFileError(
+                f"{self.path}: a dedup index of layout {version}, which this version does not "
+                f"read (it reads {SCHEMA_VERSION}); make a new index from the same files"
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> IndexStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    # The options the index was built with.
+    def options(self) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'options'").fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def set_options(self, options: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('options', ?)",
+            (json.dumps(options, sort_keys=True),),
+        )
+
+    def files(self, source: str | None = None) -> list[StoredFile]:
+        """The stored files (of ``source``), by path."""
+        query = (
+            "SELECT id, source, path, format, compression, size, mtime_ns, sha256, passages, "
+            "characters FROM files"
+        )
+        rows = (
+            self._db.execute(query + " ORDER BY path")
+            if source is None
+            else self._db.execute(query + " WHERE source = ? ORDER BY path", (source,))
+        )
+        return [StoredFile(*row) for row in rows]
+
+    def content(self, file: int) -> bytes:
+        (blob,) = self._db.execute("SELECT content FROM files WHERE id = ?", (file,)).fetchone()
+        return zlib.decompress(blob)
+
+    def repeated_lines(self, file: int) -> frozenset[int]:
+        (blob,) = self._db.execute(
+            "SELECT repeated_lines FROM files WHERE id = ?", (file,)
+        ).fetchone()
+        return frozenset(np.frombuffer(blob, dtype=np.int64).tolist())
+
+    def remove(self, file: int) -> None:
+        """A stored file and its band keys (inside a transaction)."""
+        (blob,) = self._db.execute("SELECT band_keys FROM files WHERE id = ?", (file,)).fetchone()
+        keys = _keys_of(blob)
+        self._db.executemany(
+            "DELETE FROM bands WHERE band = ? AND key = ? AND file = ?",
+            ((band, key, file) for band, key in _band_rows(keys)),
+        )
+        self._db.execute("DELETE FROM files WHERE id = ?", (file,))
+
+    def add(self, new: NewFile) -> int:
+        """A file and its band keys (inside a transaction); its id."""
+        keys = np.ascontiguousarray(new.band_keys, dtype=np.int64)
+        lines = np.array(sorted(new.repeated_lines), dtype=np.int64)
+        cursor = self._db.execute(
+            "INSERT INTO files (source, path, format, compression, size, mtime_ns, sha256, "
+            "passages, characters, content, band_keys, repeated_lines) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                new.source,
+                new.path,
+                new.format,
+                new.compression,
+                new.size,
+                new.mtime_ns,
+                new.sha256,
+                len(keys),
+                new.characters,
+                zlib.compress(new.content, 6),
+                zlib.compress(np.array(keys.shape, dtype=np.int64).tobytes() + keys.tobytes()),
+                lines.tobytes(),
+            ),
+        )
+        file = cursor.lastrowid
+        assert file is not None
+        rows = sorted((band, key, file, passage) for passage, band, key in _passage_band_rows(keys))
+        self._db.executemany(
+            "INSERT OR IGNORE INTO bands (band, key, file, passage) VALUES (?, ?, ?, ?)", rows
+        )
+        return file
+
+    def files_sharing(self, band_keys: npt.NDArray[np.int64]) -> list[int]:
+        """The ids of the stored files with a passage that shares a band with any of these
+        (one row per passage, one column per band), sorted."""
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (band INTEGER, key INTEGER)")
+        self._db.execute("DELETE FROM wanted")
+        self._db.executemany(
+            "INSERT INTO wanted (band, key) VALUES (?, ?)",
+            sorted(set(_band_rows(np.ascontiguousarray(band_keys, dtype=np.int64)))),
+        )
+        rows = self._db.execute(
+            "SELECT DISTINCT bands.file FROM wanted JOIN bands "
+            "ON bands.band = wanted.band AND bands.key = wanted.key ORDER BY bands.file"
+        )
+        found = [file for (file,) in rows]
+        self._db.execute("DELETE FROM wanted")
+        return found
+
+    def size_on_disk(self) -> int:
+        return sum(
+            path.stat().st_size for path in (self.path, Path(f"{self.path}-wal")) if path.exists()
+        )
+
+
+class _Transaction:
+    """``with store.transaction():``: BEGIN IMMEDIATE (one writer at a time) ... COMMIT, or
+    ROLLBACK on any error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _keys_of(blob: bytes) -> npt.NDArray[np.int64]:
+    raw = np.frombuffer(zlib.decompress(blob), dtype=np.int64)
+    rows, columns = raw[:2].tolist()
+    return raw[2:].reshape(rows, columns)
+
+
+def _passage_band_rows(keys: npt.NDArray[np.int64]) -> Iterator[tuple[int, int, int]]:
+    for passage, row in enumerate(keys.tolist()):
+        for band, key in enumerate(row):
+            yield passage, band, key
+
+
+def _band_rows(keys: npt.NDArray[np.int64]) -> Iterable[tuple[int, int]]:
+    return ((band, key) for _passage, band, key in _passage_band_rows(keys))

@@ -1,0 +1,232 @@
+"""The persistent index, on a real SQLite file: add, query, report, info, remove; changed and
+unchanged files; options that differ; foreign files; and kill -9 in the middle of an add."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dedup
+from dedup import index
+from dedup.cli import cli
+from dedup.errors import IndexFileError
+
+STORED = ["site-classic", "site-qidian", "site-mirror"]
+QUERIED = "site-tw"
+
+
+@pytest.fixture
+def sites(samples: Path, tmp_path: Path) -> Path:
+    """A copy of the sample sites, which the tests may change."""
+    folder = tmp_path / "sites"
+    for site in [*STORED, QUERIED, "site-gbk"]:
+        shutil.copytree(samples / site, folder / site)
+    return folder
+
+
+def _pairs_with(report: dedup.Report, source: str) -> set[tuple[str, str, float, float, int]]:
+    """Every verified pair with exactly one side in ``source``."""
+    found = set()
+    for cluster in report.clusters:
+        where = {member.id: member.source for member in cluster.members}
+        for pair in cluster.pairs:
+            if (where[pair.a] == source) != (where[pair.b] == source):
+                found.add((pair.a, pair.b, pair.jaccard, pair.containment, pair.identical_chars))
+    return found
+
+
+def _matches_with(report: dedup.Report, source: str) -> list[dict[str, object]]:
+    return [
+        match.to_dict()
+        for match in report.matches
+        if (match.a.source == source) != (match.b.source == source)
+    ]
+
+
+def test_a_query_finds_what_a_scan_of_everything_finds_with_it(sites: Path, tmp_path: Path) -> None:
+    store = tmp_path / "collection.dedup"
+    added = index.add(store, [sites / STORED[0], sites / STORED[1]])
+    assert len(added.added) == 5 and not added.unchanged
+    index.add(store, [sites / STORED[2]])  # a second site, added later
+    found = index.query(store, [sites / QUERIED])
+    everything = dedup.scan([sites / name for name in [*STORED, QUERIED]])
+    expected = _pairs_with(everything, QUERIED)
+    assert len(expected) > 30
+    assert _pairs_with(found, QUERIED) == expected
+    # every pair is between the query and a stored file: none within the stored ones
+    assert all(
+        len({member.source == QUERIED for member in cluster.members}) == 2
+        for cluster in found.clusters
+    )
+    assert _matches_with(found, QUERIED) == _matches_with(everything, QUERIED)
+    # each match names the stored document, with its text, from the index
+    stored = [d for m in found.matches for d in (m.a, m.b) if d.source != QUERIED]
+    assert len(stored) > 3
+    for document in (d for d in stored if d.path.endswith(".txt")):
+        original = Path(document.path).read_bytes().decode("utf-8")
+        assert document.text == original[document.start : document.end]
+
+
+def test_within_also_reports_duplicates_among_the_queried_files(
+    sites: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-classic"])
+    queried = [sites / "site-qidian", sites / "site-tw"]
+    against = index.query(store, queried)
+    within = index.query(store, queried, within=True)
+    assert not any(
+        {m.source for m in c.members} == {"site-qidian", "site-tw"} for c in against.clusters
+    )
+    assert any({m.source for m in c.members} == {"site-qidian", "site-tw"} for c in within.clusters)
+
+
+def test_the_report_of_an_index_is_the_scan_of_its_files(sites: Path, tmp_path: Path) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / name for name in STORED])
+    index.add(store, [sites / QUERIED])
+    scanned = dedup.scan([sites / name for name in [*STORED, QUERIED]])
+    shutil.rmtree(sites)  # from the index alone
+    assert index.report(store).to_json() == scanned.to_json()
+
+
+def test_an_unchanged_file_adds_nothing_and_a_changed_one_replaces_its_rows(
+    sites: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-qidian", sites / "site-tw"])
+    before = index.info(store)
+    again = index.add(store, [sites / "site-qidian"])
+    assert again.added == () and len(again.unchanged) == 3 and again.prepared_again == ()
+    assert index.info(store) == before
+    # a site rewrites a chapter: half of the seed chapter replaced by other prose
+    chapter = sites / "site-qidian" / "000.txt"
+    text = chapter.read_text("utf-8")
+    other = (sites / "site-classic" / "xiyouji.txt").read_text("utf-8")
+    chapter.write_text(text[: len(text) // 2] + other[: len(text) // 2], "utf-8")
+    changed = index.add(store, [sites / "site-qidian"])
+    assert changed.added == (str(chapter),)
+    assert set(changed.prepared_again) == {
+        str(sites / "site-qidian" / name) for name in ("001.txt", "hongloumeng.txt")
+    }
+    scanned = dedup.scan([sites / "site-qidian", sites / "site-tw"])
+    assert index.report(store).to_json() == scanned.to_json()
+    stored = sqlite3.connect(store).execute("SELECT count(*) FROM files").fetchone()[0]
+    assert stored == 5  # replaced, not added beside the old rows
+
+
+def test_other_fingerprint_options_are_refused(sites: Path, tmp_path: Path) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-qidian"])
+    with pytest.raises(IndexFileError, match=r"ngram = 3, not 5.*--ngram"):
+        index.query(store, [sites / QUERIED], dedup.ScanConfig(ngram=5))
+    with pytest.raises(IndexFileError, match="script"):
+        index.add(store, [sites / QUERIED], dedup.ScanConfig(script="traditional"))
+    # what applies at query time may differ
+    strict = index.query(store, [sites / QUERIED], dedup.ScanConfig(threshold=0.9))
+    assert strict.options["threshold"] == 0.9
+    result = CliRunner().invoke(cli, ["index", "query", str(store), str(sites / QUERIED),
+                                      "--ngram", "4", "-o", str(tmp_path / "q")])  # fmt: skip
+    assert result.exit_code == 1 and "--ngram" in result.stderr
+    assert not (tmp_path / "q").exists()
+
+
+def test_the_command_line_adds_queries_reports_and_removes(sites: Path, tmp_path: Path) -> None:
+    store = tmp_path / "collection.dedup"
+    runner = CliRunner()
+    added = runner.invoke(cli, ["index", "add", str(store), str(sites / "site-qidian"),
+                                "--source", "qidian-2026", "-q"])  # fmt: skip
+    assert added.exit_code == 0, added.output
+    shown = runner.invoke(cli, ["index", "info", str(store)])
+    assert shown.exit_code == 0 and "qidian-2026: 3 files" in shown.output
+    assert "ngram=3" in shown.output
+    out = tmp_path / "query"
+    queried = runner.invoke(cli, ["index", "query", str(store), str(sites / QUERIED),
+                                  "-o", str(out), "-q"])  # fmt: skip
+    assert queried.exit_code == 0, queried.output
+    report = dedup.load_report(out / "report.json")
+    assert report.matches and all(
+        {m.a.source, m.b.source} == {"qidian-2026", QUERIED} for m in report.matches
+    )
+    whole = runner.invoke(cli, ["index", "report", str(store), "-o", str(tmp_path / "all"), "-q"])
+    assert whole.exit_code == 0 and (tmp_path / "all" / "index.html").exists()
+    removed = runner.invoke(cli, ["index", "remove", str(store), "--source", "qidian-2026"])
+    assert removed.exit_code == 0 and "3 files of qidian-2026 removed" in removed.output
+    missing = runner.invoke(cli, ["index", "remove", str(store), "--source", "qidian-2026"])
+    assert missing.exit_code == 1 and "no source 'qidian-2026'" in missing.stderr
+    assert index.info(store).files == 0
+
+
+@pytest.mark.parametrize("kind", ["text", "sqlite", "folder", "missing"])
+def test_a_foreign_or_missing_index_gets_a_clear_error_and_is_left_alone(
+    sites: Path, tmp_path: Path, kind: str
+) -> None:
+    given = tmp_path / "given.dedup"
+    if kind == "text":
+        given.write_bytes("不是索引\n".encode() * 100)
+    elif kind == "sqlite":
+        connection = sqlite3.connect(given)
+        connection.execute("CREATE TABLE notes (body TEXT)")
+        connection.commit()
+        connection.close()
+    elif kind == "folder":
+        given.mkdir()
+    before = given.read_bytes() if given.is_file() else None
+    runner = CliRunner()
+    for arguments in (
+        ["index", "info", str(given)],
+        ["index", "query", str(given), str(sites / QUERIED), "-o", str(tmp_path / "q")],
+        *([["index", "add", str(given), str(sites / QUERIED)]] if kind != "missing" else []),
+    ):
+        result = runner.invoke(cli, arguments)
+        assert result.exit_code in (1, 2), (arguments, result.output)
+        assert "Traceback" not in result.output
+        assert str(given.name) in result.stderr and "dedup: error:" in result.stderr
+    if before is not None:
+        assert given.read_bytes() == before
+    assert not (tmp_path / "q").exists()
+
+
+def test_kill_9_during_add_leaves_an_index_that_holds_each_source_whole_or_not_at_all(
+    sites: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-tw"])  # what was there before the interrupted adds
+    first = index.info(store)
+    adding = [str(sites / name) for name in [*STORED, "site-gbk"]]
+    command = [sys.executable, "-m", "dedup", "index", "add", str(store), *adding, "-q", "-j", "1"]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=environment)  # how long an add takes
+    whole = time.perf_counter() - started
+    complete = index.info(store)
+    files_of = {entry.name: entry.files for entry in complete.sources}
+    chance = random.Random(17)
+    for _attempt in range(5):
+        for entry in index.info(store).sources:
+            if entry.name != "site-tw":
+                index.remove(store, entry.name)
+        process = subprocess.Popen(command, env=environment)
+        time.sleep(chance.uniform(0.1, whole))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        after = index.info(store)  # opens, and answers
+        for entry in after.sources:
+            assert entry.files == files_of[entry.name], entry  # each source whole
+        connection = sqlite3.connect(store)
+        bands = dict(connection.execute("SELECT file, count(*) FROM bands GROUP BY file"))
+        for file, passages in connection.execute("SELECT id, passages FROM files"):
+            assert bands.get(file, 0) == passages * complete.options["bands"]
+        connection.close()
+        assert index.query(store, [sites / QUERIED]).summary.files >= 1
+    assert {entry.name for entry in first.sources} <= {entry.name for entry in after.sources}
