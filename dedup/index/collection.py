@@ -133,28 +133,25 @@ def add(
         ]
         unchanged = [f.path for f in found if f not in changed]
         touched = sorted({file.source for file in changed})
-        prepared_again: list[str] = []
         with _materialized(store) as materialize:
+            # Every touched source's files: its new and changed ones, and the others it has
+            # (given again, or stored), whose passages depend on the lines learned over all.
+            files = [file for file in found if file.source in touched]
             for name in touched:
-                new = [file for file in changed if file.source == name]
-                replacing = {file.path for file in new}
-                kept = [
-                    file
-                    for file in store.files(name)
-                    if file.path not in replacing and file.path not in digests
-                ]
-                present = [f for f in found if f.source == name and f not in new]
-                files = sorted([*new, *present, *materialize(kept)])
-                prepared_again += [file.path for file in files if file not in new]
-                rows = _prepared_rows(files, config, options, {**digests, **_digests(kept)})
+                files += materialize([f for f in store.files(name) if f.path not in digests])
+            files.sort()
+            prepared_again = [file.path for file in files if file not in changed]
+            known = {path: file.sha256 for path, file in stored.items()}
+            rows = _prepared_rows(files, config, options, {**known, **digests})
+            for name in touched:
                 with store.transaction():
                     if store.options() is None:
                         store.set_options(options)
                     for file in store.files(name):
                         store.remove(file.id)
-                    for row in rows:
+                    for row in (row for row in rows if row.source == name):
                         if row.path in stored and stored[row.path].source != name:
-                            store.remove(stored[row.path].id)
+                            store.remove(stored[row.path].id)  # moved from another source
                         store.add(row)
     return AddResult(
         tuple(file.path for file in changed),
@@ -162,10 +159,6 @@ def add(
         tuple(sorted(prepared_again)),
         tuple(skipped),
     )
-
-
-def _digests(files: Sequence[StoredFile]) -> dict[str, str]:
-    return {file.path: file.sha256 for file in files}
 
 
 def _sha256(path: str) -> str:
@@ -182,8 +175,8 @@ def _prepared_rows(
     options: dict[str, Any],
     digests: dict[str, str],
 ) -> list[NewFile]:
-    """``files`` (all of one source) prepared as a scan prepares them, their source's lines
-    learned over all of them, as rows to store."""
+    """``files`` (all the files of their sources) prepared as a scan prepares them, each
+    source's lines learned over all of its files, as rows to store."""
     timer = StageTimer()
     with LocalEngine(config, len(files)) as engine:
         learned = repeated_lines(engine.map(count_line_keys, files, repeat(config)))

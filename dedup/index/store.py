@@ -15,6 +15,7 @@ fully or not at all.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -31,6 +32,9 @@ from dedup.errors import IndexFileError
 
 # "ddup" as SQLite's application id: what tells a dedup index from any other SQLite file.
 APPLICATION_ID = 0x64647570
+# Stored files are compressed for speed more than size (level 6 took three times as long,
+# for a few percent less: docs/performance.md).
+CONTENT_LEVEL = 1
 # The layout of the tables; a file of another version is refused, not misread.
 SCHEMA_VERSION = 1
 
@@ -146,6 +150,9 @@ class IndexStore:
             )
 
     def close(self) -> None:
+        # The write-ahead log folded back into the file, so that the index is one file again
+        # between commands (a reader still busy keeps it, and it is folded in later).
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.close()
 
     def __enter__(self) -> IndexStore:
@@ -219,27 +226,33 @@ class IndexStore:
                 new.sha256,
                 len(keys),
                 new.characters,
-                zlib.compress(new.content, 6),
-                zlib.compress(np.array(keys.shape, dtype=np.int64).tobytes() + keys.tobytes()),
+                zlib.compress(new.content, CONTENT_LEVEL),
+                zlib.compress(np.array(keys.shape, dtype=np.int64).tobytes() + keys.tobytes(), 1),
                 lines.tobytes(),
             ),
         )
         file = cursor.lastrowid
         assert file is not None
-        rows = sorted((band, key, file, passage) for passage, band, key in _passage_band_rows(keys))
         self._db.executemany(
-            "INSERT OR IGNORE INTO bands (band, key, file, passage) VALUES (?, ?, ?, ?)", rows
+            "INSERT OR IGNORE INTO bands (band, key, file, passage) VALUES (?, ?, ?, ?)",
+            _sorted_band_rows(keys, file),
         )
         return file
 
     def files_sharing(self, band_keys: npt.NDArray[np.int64]) -> list[int]:
         """The ids of the stored files with a passage that shares a band with any of these
         (one row per passage, one column per band), sorted."""
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (band INTEGER, key INTEGER)")
+        keys = np.ascontiguousarray(band_keys, dtype=np.int64)
+        bands = np.broadcast_to(np.arange(keys.shape[1], dtype=np.int64), keys.shape)
+        wanted = np.unique(np.column_stack((bands.ravel(), keys.ravel())), axis=0)
+        self._db.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS wanted (band INTEGER, key INTEGER, "
+            "PRIMARY KEY (band, key)) WITHOUT ROWID"
+        )
         self._db.execute("DELETE FROM wanted")
         self._db.executemany(
             "INSERT INTO wanted (band, key) VALUES (?, ?)",
-            sorted(set(_band_rows(np.ascontiguousarray(band_keys, dtype=np.int64)))),
+            zip(wanted[:, 0].tolist(), wanted[:, 1].tolist(), strict=True),
         )
         rows = self._db.execute(
             "SELECT DISTINCT bands.file FROM wanted JOIN bands "
@@ -273,6 +286,22 @@ def _keys_of(blob: bytes) -> npt.NDArray[np.int64]:
     raw = np.frombuffer(zlib.decompress(blob), dtype=np.int64)
     rows, columns = raw[:2].tolist()
     return raw[2:].reshape(rows, columns)
+
+
+def _sorted_band_rows(keys: npt.NDArray[np.int64], file: int) -> Iterator[tuple[int, ...]]:
+    """(band, key, file, passage) rows of a file's keys, in the table's order: inserted so, the
+    B-tree grows at its ends rather than being split all over. Made column by column (one
+    list per column, zipped) rather than as a list of lists, which takes three times as long."""
+    passages, bands = np.indices(keys.shape)
+    band, key, passage = bands.ravel(), keys.ravel(), passages.ravel()
+    order = np.lexsort((passage, key, band))
+    return zip(
+        band[order].tolist(),
+        key[order].tolist(),
+        itertools.repeat(file, len(order)),
+        passage[order].tolist(),
+        strict=True,
+    )
 
 
 def _passage_band_rows(keys: npt.NDArray[np.int64]) -> Iterator[tuple[int, int, int]]:
