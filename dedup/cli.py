@@ -484,8 +484,8 @@ def index_add_command(
 ) -> None:  # fmt: skip
     """Store the files under PATHS in INDEX (made if it does not exist).
 
-    An unchanged file is left as it is; a changed one replaces its old rows. Each source is
-    written whole or not at all, so an interrupted add leaves the index as it was before it.
+    An unchanged file is left as it is; a changed one replaces its old rows. An add is written
+    whole or not at all: an interrupted one leaves the index as it was before it.
     """
     from dedup import index as collection
 

@@ -230,3 +230,25 @@ def test_kill_9_during_add_leaves_an_index_that_holds_each_source_whole_or_not_a
         connection.close()
         assert index.query(store, [sites / QUERIED]).summary.files >= 1
     assert {entry.name for entry in first.sources} <= {entry.name for entry in after.sources}
+
+
+def test_readers_query_while_one_writer_adds(sites: Path, tmp_path: Path) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-qidian"])
+    asked = [sites / "site-classic"]
+    before = _pairs_with(index.query(store, asked), "site-classic")
+    adding = [str(sites / name) for name in ["site-tw", "site-mirror", "site-gbk"]]
+    command = [sys.executable, "-m", "dedup", "index", "add", str(store), *adding, "-q", "-j", "1"]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    writer = subprocess.Popen(command, env=environment)
+    seen = []
+    while writer.poll() is None:  # meanwhile, a reader asks again and again
+        seen.append(_pairs_with(index.query(store, asked), "site-classic"))
+    after = _pairs_with(index.query(store, asked), "site-classic")
+    assert writer.returncode == 0 and seen and after > before  # site-mirror carries 西游记
+    # each answer is the index before the add or after it, never a part of it
+    assert all(answer in (before, after) for answer in seen)
+    assert {entry.name for entry in index.info(store).sources} == {
+        "site-qidian", "site-tw", "site-mirror", "site-gbk",
+    }  # fmt: skip
+    assert not Path(f"{store}-wal").exists() or Path(f"{store}-wal").stat().st_size == 0

@@ -3,7 +3,7 @@ several files, then the main pass, each file's result merged as it arrives and l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -112,12 +112,14 @@ def prepare_all(
     timer: StageTimer,
     engine: LocalEngine,
     known: RepeatedLines | None = None,
+    each: Callable[[FoundFile, PreparedFile], None] | None = None,
 ) -> Prepared:
     """Every file read, segmented, normalized and fingerprinted. First the lines each source
     repeats are learned from the files of sources with several (a file alone in its source is
     learned from as it is prepared), then every file is prepared, in order. The sources in
     ``known`` have their repeated lines learned already (an index's): their files are not
-    learned from."""
+    learned from. Given ``each``, each file's result goes to it as it arrives instead of
+    being merged (an index stores it and lets it go)."""
     known = known or {}
     learning = "repeated-lines" not in config.skip_steps
     # True: the file is learned from as it is prepared, in one read of it.
@@ -155,7 +157,10 @@ def prepare_all(
             progress(results, "read+fingerprint", "file", len(files), config.show_progress),
             strict=True,
         ):
-            prepared.add(file, result)
+            if each is None:
+                prepared.add(file, result)
+            else:
+                each(file, result)
             for stage, seconds in result.seconds.items():
                 timer.add(stage, seconds)
     finally:

@@ -33,8 +33,9 @@ from dedup.columns import Similarity
 from dedup.config import ScanConfig
 from dedup.engine.gather import Prepared, prepare_all
 from dedup.engine.local import LocalEngine
-from dedup.engine.tasks import count_line_keys
+from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
 from dedup.errors import IndexFileError
+from dedup.fingerprint import SignatureTable
 from dedup.index.store import IndexStore, NewFile, StoredFile
 from dedup.matches import document_groups
 from dedup.models import Match, Passage, Report, Skipped
@@ -118,8 +119,10 @@ def add(
     """Store the files under ``paths`` in ``index`` (made if it does not exist), all under
     ``source`` if given (else each folder under a given folder is a source, as in a scan).
     An unchanged file (same path, same sha256) is left as it is; a changed one replaces its
-    old rows. Each source touched is written in one transaction, its lines learned over all
-    of its files (stored and new), so that a query normalizes them as a scan of all would."""
+    old rows. A source's lines are learned over all of its files (stored and new), so that a
+    query normalizes them as a scan of all would: the other files of a source that gets new
+    ones are prepared again. All of it is written in one transaction, as the files are
+    prepared: an add that is interrupted leaves the index as it was."""
     config = config or ScanConfig()
     found, skipped = discover_inputs(path_list(paths), config.follow_links)
     if source is not None:
@@ -142,17 +145,12 @@ def add(
             files.sort()
             prepared_again = [file.path for file in files if file not in changed]
             known = {path: file.sha256 for path, file in stored.items()}
-            rows = _prepared_rows(files, config, options, {**known, **digests})
-            for name in touched:
-                with store.transaction():
-                    if store.options() is None:
-                        store.set_options(options)
-                    for file in store.files(name):
-                        store.remove(file.id)
-                    for row in (row for row in rows if row.source == name):
-                        if row.path in stored and stored[row.path].source != name:
-                            store.remove(stored[row.path].id)  # moved from another source
-                        store.add(row)
+            writer = _FileWriter(store, options, {**known, **digests}, stored)
+            with store.transaction():
+                if store.options() is None:
+                    store.set_options(options)
+                _prepare_into(files, config, writer)
+        skipped += writer.skipped
     return AddResult(
         tuple(file.path for file in changed),
         tuple(unchanged),
@@ -169,32 +167,48 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def _prepared_rows(
-    files: Sequence[FoundFile],
-    config: ScanConfig,
-    options: dict[str, Any],
-    digests: dict[str, str],
-) -> list[NewFile]:
+def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileWriter) -> None:
     """``files`` (all the files of their sources) prepared as a scan prepares them, each
-    source's lines learned over all of its files, as rows to store."""
-    timer = StageTimer()
+    source's lines learned over all of its files, and each stored by ``writer`` as it comes
+    (while the workers prepare the next)."""
     with LocalEngine(config, len(files)) as engine:
         learned = repeated_lines(engine.map(count_line_keys, files, repeat(config)))
         if "repeated-lines" in config.skip_steps:
             learned = {}
-        known = {file.source: learned.get(file.source, frozenset()) for file in files}
-        prepared = prepare_all(files, config, timer, engine, known)
-    keys = _band_keys_of(prepared, int(options["bands"]), int(options["rows"]))
-    rows: list[NewFile] = []
-    at = 0
-    per_file: dict[str, list[int]] = {}
-    for file, count in zip(prepared.files, prepared.spans_per_file, strict=True):
-        per_file.setdefault(file.path, []).append(count)
-    for file in files:
-        count = sum(per_file.get(file.path, []))
+        writer.lines = {file.source: learned.get(file.source, frozenset()) for file in files}
+        prepare_all(files, config, StageTimer(), engine, writer.lines, each=writer)
+
+
+class _FileWriter:
+    """Stores each prepared file in the index: its bytes, its passages' band keys (a later
+    copy of a text, handed back without its signature by dedup.engine.copies, takes those
+    of the first), the lines its source repeats; the old rows of its path replaced."""
+
+    def __init__(
+        self,
+        store: IndexStore,
+        options: dict[str, Any],
+        digests: dict[str, str],
+        stored: dict[str, StoredFile],
+    ) -> None:
+        self.store = store
+        self.bands, self.rows = int(options["bands"]), int(options["rows"])
+        self.digests = digests
+        self.stored = stored
+        self.lines: RepeatedLines = {}
+        self.skipped: list[Skipped] = []
+        self._first: dict[tuple[int, int], npt.NDArray[np.int64]] = {}
+
+    def __call__(self, file: FoundFile, result: PreparedFile) -> None:
+        parts = [self._keys(item) for item in result.inputs]
+        keys = np.concatenate(parts) if parts else np.empty((0, self.bands), dtype=np.int64)
+        self.skipped += [item.skipped for item in result.inputs if item.skipped is not None]
+        characters = sum(int((i.passages.end - i.passages.start).sum()) for i in result.inputs)
         stamp = file_stamp(file.fs_path) or (0, 0)
-        content = Path(file.fs_path).read_bytes()
-        rows.append(
+        old = self.stored.get(file.path)
+        if old is not None:
+            self.store.remove(old.id)
+        self.store.add(
             NewFile(
                 source=file.source,
                 path=file.path,
@@ -202,15 +216,24 @@ def _prepared_rows(
                 compression=file.compression,
                 size=stamp[0],
                 mtime_ns=stamp[1],
-                sha256=digests[file.path],
-                characters=len(content),
-                content=content,
-                band_keys=keys[at : at + count],
-                repeated_lines=known[file.source],
+                sha256=self.digests[file.path],
+                characters=characters,
+                content=Path(file.fs_path).read_bytes(),
+                band_keys=keys,
+                repeated_lines=self.lines.get(file.source, frozenset()),
             )
         )
-        at += count
-    return rows
+
+    def _keys(self, item: PreparedInput) -> npt.NDArray[np.int64]:
+        keys = band_keys(SignatureTable.of(item.signatures), self.bands, self.rows)
+        hashes = item.hashes.tolist()
+        for row, (text, pair) in enumerate(zip(item.normalized, hashes, strict=True)):
+            twins = (pair[0], pair[1])
+            if text is None:
+                keys[row] = self._first[twins]
+            elif twins not in self._first:
+                self._first[twins] = keys[row]
+        return keys
 
 
 def _band_keys_of(prepared: Prepared, bands: int, rows: int) -> npt.NDArray[np.int64]:
@@ -324,7 +347,7 @@ def report(index: str | os.PathLike[str], config: ScanConfig | None = None) -> R
 
 def _stored_lines(store: IndexStore, files: Sequence[StoredFile]) -> RepeatedLines:
     """Per source of ``files``, the lines it repeats, as stored (the same for each of its
-    files: a source is written in one transaction)."""
+    files: an add writes all of a source in one transaction)."""
     lines: RepeatedLines = {}
     for file in files:
         if file.source not in lines:

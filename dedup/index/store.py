@@ -8,13 +8,13 @@ paths, which may be gone), its passages' LSH band keys (to find the stored files
 may share passages with), and the lines its source repeats as they were learned when it was
 prepared. Per index: the options that shape fingerprints; a query with others is refused.
 
-The file is in WAL mode, so readers can query while one writer adds; each source an ``add``
-touches is written in one transaction, so a kill at any moment leaves every file of it stored
-fully or not at all.
+The file is in WAL mode, so readers can query while one writer adds; an ``add`` is written in
+one transaction, so a kill at any moment leaves every file of it stored fully or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -105,6 +105,7 @@ class IndexStore:
 
     def __init__(self, path: str | os.PathLike[str], create: bool = False) -> None:
         self.path = Path(path)
+        self._wrote = False
         if not self.path.exists() and not create:
             raise IndexFileError(
                 f"{self.path}: no index here; make one with dedup index add {self.path} PATH..."
@@ -150,9 +151,15 @@ class IndexStore:
             )
 
     def close(self) -> None:
-        # The write-ahead log folded back into the file, so that the index is one file again
-        # between commands (a reader still busy keeps it, and it is folded in later).
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # After writing, the write-ahead log is folded back into the file and emptied, so
+        # that the index is one file again between commands; without waiting (a reader still
+        # busy would hold this writer up: what it uses is folded in by a later writer).
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+        if self._wrote:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         self._db.close()
 
     def __enter__(self) -> IndexStore:
@@ -162,6 +169,7 @@ class IndexStore:
         self.close()
 
     def transaction(self) -> _Transaction:
+        self._wrote = True
         return _Transaction(self._db)
 
     # The options the index was built with.
