@@ -77,7 +77,25 @@ def comparison_options(function: F) -> F:
 
 def matching_options(function: F) -> F:
     """Options that change what a scan counts as a duplicate, on top of comparison_options."""
-    options = [
+    return _apply(function, _matching_options())
+
+
+def clean_matching_options(function: F) -> F:
+    """matching_options but --keep, which dedup clean has its own of (which copy stays)."""
+    return _apply(function, [o for o in _matching_options() if o is not _KEEP_OPTION])
+
+
+_KEEP_OPTION = click.option(
+    "--keep",
+    default=_defaults.keep,
+    show_default=True,
+    help="Which member represents a cluster: longest, first (in path order), or "
+    "source:NAME,NAME (the first listed source that has one).",
+)
+
+
+def _matching_options() -> list[Any]:
+    options: list[Any] = [
         NGRAM_OPTION,
         click.option(
             "--num-perm",
@@ -107,13 +125,7 @@ def matching_options(function: F) -> F:
             show_default=True,
             help="Characters each passage also takes from the one before it.",
         ),
-        click.option(
-            "--keep",
-            default=_defaults.keep,
-            show_default=True,
-            help="Which member represents a cluster: longest, first (in path order), or "
-            "source:NAME,NAME (the first listed source that has one).",
-        ),
+        _KEEP_OPTION,
         click.option(
             "--max-cluster-size",
             type=click.IntRange(2),
@@ -137,9 +149,7 @@ def matching_options(function: F) -> F:
             help="Target passage (scene window) length in characters, punctuation not counted.",
         ),
     ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+    return options
 
 
 def input_options(function: F) -> F:
@@ -610,6 +620,82 @@ def _write_report_files(
     from dedup.report import write_report
 
     return write_report(report, folder, formats, full_text=full_text)
+
+
+@cli.command("clean")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder the cleaned copy is written to (new or empty; never inside an input).",
+)
+@click.option(
+    "--keep",
+    "keep_policy",
+    default="longest",
+    show_default=True,
+    help="Which copy stays: longest, first (in reading order), cleanest (from the file with "
+    "the fewest ads, site lines and placeholders removed, and the least script conversion), "
+    "or source:A,B (a copy from A, else B, else any).",
+)
+@click.option(
+    "--coverage",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.8,
+    show_default=True,
+    help="Leave out a document when a kept one covers at least this share of it.",
+)
+@click.option("--dry-run", is_flag=True, help="Write only the lists of what would be removed.")
+@click.option("--force", is_flag=True, help="Replace a --out folder that is not empty.")
+@click.option(
+    "--skip-bad", is_flag=True, help="Leave out inputs that cannot be read (default: copied)."
+)
+@comparison_options
+@clean_matching_options
+@input_options
+@JOBS_OPTION
+@QUIET_OPTION
+def clean_command(
+    paths: tuple[str, ...], out_dir: Path, keep_policy: str, coverage: float, dry_run: bool,
+    force: bool, skip_bad: bool, jobs: int, quiet: bool, **options: Any,
+) -> None:  # fmt: skip
+    """Write a copy of PATHS without their duplicate documents (chapters, records), each in
+    its own format and encoding, and list in removed.jsonl and removed.csv what was left out
+    and which kept document it duplicates."""
+    from dedup.clean import clean
+
+    config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
+    result = clean(paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad)
+    for entry in result.bad:
+        click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+    for entry in result.not_rewritten:
+        click.echo(f"dedup: {entry.path}: {printable(entry.reason)}", err=True)
+    if quiet:
+        return
+    verb = "would leave out" if dry_run else "left out"
+    click.echo(
+        f"{verb} {len(result.removed):,} duplicate documents; {len(result.rewritten):,} files "
+        f"written again, {len(result.dropped):,} dropped whole, {len(result.copied):,} copied "
+        f"unchanged; {result.removed_share:.1%} of the collection's bytes removed"
+    )
+    rows = [("source", "files", "removed", "characters", "bytes in", "bytes out")]
+    rows += [
+        (t.source, f"{t.files:,}", f"{t.documents_removed:,}", f"{t.chars_removed:,}",
+         f"{t.bytes_in:,}", f"{t.bytes_out:,}")
+        for t in result.sources
+    ]  # fmt: skip
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        click.echo("  ".join(cells).rstrip())
+    place = shown(out_dir.as_posix())
+    what = "the lists" if dry_run else "the copy"
+    click.echo(f"\n{what} written to {place}/ (removed.jsonl, removed.csv)")
 
 
 @cli.command("normalize")

@@ -41,6 +41,7 @@ from dedup.matches import document_groups
 from dedup.models import Match, Passage, Report, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines, repeated_lines
 from dedup.pipeline import path_list, scan_files
+from dedup.progress import progress
 from dedup.read import FoundFile, discover_inputs, file_stamp
 from dedup.timing import StageTimer
 from dedup.version import __version__
@@ -172,7 +173,9 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     source's lines learned over all of its files, and each stored by ``writer`` as it comes
     (while the workers prepare the next)."""
     with LocalEngine(config, len(files)) as engine:
-        learned = repeated_lines(engine.map(count_line_keys, files, repeat(config)))
+        counted = engine.map(count_line_keys, files, repeat(config))
+        shown = config.show_progress
+        learned = repeated_lines(progress(counted, "learn site lines", "file", len(files), shown))
         if "repeated-lines" in config.skip_steps:
             learned = {}
         writer.lines = {file.source: learned.get(file.source, frozenset()) for file in files}

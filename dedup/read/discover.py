@@ -59,6 +59,11 @@ def _parent_name(file: Path) -> str:
     return shown(Path(os.path.abspath(file)).parent.name or ".")
 
 
+# A copy dedup clean wrote holds this file, and its lists of what it left out: scanned again,
+# the copy's lists are not inputs.
+CLEAN_MARKER = ".dedup-clean"
+REMOVED_JSONL = "removed.jsonl"
+REMOVED_CSV = "removed.csv"
 # A folder dedup is writing a report into holds this file until the report is complete.
 WRITING_MARKER = ".dedup-writing"
 # ``.OUT.dedup-lock`` beside a report folder OUT, while a dedup writes it.
@@ -151,10 +156,13 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                 if real in seen_folders:  # a link loop, or a folder reached twice
                     dirnames.remove(dirname)
                 seen_folders.add(real)
+        cleaned = CLEAN_MARKER in filenames
         for filename in sorted(filenames):
             file = Path(folder, filename)
             if filename.startswith(".") and filename.endswith(LOCK_SUFFIX):
                 continue  # dedup's lock on a report being written beside it: not an input
+            if cleaned and filename in (CLEAN_MARKER, REMOVED_JSONL, REMOVED_CSV):
+                continue  # a cleaned copy's own lists: not part of the collection
             if not follow_links and file.is_symlink() and outside(file):
                 target = shown(os.path.realpath(file))
                 _skip(

@@ -42,7 +42,7 @@ PAIR_COLUMNS = [
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _cell(value: object) -> object:
+def spreadsheet_cell(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, str) and value.startswith(_FORMULA_START):
@@ -54,7 +54,7 @@ def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> 
     out.write("\ufeff")  # so that spreadsheet programs read UTF-8
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
-    writer.writerows([_cell(value) for value in row] for row in rows)
+    writer.writerows([spreadsheet_cell(value) for value in row] for row in rows)
 
 
 def _cluster_rows(report: Report, full_text: bool) -> Iterator[list[object]]:

@@ -1,0 +1,265 @@
+"""``dedup clean``: a copy of the collection without its duplicate documents, and the list of
+what was left out for what.
+
+The scan finds the documents that share text (dedup.pipeline); ``choose`` decides which are
+copies of a kept one; ``rewrite`` writes each file again without them, in its own format and
+encoding; every other file is copied byte for byte. The copy is written into a partial folder
+beside DIR and renamed into place at the end (as a report folder is), so an interrupted clean
+never leaves a DIR that looks complete.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dedup.clean.choose import DEFAULT_COVERAGE, Removal, preference, removals
+from dedup.clean.rewrite import CannotRewrite, can_rewrite, rewrite
+from dedup.config import ScanConfig
+from dedup.display import shown
+from dedup.errors import ConfigError, ReportFolderError
+from dedup.models import MatchedDocument, Report, Skipped
+from dedup.pipeline import path_list, scan_files
+from dedup.read import FoundFile, discover_inputs
+from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
+from dedup.report.folder import ReportFolder
+from dedup.report.tables import spreadsheet_cell
+
+__all__ = ["DEFAULT_COVERAGE", "CleanResult", "SourceTally", "clean", "preference"]
+
+REMOVED_COLUMNS = [
+    "removed_source", "removed_path", "removed_record", "removed_chapter", "removed_title",
+    "removed_start", "removed_end", "removed_story_chars", "kept_source", "kept_path",
+    "kept_record", "kept_chapter", "kept_title", "kept_start", "kept_end", "coverage",
+    "identical_chars",
+]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTally:
+    """Per source: its files, the documents removed from them and their characters (of the
+    decoded text, headings included), and its bytes before and in the copy."""
+
+    source: str
+    files: int
+    documents_removed: int
+    chars_removed: int
+    bytes_in: int
+    bytes_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class CleanResult:
+    """What ``clean`` did: the documents removed (each with the kept one it duplicates), the
+    files written again, copied unchanged, and left out (nothing of them was kept), the
+    files with duplicates it could not rewrite (copied unchanged, with why), the inputs it
+    could not read (copied unchanged, or left out with ``skip_bad``), and per source tallies."""
+
+    report: Report
+    removed: tuple[Removal, ...]
+    rewritten: tuple[str, ...]
+    copied: tuple[str, ...]
+    dropped: tuple[str, ...]
+    not_rewritten: tuple[Skipped, ...]
+    bad: tuple[Skipped, ...]
+    sources: tuple[SourceTally, ...]
+    dry_run: bool
+
+    @property
+    def removed_share(self) -> float:
+        """The share of the collection's bytes the copy leaves out."""
+        total = sum(t.bytes_in for t in self.sources)
+        return 1 - sum(t.bytes_out for t in self.sources) / total if total else 0.0
+
+
+class CleanFolder(ReportFolder):
+    """The folder a cleaned copy goes into: new or empty (or anything, with ``force``: it is
+    replaced whole), never inside an input; written as a partial sibling and renamed."""
+
+    def __init__(self, out: Path, inputs: Sequence[str], force: bool) -> None:
+        super().__init__(out)
+        self.force = force
+        self.inputs = [Path(os.path.abspath(path)) for path in inputs]
+
+    def _check_out(self) -> None:
+        out = self.out
+        for given in self.inputs:
+            if out == given or out.is_relative_to(given) or given.is_relative_to(out):
+                raise ReportFolderError(
+                    f"--out {shown(self.given.as_posix())} is inside (or holds) the input "
+                    f"{shown(given.as_posix())}; clean writes a copy elsewhere, never into "
+                    "what it reads: choose a folder outside it"
+                )
+        if out.exists() and not out.is_dir():
+            raise ReportFolderError(
+                f"--out {shown(self.given.as_posix())} is a file; choose a folder"
+            )
+        if out.is_dir() and any(out.iterdir()) and not self.force:
+            raise ReportFolderError(
+                f"--out {shown(self.given.as_posix())} is not empty; choose a new or empty "
+                "folder, or pass --force to replace it whole"
+            )
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+
+def clean(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    config: ScanConfig | None = None,
+    keep: str = "longest",
+    coverage: float = DEFAULT_COVERAGE,
+    dry_run: bool = False,
+    force: bool = False,
+    skip_bad: bool = False,
+) -> CleanResult:
+    """Scan ``paths`` and write a copy of them under ``out`` without the documents a kept
+    document covers (at least ``coverage`` of their story characters), the kept one of each
+    set of copies chosen by ``keep`` (see dedup.clean.choose). ``out``/removed.jsonl and
+    removed.csv list each removed document with the one it duplicates. With ``dry_run``,
+    only the lists are written."""
+    config = config or ScanConfig()
+    roots = path_list(paths)
+    preference(keep, ())  # refuse an unknown policy before the scan
+    if not 0.0 < coverage <= 1.0:
+        raise ConfigError(f"coverage must be in (0, 1], not {coverage}")
+    found, skipped = discover_inputs(roots, config.follow_links)
+    with CleanFolder(Path(out), roots, force) as folder:
+        report = scan_files(found, skipped, config)
+        removed = removals(report, keep, coverage)
+        by_file: dict[str, list[MatchedDocument]] = {}
+        for removal in removed:
+            by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal.removed)
+        bad = tuple(report.skipped)
+        unreadable = {entry.path for entry in bad}
+        rewritten, copied, dropped, not_rewritten = [], [], [], []
+        kept_removals: list[Removal] = []
+        tally = _Tally()
+        for file in found:
+            target = folder.path / _relative(file.path, roots)
+            documents = by_file.get(file.path, [])
+            if documents and not can_rewrite(file):
+                not_rewritten.append(Skipped(file.path, _why_not(file)))
+                documents = []
+            size = os.path.getsize(file.fs_path)
+            if not documents:
+                if file.path in unreadable and skip_bad:
+                    tally.add(file.source, size, 0)
+                    continue
+                if not dry_run:
+                    _copy(Path(file.fs_path), target)
+                copied.append(file.path)
+                tally.add(file.source, size, size)
+                continue
+            data = Path(file.fs_path).read_bytes()
+            try:
+                result = rewrite(file, data, documents, config)
+            except CannotRewrite as reason:
+                not_rewritten.append(Skipped(file.path, f"not rewritten: {reason}"))
+                if not dry_run:
+                    _copy(Path(file.fs_path), target)
+                copied.append(file.path)
+                tally.add(file.source, size, size)
+                continue
+            done_here = [r for r in removed if r.removed in documents]
+            kept_removals += done_here
+            written = 0 if result.data is None else len(result.data)
+            tally.add(file.source, size, written, len(done_here), result.removed_chars)
+            if result.data is None:
+                dropped.append(file.path)
+            else:
+                if not dry_run:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(result.data)
+                rewritten.append(file.path)
+        for entry in skipped:  # files dedup does not read (another format, say): as they are
+            source = Path(entry.path)
+            if skip_bad or not source.is_file() or source.is_symlink():
+                continue
+            if not dry_run:
+                _copy(source, folder.path / _relative(entry.path, roots))
+            copied.append(entry.path)
+        done = tuple(sorted(kept_removals, key=lambda r: r.removed.sort_key))
+        _write_lists(folder.path, done)
+        (folder.path / CLEAN_MARKER).write_text("written by dedup clean\n", "utf-8")
+        folder.commit()
+    return CleanResult(
+        report=report,
+        removed=done,
+        rewritten=tuple(rewritten),
+        copied=tuple(copied),
+        dropped=tuple(dropped),
+        not_rewritten=tuple(not_rewritten),
+        bad=bad,
+        sources=tally.sources(),
+        dry_run=dry_run,
+    )
+
+
+def _why_not(file: FoundFile) -> str:
+    kind = file.format + (f".{file.compression.lstrip('.')}" if file.compression else "")
+    return (
+        f"not rewritten: dedup clean writes .txt and .jsonl files (plain, .gz, .bz2, .xz) "
+        f"again, not {kind} yet; copied unchanged, its duplicates still in it"
+    )
+
+
+def _relative(path: str, roots: Sequence[str]) -> Path:
+    """Where ``path`` (under one of ``roots``) goes in the copy: below the copy's top as it
+    was below its root when one root was given; under the root's own name when several."""
+    for root in sorted(roots, key=len, reverse=True):
+        base = Path(root)
+        try:
+            below = Path(path).relative_to(base)
+        except ValueError:
+            continue
+        if below == Path("."):
+            below = Path(base.name)
+        return below if len(roots) == 1 else Path(base.name or "root") / below
+    return Path(Path(path).name)
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def _write_lists(folder: Path, removed: Sequence[Removal]) -> None:
+    with open(folder / REMOVED_JSONL, "w", encoding="utf-8", newline="\n") as lines:
+        for removal in removed:
+            lines.write(json.dumps(removal.to_dict(), ensure_ascii=False) + "\n")
+    with open(folder / REMOVED_CSV, "w", encoding="utf-8", newline="") as table:
+        table.write("\ufeff")
+        writer = csv.writer(table, lineterminator="\r\n")
+        writer.writerow(REMOVED_COLUMNS)
+        for removal in removed:
+            gone, kept = removal.removed, removal.kept
+            writer.writerow(
+                [
+                    *(spreadsheet_cell(getattr(gone, name)) for name in _WHERE),
+                    gone.story_chars,
+                    *(spreadsheet_cell(getattr(kept, name)) for name in _WHERE),
+                    round(removal.coverage, 4),
+                    removal.identical_chars,
+                ]
+            )
+
+
+_WHERE = ("source", "path", "record", "chapter", "title", "start", "end")
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.counts: dict[str, list[int]] = {}
+
+    def add(self, source: str, size: int, written: int, documents: int = 0, chars: int = 0) -> None:
+        counts = self.counts.setdefault(source, [0, 0, 0, 0, 0])
+        for position, value in enumerate((1, documents, chars, size, written)):
+            counts[position] += value
+
+    def sources(self) -> tuple[SourceTally, ...]:
+        return tuple(SourceTally(name, *self.counts[name]) for name in sorted(self.counts))

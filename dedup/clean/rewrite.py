@@ -1,0 +1,159 @@
+"""A file written again without some of its documents, in its own format and encoding.
+
+A text file loses the chapters (heading and all) that hold the removed documents; a JSON Lines
+file loses the records all of whose text is removed, and a record with only some chapters
+removed has its text field written again without them, every other field and every other
+line as they were. A compressed file is written back compressed the same way. Other formats
+are not rewritten (yet): the caller copies them unchanged and says so.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dedup.config import ScanConfig
+from dedup.models import Chapter, Document, MatchedDocument
+from dedup.read import FoundFile
+from dedup.read.decode import BOMS, decode_bytes
+from dedup.segment import split_chapters
+
+REWRITTEN_FORMATS = ("txt", "jsonl")
+_COMPRESSORS = {"gz": gzip, "bz2": bz2, "xz": lzma}  # by FoundFile.compression, its dot apart
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten:
+    """The file's new bytes (None: nothing of it is left, so it is not written), and the
+    characters taken out of its decoded text."""
+
+    data: bytes | None
+    removed_chars: int
+
+
+class CannotRewrite(Exception):
+    """This file cannot be written again without its duplicates; the message says why."""
+
+
+def can_rewrite(file: FoundFile) -> bool:
+    return file.format in REWRITTEN_FORMATS and (
+        file.compression is None or _compressor(file) is not None
+    )
+
+
+def _compressor(file: FoundFile) -> Any:
+    return _COMPRESSORS.get((file.compression or "").lstrip("."))
+
+
+def rewrite(
+    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
+) -> Rewritten:
+    """``data`` (the file's bytes) without the documents ``removed``."""
+    compressor = _compressor(file)
+    if file.compression is not None:
+        if compressor is None:
+            raise CannotRewrite(f"{file.compression} files are not rewritten")
+        data = compressor.decompress(data)
+    if file.format == "txt":
+        result = _text_without(file, data, removed, config)
+    elif file.format == "jsonl":
+        result = _records_without(file, data, removed, config)
+    else:
+        raise CannotRewrite(f"{file.format} files are not rewritten")
+    if result.data is not None and compressor is not None:
+        # mtime 0: the same input gives the same bytes, run after run
+        packed = (
+            gzip.compress(result.data, mtime=0)
+            if compressor is gzip
+            else compressor.compress(result.data)
+        )
+        return Rewritten(packed, result.removed_chars)
+    return result
+
+
+def _encoded(text: str, original: bytes, encoding: str) -> bytes:
+    """``text`` in the file's own encoding, with the byte-order mark it began with."""
+    for bom, bom_encoding in BOMS:
+        if original.startswith(bom) and encoding in (bom_encoding, "utf-8-sig"):
+            codec = "utf-8" if bom_encoding == "utf-8-sig" else bom_encoding
+            return bom + text.encode(codec)
+    return text.encode(encoding)
+
+
+def _cut(text: str, path: str, source: str, record: int | None,
+         removed: Sequence[MatchedDocument]) -> tuple[str, int]:  # fmt: skip
+    """``text`` without the chapters (sections) that hold the removed documents, and how
+    many characters went."""
+    chapters = split_chapters(Document(path, source, record, text))
+    spans = sorted({_holder(chapters, document, len(text)) for document in removed})
+    kept, at, gone = [], 0, 0
+    for start, end in spans:
+        kept.append(text[at:start])
+        gone += end - start
+        at = end
+    kept.append(text[at:])
+    return "".join(kept), gone
+
+
+def _holder(chapters: Sequence[Chapter], document: MatchedDocument, length: int) -> tuple[int, int]:
+    """The span of the chapter that holds ``document`` (all of the text if none does)."""
+    for chapter in chapters:
+        if chapter.start <= document.start and document.end <= chapter.end:
+            return chapter.start, chapter.end
+    return 0, length
+
+
+def _text_without(
+    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
+) -> Rewritten:
+    decoded = decode_bytes(data, config.encoding, config.errors)
+    if decoded.replaced:
+        raise CannotRewrite("it decodes only with replacement characters (--errors replace)")
+    text, gone = _cut(decoded.text, file.path, file.source, None, removed)
+    if not text.strip():
+        return Rewritten(None, gone)
+    return Rewritten(_encoded(text, data, decoded.encoding), gone)
+
+
+def _records_without(
+    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
+) -> Rewritten:
+    decoded = decode_bytes(data, config.encoding, config.errors)
+    if decoded.replaced:
+        raise CannotRewrite("it decodes only with replacement characters (--errors replace)")
+    # Lines as JSON Lines counts them: at "\n" only (a record may hold U+2028 and the like,
+    # which str.splitlines would split at too).
+    lines = [line + "\n" for line in decoded.text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    by_record: dict[int, list[MatchedDocument]] = {}
+    for document in removed:
+        if document.record is not None:
+            by_record.setdefault(document.record, []).append(document)
+    gone = 0
+    for number, documents in sorted(by_record.items()):
+        if number >= len(lines):
+            raise CannotRewrite(f"record {number} is not on line {number + 1} any more")
+        line = lines[number]
+        ending = line[len(line.rstrip("\r\n")) :]
+        record = json.loads(line)
+        field = next(
+            (name for name in config.text_fields if isinstance(record.get(name), str)), None
+        )
+        if field is None:
+            raise CannotRewrite(f"record {number} has none of the text fields any more")
+        text, cut = _cut(record[field], file.path, file.source, number, documents)
+        gone += cut
+        if not text.strip():
+            lines[number] = ""
+        else:
+            record[field] = text
+            lines[number] = json.dumps(record, ensure_ascii=False) + ending
+    out = "".join(lines)
+    if not out.strip():
+        return Rewritten(None, gone)
+    return Rewritten(_encoded(out, data, decoded.encoding), gone)

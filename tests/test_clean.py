@@ -1,0 +1,205 @@
+"""dedup clean on real text: what it removes has a kept partner in the copy, the copy keeps
+formats and encodings, a second clean removes nothing, the copy is the same whatever the
+jobs or path order, and an interrupted clean never leaves a copy that looks complete."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dedup
+from dedup.clean import clean
+from dedup.cli import cli
+from dedup.errors import ReportFolderError
+from dedup.read.decode import decode_bytes
+
+
+@pytest.fixture
+def collection(samples: Path, tmp_path: Path) -> Path:
+    """The sample sites (三国演义 apart), and a site that mixes a copy of 红楼梦's first two
+    chapters with a chapter of 三国演义 (found nowhere else) in one GB18030 file (CRLF, as the
+    original), a JSON Lines file whose records carry other fields, and a gzipped copy of a
+    seed chapter."""
+    folder = tmp_path / "dump"
+    for site in ("site-classic", "site-qidian", "site-tw", "site-gbk", "site-mirror"):
+        shutil.copytree(samples / site, folder / site)
+    (folder / "site-classic/sanguo.txt").unlink()
+    (folder / "README.md").write_text("not a novel\n", "utf-8")
+    book = (samples / "site-qidian/hongloumeng.txt").read_bytes().decode("utf-8")
+    third = book.index("第三回")
+    journey = (samples / "site-classic/sanguo.txt").read_text("utf-8")
+    own = "第九回 除暴兇呂布助司徒\r\n" + journey[200:2600].replace("\n", "\r\n")
+    mixed = folder / "site-mixed"
+    mixed.mkdir()
+    (mixed / "book.txt").write_bytes((book[:third] + own).encode("gb18030"))
+    seed = (samples / "site-qidian/000.txt").read_text("utf-8")
+    records = [
+        {"id": "r1", "url": "https://example.com/1", "title": "第一章", "content": seed},
+        {
+            "id": "r2",
+            "url": "https://example.com/2",
+            "title": "第二章",
+            "content": journey[3000:6000],
+        },
+    ]
+    (mixed / "feed.jsonl").write_text(
+        "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), "utf-8"
+    )
+    (mixed / "seed.txt.gz").write_bytes(gzip.compress(seed.encode("utf-8"), mtime=0))
+    return folder
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _text(path: Path) -> str:
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    return decode_bytes(data).text
+
+
+def test_every_removed_document_has_its_kept_copy_in_the_output(
+    collection: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "clean"
+    result = clean([collection], out, keep="source:site-qidian,site-classic")
+    assert len(result.removed) >= 7
+    listed = [json.loads(line) for line in (out / "removed.jsonl").read_text("utf-8").splitlines()]
+    assert len(listed) == len(result.removed)
+    originals = {d.id: d for d in result.report.documents}
+    for entry in listed:
+        removed, kept = entry["removed"], entry["kept"]
+        assert entry["coverage"] >= 0.8
+        kept_file = out / Path(kept["path"]).relative_to(collection)
+        assert originals[kept["id"]].text in _text(kept_file)  # the kept copy is in the copy
+        removed_file = out / Path(removed["path"]).relative_to(collection)
+        if removed_file.exists():
+            assert originals[removed["id"]].text not in _text(removed_file)
+    # the mixed file lost the copied chapters and kept its own, in GB18030 with its CRLF
+    book = (out / "site-mixed/book.txt").read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        book.decode("utf-8")
+    text = book.decode("gb18030")
+    assert text.startswith("第九回 除暴兇呂布助司徒\r\n") and "\r\n" in text[30:]
+    assert "甄士隐" not in text and "甄士隱" not in text
+    # the copied record is gone; the other keeps every field, byte for byte
+    feed = (out / "site-mixed/feed.jsonl").read_text("utf-8").splitlines()
+    assert feed == [(collection / "site-mixed/feed.jsonl").read_text("utf-8").splitlines()[1]]
+    # the gzipped seed copy is gone whole; unchanged files are copied byte for byte
+    assert not (out / "site-mixed/seed.txt.gz").exists()
+    for name in ("site-classic/xiyouji.txt", "README.md"):
+        assert (out / name).read_bytes() == (collection / name).read_bytes()
+    tally = {t.source: t for t in result.sources}
+    assert tally["site-qidian"].documents_removed == 0
+    assert tally["site-tw"].bytes_out < tally["site-tw"].bytes_in
+
+
+def test_a_second_clean_removes_nothing(collection: Path, tmp_path: Path) -> None:
+    once = tmp_path / "once"
+    clean([collection], once)
+    twice = clean([once], tmp_path / "twice")
+    assert twice.removed == ()
+    again = dedup.scan([once])
+    assert not any(min(m.coverage_a, m.coverage_b) >= 0.8 for m in again.matches)
+    assert all(".dedup-clean" not in e.path and "removed." not in e.path for e in again.skipped)
+
+
+def test_the_copy_is_the_same_whatever_the_jobs_and_the_path_order(
+    collection: Path, tmp_path: Path
+) -> None:
+    sites = sorted(path for path in collection.iterdir() if path.is_dir())
+    one = tmp_path / "one"
+    clean(sites, one, dedup.ScanConfig(jobs=1))
+    two = tmp_path / "two"
+    clean(list(reversed(sites)), two, dedup.ScanConfig(jobs=2))
+    assert _tree(one) == _tree(two)
+    assert sorted(p.name for p in one.iterdir() if p.is_dir()) == [s.name for s in sites]
+
+
+def test_dry_run_writes_only_the_lists(collection: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lists"
+    result = CliRunner().invoke(cli, ["clean", str(collection), "-o", str(out), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "would leave out" in result.output and "site-tw" in result.output
+    assert sorted(p.name for p in out.iterdir()) == [".dedup-clean", "removed.csv", "removed.jsonl"]
+    assert len((out / "removed.csv").read_text("utf-8-sig").splitlines()) > 7
+
+
+def test_it_never_writes_into_its_input_nor_over_other_files(
+    collection: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ReportFolderError, match="inside"):
+        clean([collection], collection / "clean")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine", "utf-8")
+    with pytest.raises(ReportFolderError, match="not empty"):
+        clean([collection], busy)
+    assert (busy / "notes.txt").read_text("utf-8") == "mine"
+    clean([collection], busy, force=True)
+    assert not (busy / "notes.txt").exists() and (busy / "removed.jsonl").exists()
+
+
+def test_unreadable_inputs_are_copied_with_a_warning_or_left_out(
+    collection: Path, tmp_path: Path
+) -> None:
+    (collection / "site-mixed" / "junk.txt").write_bytes(bytes(range(256)) * 40)
+    runner = CliRunner()
+    kept = runner.invoke(cli, ["clean", str(collection), "-o", str(tmp_path / "a"), "-q"])
+    assert kept.exit_code == 0 and "junk.txt" in kept.stderr
+    assert (tmp_path / "a/site-mixed/junk.txt").read_bytes() == bytes(range(256)) * 40
+    left = runner.invoke(
+        cli, ["clean", str(collection), "-o", str(tmp_path / "b"), "-q", "--skip-bad"]
+    )
+    assert left.exit_code == 0 and not (tmp_path / "b/site-mixed/junk.txt").exists()
+
+
+def test_a_format_it_does_not_rewrite_is_copied_and_said_so(
+    collection: Path, tmp_path: Path, samples: Path
+) -> None:
+    seed = (samples / "site-qidian/000.txt").read_text("utf-8")
+    table = collection / "site-mixed" / "table.csv"
+    table.write_text('title,content\n第一章,"' + seed.replace('"', '""') + '"\n', "utf-8")
+    result = clean([collection], tmp_path / "out", keep="source:site-qidian")
+    assert any(e.path == str(table) and "csv" in e.reason for e in result.not_rewritten)
+    assert (tmp_path / "out/site-mixed/table.csv").read_bytes() == table.read_bytes()
+    assert all(r.removed.path != str(table) for r in result.removed)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_clean_leaves_no_copy_that_looks_complete(
+    collection: Path, tmp_path: Path, how: signal.Signals
+) -> None:
+    out = tmp_path / "clean"
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "dedup", "clean", str(collection), "-o", str(out), "-q"]
+    started = time.perf_counter()
+    subprocess.run(command, env=environment, check=True)
+    whole = time.perf_counter() - started
+    shutil.rmtree(out)
+    process = subprocess.Popen(command, env=environment)
+    time.sleep(whole * 0.6)
+    process.send_signal(how)
+    process.wait()
+    if out.exists():  # it had finished: then it is whole
+        assert (out / "removed.jsonl").exists() and not (out / ".dedup-writing").exists()
+    else:
+        partial = list(tmp_path.glob("clean.partial-*"))
+        assert how == signal.SIGKILL or not partial  # Ctrl-C cleans up after itself
+        assert all((p / ".dedup-writing").exists() for p in partial)
