@@ -67,10 +67,19 @@ class LocalEngine:
             return
         if error is not None:
             # An interrupt or an error: the workers' tasks are of no more use; stop them now
-            # rather than wait for each to finish its file.
-            for process in list(getattr(self.pool, "_processes", {}).values()):
+            # rather than wait for each to finish its file. The pool is not waited for: a
+            # worker stopped while it was sending a result leaves half a message in the
+            # result pipe, which the pool's reader thread would wait on for ever (seen as a
+            # scan that outlived a SIGTERM, its workers gone); the workers themselves are.
+            processes = list(getattr(self.pool, "_processes", {}).values())
+            for process in processes:
                 process.terminate()
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.join(timeout=5)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
         else:
             self.pool.shutdown(wait=True)
         self.pool = None
