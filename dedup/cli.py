@@ -285,6 +285,22 @@ class _Group(click.Group):
             raise _UserError(str(error)) from error
 
 
+def out_option(
+    default: Path | None, what: str = "Folder the report is written to."
+) -> Callable[[F], F]:
+    """--out/-o, a folder."""
+    return click.option(
+        "--out",
+        "-o",
+        "out_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default,
+        required=default is None,
+        show_default=default is not None,
+        help=what,
+    )
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dedup")
 def cli() -> None:
@@ -293,15 +309,7 @@ def cli() -> None:
 
 @cli.command("scan")
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--out",
-    "-o",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dedup-report"),
-    show_default=True,
-    help="Folder the report is written to.",
-)
+@out_option(Path("dedup-report"))
 @comparison_options
 @matching_options
 @input_options
@@ -515,15 +523,7 @@ def index_add_command(
 @index_group.command("query")
 @INDEX_ARGUMENT
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--out",
-    "-o",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dedup-query"),
-    show_default=True,
-    help="Folder the report is written to.",
-)
+@out_option(Path("dedup-query"))
 @SOURCE_OPTION
 @click.option(
     "--within",
@@ -554,15 +554,7 @@ def index_query_command(
 
 @index_group.command("report")
 @INDEX_ARGUMENT
-@click.option(
-    "--out",
-    "-o",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dedup-report"),
-    show_default=True,
-    help="Folder the report is written to.",
-)
+@out_option(Path("dedup-report"))
 @comparison_options
 @matching_options
 @JOBS_OPTION
@@ -624,14 +616,7 @@ def _write_report_files(
 
 @cli.command("clean")
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--out",
-    "-o",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="Folder the cleaned copy is written to (new or empty; never inside an input).",
-)
+@out_option(None, "Folder the cleaned copy is written to (new or empty; never inside an input).")
 @click.option(
     "--keep",
     "keep_policy",
@@ -669,17 +654,21 @@ def clean_command(
 
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     result = clean(paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad)
+    then = "left out" if skip_bad else "copied unchanged"
     for entry in result.bad:
-        click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+        click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)
     for entry in result.not_rewritten:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}", err=True)
     if quiet:
         return
+    from dedup.report.terminal import plural
+
     verb = "would leave out" if dry_run else "left out"
     click.echo(
-        f"{verb} {len(result.removed):,} duplicate documents; {len(result.rewritten):,} files "
-        f"written again, {len(result.dropped):,} dropped whole, {len(result.copied):,} copied "
-        f"unchanged; {result.removed_share:.1%} of the collection's bytes removed"
+        f"{verb} {plural(len(result.removed), 'duplicate document')}: "
+        f"{plural(len(result.rewritten), 'file')} written again, "
+        f"{len(result.dropped):,} dropped whole, {len(result.copied):,} copied unchanged; "
+        f"{result.removed_share:.1%} of the collection's bytes removed"
     )
     rows = [("source", "files", "removed", "characters", "bytes in", "bytes out")]
     rows += [

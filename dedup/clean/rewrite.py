@@ -20,7 +20,7 @@ from typing import Any
 from dedup.config import ScanConfig
 from dedup.models import Chapter, Document, MatchedDocument
 from dedup.read import FoundFile
-from dedup.read.decode import BOMS, decode_bytes
+from dedup.read.decode import BOMS, Decoded, decode_bytes
 from dedup.segment import split_chapters
 
 REWRITTEN_FORMATS = ("txt", "jsonl")
@@ -108,12 +108,19 @@ def _holder(chapters: Sequence[Chapter], document: MatchedDocument, length: int)
     return 0, length
 
 
-def _text_without(
-    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
-) -> Rewritten:
+def _decoded(data: bytes, config: ScanConfig) -> Decoded:
+    """The file's text, as the scan decoded it; one that took replacement characters would
+    not be written back as it was."""
     decoded = decode_bytes(data, config.encoding, config.errors)
     if decoded.replaced:
         raise CannotRewrite("it decodes only with replacement characters (--errors replace)")
+    return decoded
+
+
+def _text_without(
+    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
+) -> Rewritten:
+    decoded = _decoded(data, config)
     text, gone = _cut(decoded.text, file.path, file.source, None, removed)
     if not text.strip():
         return Rewritten(None, gone)
@@ -123,9 +130,7 @@ def _text_without(
 def _records_without(
     file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
 ) -> Rewritten:
-    decoded = decode_bytes(data, config.encoding, config.errors)
-    if decoded.replaced:
-        raise CannotRewrite("it decodes only with replacement characters (--errors replace)")
+    decoded = _decoded(data, config)
     # Lines as JSON Lines counts them: at "\n" only (a record may hold U+2028 and the like,
     # which str.splitlines would split at too).
     lines = [line + "\n" for line in decoded.text.split("\n")]

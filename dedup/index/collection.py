@@ -28,8 +28,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
-from dedup.cluster import cluster_pairs
-from dedup.columns import Similarity
 from dedup.config import ScanConfig
 from dedup.engine.gather import Prepared, prepare_all
 from dedup.engine.local import LocalEngine
@@ -37,12 +35,12 @@ from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
 from dedup.index.store import IndexStore, NewFile, StoredFile
-from dedup.matches import document_groups
-from dedup.models import Match, Passage, Report, Skipped
+from dedup.models import Report, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines, repeated_lines
 from dedup.pipeline import path_list, scan_files
 from dedup.progress import progress
 from dedup.read import FoundFile, discover_inputs, file_stamp
+from dedup.report.rebuild import narrowed
 from dedup.timing import StageTimer
 from dedup.version import __version__
 
@@ -401,52 +399,8 @@ def _between(whole: Report, queried: set[str], within: bool) -> Report:
         one, two = _in(a, queried), _in(b, queried)
         return one != two or (within and one and two)
 
-    passages: dict[str, Passage] = {
-        member.id: member for cluster in whole.clusters for member in cluster.members
-    }
-    order = sorted(passages.values(), key=lambda passage: passage.sort_key)
-    number = {passage.id: n for n, passage in enumerate(order)}
-    kept = [
-        Similarity(
-            number[pair.a],
-            number[pair.b],
-            pair.jaccard,
-            pair.containment,
-            pair.minhash_jaccard,
-            pair.identical_chars,
-        )
-        for cluster in whole.clusters
-        for pair in cluster.pairs
-        if wanted(passages[pair.a].path, passages[pair.b].path)
-    ]
-    options = whole.options
-    clusters = [
-        dataclasses.replace(cluster, id=f"c{n}")
-        for n, cluster in enumerate(
-            cluster_pairs(
-                dict(enumerate(order)), kept, options["keep"], options["max_cluster_size"]
-            ),
-            start=1,
-        )
-    ]
-    matches: list[Match] = [m for m in whole.matches if wanted(m.a.path, m.b.path)]
-    groups = document_groups(matches, options["keep"])
-    held = {m.document for c in clusters for m in c.members}
-    held |= {d.id for m in matches for d in (m.a, m.b)}
-    summary = dataclasses.replace(
-        whole.summary,
-        verified_pairs=sum(len(c.pairs) for c in clusters),
-        clusters=len(clusters),
-        duplicated_passages=sum(len(c.members) for c in clusters),
-        document_matches=len(matches),
-        matched_documents=len({d.id for m in matches for d in (m.a, m.b)}),
-        document_groups=len(groups),
-    )
-    return dataclasses.replace(
+    return narrowed(
         whole,
-        summary=summary,
-        clusters=tuple(clusters),
-        documents=tuple(d for d in whole.documents if d.id in held),
-        matches=tuple(matches),
-        document_groups=tuple(groups),
+        lambda _pair, a, b: wanted(a.path, b.path),
+        lambda match: wanted(match.a.path, match.b.path),
     )
