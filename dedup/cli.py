@@ -615,7 +615,15 @@ def _write_report_files(
 
 
 @cli.command("clean")
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--from-report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Act on a report already made (a scan's --out, reviewed or rebuilt with dedup report) "
+    "instead of scanning PATHS.",
+)
 @out_option(None, "Folder the cleaned copy is written to (new or empty; never inside an input).")
 @click.option(
     "--keep",
@@ -644,16 +652,24 @@ def _write_report_files(
 @JOBS_OPTION
 @QUIET_OPTION
 def clean_command(
-    paths: tuple[str, ...], out_dir: Path, keep_policy: str, coverage: float, dry_run: bool,
-    force: bool, skip_bad: bool, jobs: int, quiet: bool, **options: Any,
+    paths: tuple[str, ...], report_dir: Path | None, out_dir: Path, keep_policy: str,
+    coverage: float, dry_run: bool, force: bool, skip_bad: bool, jobs: int, quiet: bool,
+    **options: Any,
 ) -> None:  # fmt: skip
     """Write a copy of PATHS without their duplicate documents (chapters, records), each in
     its own format and encoding, and list in removed.jsonl and removed.csv what was left out
     and which kept document it duplicates."""
-    from dedup.clean import clean
+    from dedup.clean import clean, clean_from_report
 
-    config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
-    result = clean(paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad)
+    if bool(paths) == (report_dir is not None):
+        raise click.UsageError("give PATHS to scan, or --from-report DIR, not both (nor neither)")
+    if report_dir is not None:
+        result = clean_from_report(
+            report_dir, out_dir, keep_policy, coverage, dry_run, force, skip_bad
+        )
+    else:
+        config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
+        result = clean(paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad)
     then = "left out" if skip_bad else "copied unchanged"
     for entry in result.bad:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)

@@ -203,3 +203,25 @@ def test_an_interrupted_clean_leaves_no_copy_that_looks_complete(
         partial = list(tmp_path.glob("clean.partial-*"))
         assert how == signal.SIGKILL or not partial  # Ctrl-C cleans up after itself
         assert all((p / ".dedup-writing").exists() for p in partial)
+
+
+def test_from_a_reviewed_report_it_writes_the_same_copy(collection: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    report = tmp_path / "report"
+    scanned = runner.invoke(cli, ["scan", str(collection), "-o", str(report), "-q"])
+    assert scanned.exit_code == 0, scanned.output
+    reviewed = runner.invoke(cli, ["report", str(report), "--threshold", "0.9", "-q"])
+    assert reviewed.exit_code == 0, reviewed.output
+    direct = tmp_path / "direct"
+    clean([collection], direct)
+    acted = runner.invoke(cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / "r")])
+    assert acted.exit_code == 0, acted.output
+    assert _tree(tmp_path / "r") == _tree(direct)
+    # a file changed since the report is copied as it is now, not cut where it used to be
+    changed = collection / "site-tw" / "000.txt"
+    changed.write_bytes(b"\n" * 5 + changed.read_bytes())
+    again = runner.invoke(cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / "c")])
+    assert again.exit_code == 0 and "changed since" in again.stderr
+    assert (tmp_path / "c/site-tw/000.txt").read_bytes() == changed.read_bytes()
+    both = runner.invoke(cli, ["clean", str(collection), "--from-report", str(report), "-o", "x"])
+    assert both.exit_code == 2 and "not both" in both.stderr

@@ -11,12 +11,14 @@ never leaves a DIR that looks complete.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dedup.clean.choose import DEFAULT_COVERAGE, Removal, preference, removals
 from dedup.clean.rewrite import CannotRewrite, can_rewrite, rewrite
@@ -30,7 +32,9 @@ from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
 from dedup.report.folder import ReportFolder
 from dedup.report.tables import spreadsheet_cell
 
-__all__ = ["DEFAULT_COVERAGE", "CleanResult", "SourceTally", "clean", "preference"]
+__all__ = [
+    "DEFAULT_COVERAGE", "CleanResult", "SourceTally", "clean", "clean_from_report", "preference",
+]  # fmt: skip
 
 REMOVED_COLUMNS = [
     "removed_source", "removed_path", "removed_record", "removed_chapter", "removed_title",
@@ -130,63 +134,145 @@ def clean(
     found, skipped = discover_inputs(roots, config.follow_links)
     with CleanFolder(Path(out), roots, force) as folder:
         report = scan_files(found, skipped, config)
-        removed = removals(report, keep, coverage)
-        by_file: dict[str, list[MatchedDocument]] = {}
-        for removal in removed:
-            by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal.removed)
-        bad = tuple(report.skipped)
-        unreadable = {entry.path for entry in bad}
-        rewritten, copied, dropped, not_rewritten = [], [], [], []
-        kept_removals: list[Removal] = []
-        tally = _Tally()
-        for file in found:
-            target = folder.path / _relative(file.path, roots)
-            documents = by_file.get(file.path, [])
-            if documents and not can_rewrite(file):
-                not_rewritten.append(Skipped(file.path, _why_not(file)))
-                documents = []
-            size = os.path.getsize(file.fs_path)
-            if not documents:
-                if file.path in unreadable and skip_bad:
-                    tally.add(file.source, size, 0)
-                    continue
-                if not dry_run:
-                    _copy(Path(file.fs_path), target)
-                copied.append(file.path)
-                tally.add(file.source, size, size)
-                continue
-            data = Path(file.fs_path).read_bytes()
-            try:
-                result = rewrite(file, data, documents, config)
-            except CannotRewrite as reason:
-                not_rewritten.append(Skipped(file.path, f"not rewritten: {reason}"))
-                if not dry_run:
-                    _copy(Path(file.fs_path), target)
-                copied.append(file.path)
-                tally.add(file.source, size, size)
-                continue
-            done_here = [r for r in removed if r.removed in documents]
-            kept_removals += done_here
-            written = 0 if result.data is None else len(result.data)
-            tally.add(file.source, size, written, len(done_here), result.removed_chars)
-            if result.data is None:
-                dropped.append(file.path)
-            else:
-                if not dry_run:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(result.data)
-                rewritten.append(file.path)
-        for entry in skipped:  # files dedup does not read (another format, say): as they are
-            source = Path(entry.path)
-            if skip_bad or not source.is_file() or source.is_symlink():
+        return _write_copy(
+            report, found, skipped, roots, folder, config, keep, coverage, dry_run, skip_bad
+        )
+
+
+def clean_from_report(
+    report_folder: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    keep: str = "longest",
+    coverage: float = DEFAULT_COVERAGE,
+    dry_run: bool = False,
+    force: bool = False,
+    skip_bad: bool = False,
+) -> CleanResult:
+    """``clean`` acting on a report already made (and reviewed: after ``dedup report
+    --threshold``, say) rather than on a new scan: its inputs, read where the report found
+    them, under the folder they share. A document whose text is no longer where the report
+    says (its file changed since) is not removed: its file is copied unchanged, and said so."""
+    from dedup.report.record import load_report
+
+    preference(keep, ())
+    report = load_report(Path(report_folder) / "report.json")
+    config = _config_of(report.options)
+    sources: dict[str, str] = {}
+    for entry in report.inputs:
+        sources.setdefault(entry.path.split("!/", 1)[0], entry.source)
+    if not sources:
+        raise ConfigError(f"{report_folder}: the report read no input; nothing to clean")
+    paths = sorted(sources)
+    gone = [
+        Skipped(path, "no longer there: not in the copy")
+        for path in paths
+        if not os.path.lexists(path)
+    ]
+    present = [path for path in paths if os.path.lexists(path)]
+    found, _skipped = discover_inputs(present, config.follow_links)
+    found = [
+        dataclasses.replace(file, source=sources.get(file.path, file.source)) for file in found
+    ]
+    common = os.path.commonpath([os.path.abspath(path) for path in paths])
+    root = common if len(paths) > 1 or os.path.isdir(common) else os.path.dirname(common)
+    roots = [_as_given(root, paths)]
+    with CleanFolder(Path(out), paths, force) as folder:
+        return _write_copy(
+            report, found, [*report.skipped, *gone], roots, folder, config, keep, coverage,
+            dry_run, skip_bad,
+        )  # fmt: skip
+
+
+def _as_given(root: str, paths: Sequence[str]) -> str:
+    """``root`` written as the paths are (relative ones stay relative)."""
+    if all(os.path.isabs(path) for path in paths):
+        return root
+    return os.path.relpath(root)
+
+
+def _config_of(options: dict[str, Any]) -> ScanConfig:
+    known = {field.name for field in dataclasses.fields(ScanConfig)}
+    given = {name: value for name, value in options.items() if name in known}
+    for name, value in given.items():
+        if isinstance(value, list):
+            given[name] = tuple(value)
+    return ScanConfig(**given)
+
+
+def _write_copy(
+    report: Report,
+    found: Sequence[FoundFile],
+    skipped: Sequence[Skipped],
+    roots: Sequence[str],
+    folder: ReportFolder,
+    config: ScanConfig,
+    keep: str,
+    coverage: float,
+    dry_run: bool,
+    skip_bad: bool,
+) -> CleanResult:
+    """The copy of ``found`` (and of the ``skipped`` files) without the documents
+    ``report`` shows to be copies, written into ``folder`` and put in place."""
+    removed = removals(report, keep, coverage)
+    by_file: dict[str, list[MatchedDocument]] = {}
+    for removal in removed:
+        by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal.removed)
+    bad = tuple(
+        sorted({e.path: e for e in [*report.skipped, *skipped]}.values(), key=lambda e: e.path)
+    )
+    unreadable = {entry.path for entry in bad}
+    rewritten, copied, dropped, not_rewritten = [], [], [], []
+    kept_removals: list[Removal] = []
+    tally = _Tally()
+    for file in found:
+        target = folder.path / _relative(file.path, roots)
+        documents = by_file.get(file.path, [])
+        if documents and not can_rewrite(file):
+            not_rewritten.append(Skipped(file.path, _why_not(file)))
+            documents = []
+        size = os.path.getsize(file.fs_path)
+        if not documents:
+            if file.path in unreadable and skip_bad:
+                tally.add(file.source, size, 0)
                 continue
             if not dry_run:
-                _copy(source, folder.path / _relative(entry.path, roots))
-            copied.append(entry.path)
-        done = tuple(sorted(kept_removals, key=lambda r: r.removed.sort_key))
-        _write_lists(folder.path, done)
-        (folder.path / CLEAN_MARKER).write_text("written by dedup clean\n", "utf-8")
-        folder.commit()
+                _copy(Path(file.fs_path), target)
+            copied.append(file.path)
+            tally.add(file.source, size, size)
+            continue
+        data = Path(file.fs_path).read_bytes()
+        try:
+            result = rewrite(file, data, documents, config)
+        except CannotRewrite as reason:
+            not_rewritten.append(Skipped(file.path, f"not rewritten: {reason}"))
+            if not dry_run:
+                _copy(Path(file.fs_path), target)
+            copied.append(file.path)
+            tally.add(file.source, size, size)
+            continue
+        done_here = [r for r in removed if r.removed in documents]
+        kept_removals += done_here
+        written = 0 if result.data is None else len(result.data)
+        tally.add(file.source, size, written, len(done_here), result.removed_chars)
+        if result.data is None:
+            dropped.append(file.path)
+        else:
+            if not dry_run:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(result.data)
+            rewritten.append(file.path)
+    read = {file.path for file in found}
+    for entry in skipped:  # files dedup does not read (another format, say): as they are
+        source = Path(entry.path)
+        if entry.path in read or skip_bad or not source.is_file() or source.is_symlink():
+            continue
+        if not dry_run:
+            _copy(source, folder.path / _relative(entry.path, roots))
+        copied.append(entry.path)
+    done = tuple(sorted(kept_removals, key=lambda r: r.removed.sort_key))
+    _write_lists(folder.path, done)
+    (folder.path / CLEAN_MARKER).write_text("written by dedup clean\n", "utf-8")
+    folder.commit()
     return CleanResult(
         report=report,
         removed=done,

@@ -89,6 +89,11 @@ def _cut(text: str, path: str, source: str, record: int | None,
          removed: Sequence[MatchedDocument]) -> tuple[str, int]:  # fmt: skip
     """``text`` without the chapters (sections) that hold the removed documents, and how
     many characters went."""
+    for document in removed:
+        if text[document.start : document.end] != document.text:
+            raise CannotRewrite(
+                "its text is no longer what was scanned (it changed since); scan it again"
+            )
     chapters = split_chapters(Document(path, source, record, text))
     spans = sorted({_holder(chapters, document, len(text)) for document in removed})
     kept, at, gone = [], 0, 0
