@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 
@@ -641,6 +641,15 @@ def _write_report_files(
     show_default=True,
     help="Leave out a document when a kept one covers at least this share of it.",
 )
+@click.option(
+    "--by",
+    "unit",
+    type=click.Choice(["document", "passage"]),
+    default="document",
+    show_default=True,
+    help="Leave out whole documents that a kept one covers, or only the stretches a document "
+    "shares with one --keep prefers (cut back to whole sentences), keeping the rest.",
+)
 @click.option("--dry-run", is_flag=True, help="Write only the lists of what would be removed.")
 @click.option("--force", is_flag=True, help="Replace a --out folder that is not empty.")
 @click.option(
@@ -653,8 +662,8 @@ def _write_report_files(
 @QUIET_OPTION
 def clean_command(
     paths: tuple[str, ...], report_dir: Path | None, out_dir: Path, keep_policy: str,
-    coverage: float, dry_run: bool, force: bool, skip_bad: bool, jobs: int, quiet: bool,
-    **options: Any,
+    coverage: float, unit: Literal["document", "passage"], dry_run: bool, force: bool,
+    skip_bad: bool, jobs: int, quiet: bool, **options: Any,
 ) -> None:  # fmt: skip
     """Write a copy of PATHS without their duplicate documents (chapters, records), each in
     its own format and encoding, and list in removed.jsonl and removed.csv what was left out
@@ -665,11 +674,13 @@ def clean_command(
         raise click.UsageError("give PATHS to scan, or --from-report DIR, not both (nor neither)")
     if report_dir is not None:
         result = clean_from_report(
-            report_dir, out_dir, keep_policy, coverage, dry_run, force, skip_bad
+            report_dir, out_dir, keep_policy, coverage, dry_run, force, skip_bad, unit
         )
     else:
         config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
-        result = clean(paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad)
+        result = clean(
+            paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad, unit
+        )
     then = "left out" if skip_bad else "copied unchanged"
     for entry in result.bad:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)
@@ -680,8 +691,9 @@ def clean_command(
     from dedup.report.terminal import plural
 
     verb = "would leave out" if dry_run else "left out"
+    unit_name = "duplicate document" if unit == "document" else "shared stretch"
     click.echo(
-        f"{verb} {plural(len(result.removed), 'duplicate document')}: "
+        f"{verb} {plural(len(result.removed), unit_name, unit_name + 'es' if unit == 'passage' else None)}: "
         f"{plural(len(result.rewritten), 'file')} written again, "
         f"{len(result.dropped):,} dropped whole, {len(result.copied):,} copied unchanged; "
         f"{result.removed_share:.1%} of the collection's bytes removed"

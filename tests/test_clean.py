@@ -225,3 +225,29 @@ def test_from_a_reviewed_report_it_writes_the_same_copy(collection: Path, tmp_pa
     assert (tmp_path / "c/site-tw/000.txt").read_bytes() == changed.read_bytes()
     both = runner.invoke(cli, ["clean", str(collection), "--from-report", str(report), "-o", "x"])
     assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_by_passage_strikes_a_copied_scene_and_keeps_the_prose_around_it(
+    samples: Path, tmp_path: Path
+) -> None:
+    novel = (samples / "site-qidian/001.txt").read_text("utf-8")
+    host = (samples / "site-classic/sanguo.txt").read_text("utf-8")[200:3200]
+    start = novel.index("。", 600) + 1
+    scene = novel[start : novel.index("。", start + 450) + 1]  # whole sentences, ~450 characters
+    dump = tmp_path / "dump"
+    (dump / "site-a").mkdir(parents=True)
+    (dump / "site-b").mkdir()
+    (dump / "site-a/novel.txt").write_text(novel, "utf-8")
+    middle = host.index("。", 1400) + 1
+    (dump / "site-b/host.txt").write_text(host[:middle] + scene + host[middle:], "utf-8")
+    out = tmp_path / "clean"
+    result = clean([dump], out, keep="source:site-a", by="passage")
+    assert len(result.removed) == 1
+    (struck,) = result.removed
+    assert struck.removed.path.endswith("host.txt") and struck.span is not None
+    assert (out / "site-a/novel.txt").read_bytes() == (dump / "site-a/novel.txt").read_bytes()
+    left = (out / "site-b/host.txt").read_text("utf-8")
+    assert left == host  # the scene gone to the character, the prose on both sides kept
+    listed = json.loads((out / "removed.jsonl").read_text("utf-8"))
+    kept_start, kept_end = listed["kept_span"]
+    assert novel[kept_start:kept_end] in scene or scene in novel[kept_start - 5 : kept_end + 5]

@@ -18,14 +18,20 @@ import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from dedup.clean.choose import DEFAULT_COVERAGE, Removal, preference, removals
-from dedup.clean.rewrite import CannotRewrite, can_rewrite, rewrite
+from dedup.clean.choose import (
+    DEFAULT_COVERAGE,
+    Removal,
+    preference,
+    removals,
+    struck_stretches,
+)
+from dedup.clean.rewrite import CannotRewrite, Cut, can_rewrite, rewrite
 from dedup.config import ScanConfig
 from dedup.display import shown
 from dedup.errors import ConfigError, ReportFolderError
-from dedup.models import MatchedDocument, Report, Skipped
+from dedup.models import Report, Skipped
 from dedup.pipeline import path_list, scan_files
 from dedup.read import FoundFile, discover_inputs
 from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
@@ -36,11 +42,15 @@ __all__ = [
     "DEFAULT_COVERAGE", "CleanResult", "SourceTally", "clean", "clean_from_report", "preference",
 ]  # fmt: skip
 
+# What a copy leaves out: whole documents, or the stretches they share.
+Unit = Literal["document", "passage"]
+
 REMOVED_COLUMNS = [
     "removed_source", "removed_path", "removed_record", "removed_chapter", "removed_title",
     "removed_start", "removed_end", "removed_story_chars", "kept_source", "kept_path",
     "kept_record", "kept_chapter", "kept_title", "kept_start", "kept_end", "coverage",
-    "identical_chars",
+    "identical_chars", "removed_span_start", "removed_span_end", "kept_span_start",
+    "kept_span_end",
 ]  # fmt: skip
 
 
@@ -120,12 +130,14 @@ def clean(
     dry_run: bool = False,
     force: bool = False,
     skip_bad: bool = False,
+    by: Unit = "document",
 ) -> CleanResult:
     """Scan ``paths`` and write a copy of them under ``out`` without the documents a kept
     document covers (at least ``coverage`` of their story characters), the kept one of each
     set of copies chosen by ``keep`` (see dedup.clean.choose). ``out``/removed.jsonl and
     removed.csv list each removed document with the one it duplicates. With ``dry_run``,
-    only the lists are written."""
+    only the lists are written. ``by="passage"`` strikes only the stretches a document
+    shares with one ``keep`` prefers (cut back to whole sentences) and keeps the rest of it."""
     config = config or ScanConfig()
     roots = path_list(paths)
     preference(keep, ())  # refuse an unknown policy before the scan
@@ -135,7 +147,7 @@ def clean(
     with CleanFolder(Path(out), roots, force) as folder:
         report = scan_files(found, skipped, config)
         return _write_copy(
-            report, found, skipped, roots, folder, config, keep, coverage, dry_run, skip_bad
+            report, found, skipped, roots, folder, config, keep, coverage, by, dry_run, skip_bad
         )
 
 
@@ -147,6 +159,7 @@ def clean_from_report(
     dry_run: bool = False,
     force: bool = False,
     skip_bad: bool = False,
+    by: Unit = "document",
 ) -> CleanResult:
     """``clean`` acting on a report already made (and reviewed: after ``dedup report
     --threshold``, say) rather than on a new scan: its inputs, read where the report found
@@ -179,7 +192,7 @@ def clean_from_report(
     with CleanFolder(Path(out), paths, force) as folder:
         return _write_copy(
             report, found, [*report.skipped, *gone], roots, folder, config, keep, coverage,
-            dry_run, skip_bad,
+            by, dry_run, skip_bad,
         )  # fmt: skip
 
 
@@ -208,15 +221,19 @@ def _write_copy(
     config: ScanConfig,
     keep: str,
     coverage: float,
+    by: Unit,
     dry_run: bool,
     skip_bad: bool,
 ) -> CleanResult:
     """The copy of ``found`` (and of the ``skipped`` files) without the documents
     ``report`` shows to be copies, written into ``folder`` and put in place."""
-    removed = removals(report, keep, coverage)
-    by_file: dict[str, list[MatchedDocument]] = {}
+    if by == "document":
+        removed = removals(report, keep, coverage)
+    else:
+        removed = struck_stretches(report, keep, config.min_match_chars)
+    by_file: dict[str, list[Removal]] = {}
     for removal in removed:
-        by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal.removed)
+        by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal)
     bad = tuple(
         sorted({e.path: e for e in [*report.skipped, *skipped]}.values(), key=lambda e: e.path)
     )
@@ -230,6 +247,7 @@ def _write_copy(
         if documents and not can_rewrite(file):
             not_rewritten.append(Skipped(file.path, _why_not(file)))
             documents = []
+        cuts = [_cut_of(removal) for removal in documents]
         size = os.path.getsize(file.fs_path)
         if not documents:
             if file.path in unreadable and skip_bad:
@@ -242,7 +260,7 @@ def _write_copy(
             continue
         data = Path(file.fs_path).read_bytes()
         try:
-            result = rewrite(file, data, documents, config)
+            result = rewrite(file, data, cuts, config)
         except CannotRewrite as reason:
             not_rewritten.append(Skipped(file.path, f"not rewritten: {reason}"))
             if not dry_run:
@@ -250,7 +268,7 @@ def _write_copy(
             copied.append(file.path)
             tally.add(file.source, size, size)
             continue
-        done_here = [r for r in removed if r.removed in documents]
+        done_here = documents
         kept_removals += done_here
         written = 0 if result.data is None else len(result.data)
         tally.add(file.source, size, written, len(done_here), result.removed_chars)
@@ -269,7 +287,7 @@ def _write_copy(
         if not dry_run:
             _copy(source, folder.path / _relative(entry.path, roots))
         copied.append(entry.path)
-    done = tuple(sorted(kept_removals, key=lambda r: r.removed.sort_key))
+    done = tuple(sorted(kept_removals, key=lambda r: r.sort_key))
     _write_lists(folder.path, done)
     (folder.path / CLEAN_MARKER).write_text("written by dedup clean\n", "utf-8")
     folder.commit()
@@ -284,6 +302,15 @@ def _write_copy(
         sources=tally.sources(),
         dry_run=dry_run,
     )
+
+
+def _cut_of(removal: Removal) -> Cut:
+    """What is cut from the file for ``removal``: its document's chapter, or its stretch."""
+    if removal.span is None:
+        return Cut.of_document(removal.removed)
+    document, (start, end) = removal.removed, removal.span
+    text = document.text[start - document.start : end - document.start]
+    return Cut(document.record, start, end, text, chapter=False)
 
 
 def _why_not(file: FoundFile) -> str:
@@ -331,6 +358,8 @@ def _write_lists(folder: Path, removed: Sequence[Removal]) -> None:
                     *(spreadsheet_cell(getattr(kept, name)) for name in _WHERE),
                     round(removal.coverage, 4),
                     removal.identical_chars,
+                    *(removal.span or ("", "")),
+                    *(removal.kept_span or ("", "")),
                 ]
             )
 

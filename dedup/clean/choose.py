@@ -23,22 +23,34 @@ KEEP_POLICIES = ("longest", "first", "cleanest", "source:A,B")
 
 @dataclass(frozen=True, slots=True)
 class Removal:
-    """A document left out, the kept document it duplicates, and how much of it that one
-    covers (its share of the removed document's story characters, and identical ones)."""
+    """A document left out (or, by passage, a stretch of it: ``span``, offsets into the same
+    decoded text as the document's), the kept document it duplicates (and the stretch of it,
+    ``kept_span``), how much of the removed document that one covers (its share of the story
+    characters) and the identical characters."""
 
     removed: MatchedDocument
     kept: MatchedDocument
     coverage: float
     identical_chars: int
+    span: tuple[int, int] | None = None
+    kept_span: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "removed": self.removed.location(),
             "removed_story_chars": self.removed.story_chars,
             "kept": self.kept.location(),
             "coverage": round(self.coverage, 4),
             "identical_chars": self.identical_chars,
         }
+        if self.span is not None and self.kept_span is not None:
+            data["removed_span"] = list(self.span)
+            data["kept_span"] = list(self.kept_span)
+        return data
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        return (*self.removed.sort_key, *(self.span or ()))
 
 
 def removals(report: Report, keep: str, coverage: float = DEFAULT_COVERAGE) -> list[Removal]:
@@ -64,6 +76,107 @@ def removals(report: Report, keep: str, coverage: float = DEFAULT_COVERAGE) -> l
         partner, match, share = min(partners, key=lambda entry: (-entry[2], rank[entry[0]]))
         removed.append(Removal(document, documents[partner], share, match.identical_chars))
     return sorted(removed, key=lambda removal: removal.removed.sort_key)
+
+
+def struck_stretches(report: Report, keep: str, min_chars: int) -> list[Removal]:
+    """By passage: the stretches each document shares with a document ``keep`` prefers to it,
+    cut back to whole sentences, each with that document's stretch (which the copy keeps:
+    a stretch is only struck against one that is not struck itself). Stretches of fewer
+    than ``min_chars`` characters after the cut are left alone."""
+    order = sorted(report.documents, key=preference(keep, report.inputs))
+    rank = {document.id: number for number, document in enumerate(order)}
+    struck: dict[str, list[tuple[int, int]]] = {}
+    found: list[Removal] = []
+    shared: dict[str, list[tuple[MatchedDocument, int, int, int, int, int]]] = {}
+    for match in report.matches:
+        for span in match.spans:
+            one = (
+                match.b,
+                span.a_start,
+                span.a_end,
+                span.b_start,
+                span.b_end,
+                span.identical_chars,
+            )
+            two = (
+                match.a,
+                span.b_start,
+                span.b_end,
+                span.a_start,
+                span.a_end,
+                span.identical_chars,
+            )
+            shared.setdefault(match.a.id, []).append(one)
+            shared.setdefault(match.b.id, []).append(two)
+    for document in order:
+        for partner, start, end, kept_start, kept_end, identical in sorted(
+            shared.get(document.id, ()), key=lambda entry: (entry[1], rank[entry[0].id])
+        ):
+            if rank[partner.id] > rank[document.id]:
+                continue  # the partner is struck against this one, not this against it
+            if any(s < kept_end and kept_start < e for s, e in struck.get(partner.id, ())):
+                continue  # the partner's stretch is not in the copy: this one stays
+            low, high = whole_sentences(document, start, end)
+            if high - low < min_chars:
+                continue
+            if any(s < high and low < e for s, e in struck.get(document.id, ())):
+                continue  # struck already, against another partner
+            struck.setdefault(document.id, []).append((low, high))
+            found.append(
+                Removal(document, partner, 0.0, identical, (low, high), (kept_start, kept_end))
+            )
+    return sorted(found, key=lambda removal: removal.sort_key)
+
+
+# Where a sentence ends: its last punctuation, then any closing quotes and brackets.
+_SENTENCE_ENDS = frozenset("。！？!?…；;")
+_CLOSING = frozenset("」』”’）)】》\"'")
+# An aligned stretch starts and ends at story characters: this many characters around it are
+# looked at for the punctuation that opens or ends its sentence.
+_SNAP_CHARS = 4
+
+
+def _sentence_boundary(text: str, position: int) -> bool:
+    """Whether a sentence ends just before ``position`` (or the text starts or ends there)."""
+    if position <= 0 or position >= len(text):
+        return True
+    before, after = text[position - 1], text[position]
+    if before == "\n":
+        return True
+    if after in _SENTENCE_ENDS or after in _CLOSING:
+        return False
+    at = position - 1
+    while at > 0 and text[at] in _CLOSING:
+        at -= 1
+    return text[at] in _SENTENCE_ENDS
+
+
+def _no_story(text: str) -> bool:
+    return not any(char.isalnum() for char in text)
+
+
+def whole_sentences(document: MatchedDocument, start: int, end: int) -> tuple[int, int]:
+    """``start``-``end`` (offsets in the decoded text) cut back to the whole sentences in it:
+    from the start of the first sentence that starts in it (an opening quote or indent just
+    before it counts) to the end of the last one that ends in it (with its closing
+    punctuation and quotes, just after it). Empty when no whole sentence is in it."""
+    text, base = document.text, document.start
+    low, high = start - base, end - base
+    starts = [
+        p
+        for p in range(max(0, low - _SNAP_CHARS), high + 1)
+        if _sentence_boundary(text, p) and (p >= low or _no_story(text[p:low]))
+    ]
+    ends = [
+        p
+        for p in range(min(len(text), high + _SNAP_CHARS), low - 1, -1)
+        if _sentence_boundary(text, p) and (p <= high or _no_story(text[high:p]))
+    ]
+    first = starts[0] if starts else high
+    last = ends[0] if ends else first
+    if last <= first:
+        return start, start
+    return base + first, base + last
 
 
 def preference(

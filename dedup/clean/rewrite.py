@@ -28,6 +28,23 @@ _COMPRESSORS = {"gz": gzip, "bz2": bz2, "xz": lzma}  # by FoundFile.compression,
 
 
 @dataclass(frozen=True, slots=True)
+class Cut:
+    """A stretch of a file's decoded text (of a record's text field, for a record) to leave
+    out, ``text[start:end]``, which must still read ``expected`` (else the file changed since
+    it was scanned); with ``chapter``, the whole chapter (section) holding it, heading and all."""
+
+    record: int | None
+    start: int
+    end: int
+    expected: str
+    chapter: bool
+
+    @classmethod
+    def of_document(cls, document: MatchedDocument) -> Cut:
+        return cls(document.record, document.start, document.end, document.text, True)
+
+
+@dataclass(frozen=True, slots=True)
 class Rewritten:
     """The file's new bytes (None: nothing of it is left, so it is not written), and the
     characters taken out of its decoded text."""
@@ -50,10 +67,8 @@ def _compressor(file: FoundFile) -> Any:
     return _COMPRESSORS.get((file.compression or "").lstrip("."))
 
 
-def rewrite(
-    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
-) -> Rewritten:
-    """``data`` (the file's bytes) without the documents ``removed``."""
+def rewrite(file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig) -> Rewritten:
+    """``data`` (the file's bytes) without the stretches ``removed``."""
     compressor = _compressor(file)
     if file.compression is not None:
         if compressor is None:
@@ -86,18 +101,24 @@ def _encoded(text: str, original: bytes, encoding: str) -> bytes:
 
 
 def _cut(text: str, path: str, source: str, record: int | None,
-         removed: Sequence[MatchedDocument]) -> tuple[str, int]:  # fmt: skip
-    """``text`` without the chapters (sections) that hold the removed documents, and how
-    many characters went."""
-    for document in removed:
-        if text[document.start : document.end] != document.text:
+         removed: Sequence[Cut]) -> tuple[str, int]:  # fmt: skip
+    """``text`` without the stretches ``removed`` (a chapter cut: the chapter holding it),
+    and how many characters went."""
+    for cut in removed:
+        if text[cut.start : cut.end] != cut.expected:
             raise CannotRewrite(
                 "its text is no longer what was scanned (it changed since); scan it again"
             )
     chapters = split_chapters(Document(path, source, record, text))
-    spans = sorted({_holder(chapters, document, len(text)) for document in removed})
+    spans = sorted(
+        _holder(chapters, cut, len(text)) if cut.chapter else (cut.start, cut.end)
+        for cut in removed
+    )
     kept, at, gone = [], 0, 0
     for start, end in spans:
+        start = max(start, at)  # overlapping stretches are cut once
+        if start >= end:
+            continue
         kept.append(text[at:start])
         gone += end - start
         at = end
@@ -105,10 +126,10 @@ def _cut(text: str, path: str, source: str, record: int | None,
     return "".join(kept), gone
 
 
-def _holder(chapters: Sequence[Chapter], document: MatchedDocument, length: int) -> tuple[int, int]:
-    """The span of the chapter that holds ``document`` (all of the text if none does)."""
+def _holder(chapters: Sequence[Chapter], cut: Cut, length: int) -> tuple[int, int]:
+    """The span of the chapter that holds ``cut`` (all of the text if none does)."""
     for chapter in chapters:
-        if chapter.start <= document.start and document.end <= chapter.end:
+        if chapter.start <= cut.start and cut.end <= chapter.end:
             return chapter.start, chapter.end
     return 0, length
 
@@ -123,7 +144,7 @@ def _decoded(data: bytes, config: ScanConfig) -> Decoded:
 
 
 def _text_without(
-    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
+    file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig
 ) -> Rewritten:
     decoded = _decoded(data, config)
     text, gone = _cut(decoded.text, file.path, file.source, None, removed)
@@ -133,17 +154,17 @@ def _text_without(
 
 
 def _records_without(
-    file: FoundFile, data: bytes, removed: Sequence[MatchedDocument], config: ScanConfig
+    file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig
 ) -> Rewritten:
     decoded = _decoded(data, config)
     # Lines as JSON Lines counts them: at "\n" only (a record may hold U+2028 and the like,
     # which str.splitlines would split at too).
     lines = [line + "\n" for line in decoded.text.split("\n")]
     lines[-1] = lines[-1][:-1]
-    by_record: dict[int, list[MatchedDocument]] = {}
-    for document in removed:
-        if document.record is not None:
-            by_record.setdefault(document.record, []).append(document)
+    by_record: dict[int, list[Cut]] = {}
+    for cut in removed:
+        if cut.record is not None:
+            by_record.setdefault(cut.record, []).append(cut)
     gone = 0
     for number, documents in sorted(by_record.items()):
         if number >= len(lines):
@@ -156,8 +177,8 @@ def _records_without(
         )
         if field is None:
             raise CannotRewrite(f"record {number} has none of the text fields any more")
-        text, cut = _cut(record[field], file.path, file.source, number, documents)
-        gone += cut
+        text, cut_chars = _cut(record[field], file.path, file.source, number, documents)
+        gone += cut_chars
         if not text.strip():
             lines[number] = ""
         else:
