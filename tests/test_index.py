@@ -252,3 +252,21 @@ def test_readers_query_while_one_writer_adds(sites: Path, tmp_path: Path) -> Non
         "site-qidian", "site-tw", "site-mirror", "site-gbk",
     }  # fmt: skip
     assert not Path(f"{store}-wal").exists() or Path(f"{store}-wal").stat().st_size == 0
+
+
+def test_a_damaged_index_is_said_to_be_damaged(sites: Path, tmp_path: Path) -> None:
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-qidian", sites / "site-classic"])
+    data = store.read_bytes()
+    store.write_bytes(data[: len(data) // 2])  # cut short, as by a full disk or a bad copy
+    runner = CliRunner()
+    for arguments in (
+        ["index", "info", str(store)],
+        ["index", "query", str(store), str(sites / QUERIED), "-o", str(tmp_path / "q")],
+        ["index", "report", str(store), "-o", str(tmp_path / "r")],
+    ):
+        result = runner.invoke(cli, arguments)
+        assert result.exit_code == 1, (arguments, result.output)
+        assert "dedup: error:" in result.stderr and "Traceback" not in result.output
+        assert "damaged" in result.stderr or "not a dedup index" in result.stderr
+    assert store.read_bytes() == data[: len(data) // 2]

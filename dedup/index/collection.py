@@ -34,7 +34,7 @@ from dedup.engine.local import LocalEngine
 from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
-from dedup.index.store import IndexStore, NewFile, StoredFile
+from dedup.index.store import IndexStore, NewFile, Store, StoredFile
 from dedup.models import Report, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines, repeated_lines
 from dedup.pipeline import path_list, scan_files
@@ -68,7 +68,7 @@ def index_options(config: ScanConfig) -> dict[str, Any]:
     }
 
 
-def _check_options(store: IndexStore, config: ScanConfig) -> dict[str, Any]:
+def _check_options(store: Store, config: ScanConfig) -> dict[str, Any]:
     wanted = index_options(config)
     built = store.options()
     if built is None:
@@ -187,7 +187,7 @@ class _FileWriter:
 
     def __init__(
         self,
-        store: IndexStore,
+        store: Store,
         options: dict[str, Any],
         digests: dict[str, str],
         stored: dict[str, StoredFile],
@@ -251,7 +251,7 @@ def _band_keys_of(prepared: Prepared, bands: int, rows: int) -> npt.NDArray[np.i
 
 
 @contextmanager
-def _materialized(store: IndexStore) -> Iterator[Any]:
+def _materialized(store: Store) -> Iterator[Any]:
     """``materialize(stored files)``: each written from the index into a temporary folder
     (removed after), as the FoundFile a scan reads: its path and source as stored."""
     with tempfile.TemporaryDirectory(prefix="dedup-index-") as folder:
@@ -346,7 +346,7 @@ def report(index: str | os.PathLike[str], config: ScanConfig | None = None) -> R
             return scan_files(sorted(files), [], config, _stored_lines(store, stored))
 
 
-def _stored_lines(store: IndexStore, files: Sequence[StoredFile]) -> RepeatedLines:
+def _stored_lines(store: Store, files: Sequence[StoredFile]) -> RepeatedLines:
     """Per source of ``files``, the lines it repeats, as stored (the same for each of its
     files: an add writes all of a source in one transaction)."""
     lines: RepeatedLines = {}

@@ -21,9 +21,10 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -100,8 +101,27 @@ class NewFile:
     repeated_lines: frozenset[int]
 
 
+class Store(Protocol):
+    """What the index operations (dedup.index.collection) ask of storage: all of it. A server
+    store (PostgreSQL, for a team sharing an index) would be a second class with these."""
+
+    path: Path
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def options(self) -> dict[str, Any] | None: ...
+    def set_options(self, options: dict[str, Any]) -> None: ...
+    def files(self, source: str | None = None) -> list[StoredFile]: ...
+    def content(self, file: int) -> bytes: ...
+    def repeated_lines(self, file: int) -> frozenset[int]: ...
+    def remove(self, file: int) -> None: ...
+    def add(self, new: NewFile) -> int: ...
+    def files_sharing(self, band_keys: npt.NDArray[np.int64]) -> list[int]: ...
+    def size_on_disk(self) -> int: ...
+
+
 class IndexStore:
-    """An index file, opened (and made, if ``create`` and it does not exist)."""
+    """An index file, opened (and made, if ``create`` and it does not exist): the SQLite
+    Store."""
 
     def __init__(self, path: str | os.PathLike[str], create: bool = False) -> None:
         self.path = Path(path)
@@ -165,8 +185,19 @@ class IndexStore:
     def __enter__(self) -> IndexStore:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        try:
+            self.close()
+        except sqlite3.DatabaseError:
+            if error is None:
+                raise
+        if isinstance(error, sqlite3.DatabaseError | zlib.error):
+            # A file that opened but is damaged inside (cut short, overwritten in part): said
+            # as such, not as a traceback.
+            raise IndexFileError(
+                f"{self.path}: the index is damaged ({error}); it was left as it is. Make a new "
+                "index from the same files (dedup index add NEW PATH...)"
+            ) from error
 
     def transaction(self) -> _Transaction:
         self._wrote = True
