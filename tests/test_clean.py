@@ -170,16 +170,28 @@ def test_unreadable_inputs_are_copied_with_a_warning_or_left_out(
     assert left.exit_code == 0 and not (tmp_path / "b/site-mixed/junk.txt").exists()
 
 
-def test_a_format_it_does_not_rewrite_is_copied_and_said_so(
+def test_tables_lose_their_copied_rows_and_keep_the_others_byte_for_byte(
     collection: Path, tmp_path: Path, samples: Path
 ) -> None:
     seed = (samples / "site-qidian/000.txt").read_text("utf-8")
+    own = (samples / "site-classic/sanguo.txt").read_text("utf-8")[7000:9000]
     table = collection / "site-mixed" / "table.csv"
-    table.write_text('title,content\n第一章,"' + seed.replace('"', '""') + '"\n', "utf-8")
+    quoted = [text.replace('"', '""') for text in (seed, own)]
+    rows = [f'a1,第一章,"{quoted[0]}"\r\n', f'a2,第二章,"{quoted[1]}"\r\n']
+    table.write_text("id,title,content\r\n" + "".join(rows), "utf-8")
     result = clean([collection], tmp_path / "out", keep="source:site-qidian")
-    assert any(e.path == str(table) and "csv" in e.reason for e in result.not_rewritten)
-    assert (tmp_path / "out/site-mixed/table.csv").read_bytes() == table.read_bytes()
-    assert all(r.removed.path != str(table) for r in result.removed)
+    assert any(r.removed.path == str(table) for r in result.removed)
+    written = (tmp_path / "out/site-mixed/table.csv").read_bytes().decode("utf-8")
+    assert written == "id,title,content\r\n" + rows[1]
+    # a format it does not rewrite is copied unchanged, and said so
+    listing = collection / "site-mixed" / "list.json"
+    listing.write_text(
+        json.dumps([{"title": "第一章", "content": seed}], ensure_ascii=False), "utf-8"
+    )
+    again = clean([collection], tmp_path / "again", keep="source:site-qidian")
+    assert any(e.path == str(listing) and "json" in e.reason for e in again.not_rewritten)
+    assert (tmp_path / "again/site-mixed/list.json").read_bytes() == listing.read_bytes()
+    assert all(r.removed.path != str(listing) for r in again.removed)
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])

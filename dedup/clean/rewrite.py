@@ -1,18 +1,21 @@
 """A file written again without some of its documents, in its own format and encoding.
 
-A text file loses the chapters (heading and all) that hold the removed documents; a JSON Lines
-file loses the records all of whose text is removed, and a record with only some chapters
-removed has its text field written again without them, every other field and every other
-line as they were. A compressed file is written back compressed the same way. Other formats
+A text file loses the chapters (heading and all) that hold the removed documents; a JSON Lines,
+CSV or TSV file loses the records all of whose text is removed, and a record with only some
+chapters removed has its text field written again without them, every other field and every
+other record as they were, byte for byte. A compressed file is written back compressed the same way. Other formats
 are not rewritten (yet): the caller copies them unchanged and says so.
 """
 
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
+import io
 import json
 import lzma
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +26,7 @@ from dedup.read import FoundFile
 from dedup.read.decode import BOMS, Decoded, decode_bytes
 from dedup.segment import split_chapters
 
-REWRITTEN_FORMATS = ("txt", "jsonl")
+REWRITTEN_FORMATS = ("txt", "jsonl", "csv", "tsv")
 _COMPRESSORS = {"gz": gzip, "bz2": bz2, "xz": lzma}  # by FoundFile.compression, its dot apart
 
 
@@ -78,6 +81,8 @@ def rewrite(file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanCo
         result = _text_without(file, data, removed, config)
     elif file.format == "jsonl":
         result = _records_without(file, data, removed, config)
+    elif file.format in ("csv", "tsv"):
+        result = _rows_without(file, data, removed, config, "\t" if file.format == "tsv" else ",")
     else:
         raise CannotRewrite(f"{file.format} files are not rewritten")
     if result.data is not None and compressor is not None:
@@ -188,3 +193,61 @@ def _records_without(
     if not out.strip():
         return Rewritten(None, gone)
     return Rewritten(_encoded(out, data, decoded.encoding), gone)
+
+
+def _rows_without(
+    file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig, delimiter: str
+) -> Rewritten:
+    """A CSV or TSV table without the rows whose text is all removed (the others' text
+    field cut), every other row as its bytes were: each row is the physical lines the csv
+    module read it from, and rows are counted as the reader counts records."""
+    decoded = _decoded(data, config)
+    lines = io.StringIO(decoded.text, newline="").readlines()
+    previous = csv.field_size_limit(sys.maxsize)
+    try:
+        reader = csv.DictReader(iter(lines), delimiter=delimiter)
+        fieldnames = list(reader.fieldnames or [])
+        header_end = reader.line_num
+        rows: list[tuple[int, int, dict[str, str]]] = []
+        while True:
+            before = reader.line_num
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as error:
+                raise CannotRewrite(f"line {reader.line_num} is not valid CSV ({error})") from error
+            rows.append((before, reader.line_num, row))
+    finally:
+        csv.field_size_limit(previous)
+    by_record: dict[int, list[Cut]] = {}
+    for cut in removed:
+        if cut.record is not None:
+            by_record.setdefault(cut.record, []).append(cut)
+    pieces = ["".join(lines[:header_end])]
+    gone = left = 0
+    for number, (first, last, row) in enumerate(rows):
+        raw = "".join(lines[first:last])
+        cuts = by_record.get(number)
+        if not cuts:
+            pieces.append(raw)
+            left += 1
+            continue
+        field = next((name for name in config.text_fields if isinstance(row.get(name), str)), None)
+        if field is None:
+            raise CannotRewrite(f"record {number} has none of the text fields any more")
+        text, cut_chars = _cut(row[field], file.path, file.source, number, cuts)
+        gone += cut_chars
+        if not text.strip():
+            continue
+        ending = raw[len(raw.rstrip("\r\n")) :] or "\n"
+        out = io.StringIO()
+        csv.DictWriter(out, fieldnames, delimiter=delimiter, lineterminator=ending).writerow(
+            {**row, field: text}
+        )
+        pieces.append(out.getvalue())
+        left += 1
+    pieces.append("".join(lines[rows[-1][1] if rows else header_end :]))
+    if not left:
+        return Rewritten(None, gone)
+    return Rewritten(_encoded("".join(pieces), data, decoded.encoding), gone)
