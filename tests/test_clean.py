@@ -263,3 +263,31 @@ def test_by_passage_strikes_a_copied_scene_and_keeps_the_prose_around_it(
     listed = json.loads((out / "removed.jsonl").read_text("utf-8"))
     kept_start, kept_end = listed["kept_span"]
     assert novel[kept_start:kept_end] in scene or scene in novel[kept_start - 5 : kept_end + 5]
+
+
+def test_a_zip_is_written_back_as_a_zip_without_its_copied_entries(
+    samples: Path, tmp_path: Path
+) -> None:
+    import zipfile
+
+    dump = tmp_path / "dump"
+    shutil.copytree(samples / "site-qidian", dump / "site-qidian")
+    archive = dump / "mirrors.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        for site in ("site-tw", "site-classic"):
+            for file in sorted((samples / site).iterdir()):
+                out.write(file, f"{site}/{file.name}")
+    result = clean([dump], tmp_path / "out", keep="source:site-qidian")
+    assert {r.removed.path.split("!/")[1] for r in result.removed} >= {"site-tw/000.txt"}
+    with zipfile.ZipFile(tmp_path / "out/mirrors.zip") as copy:
+        names = copy.namelist()
+        assert "site-tw/000.txt" not in names  # its one document was a copy
+        assert (
+            copy.read("site-classic/sanguo.txt")
+            == (samples / "site-classic/sanguo.txt").read_bytes()
+        )
+        assert all(info.compress_type == zipfile.ZIP_DEFLATED for info in copy.infolist())
+    clean([dump], tmp_path / "again", keep="source:site-qidian")  # the same bytes again
+    assert (tmp_path / "again/mirrors.zip").read_bytes() == (
+        tmp_path / "out/mirrors.zip"
+    ).read_bytes()

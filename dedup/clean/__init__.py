@@ -310,14 +310,15 @@ def _cut_of(removal: Removal) -> Cut:
         return Cut.of_document(removal.removed)
     document, (start, end) = removal.removed, removal.span
     text = document.text[start - document.start : end - document.start]
-    return Cut(document.record, start, end, text, chapter=False)
+    return Cut(document.path, document.record, start, end, text, chapter=False)
 
 
 def _why_not(file: FoundFile) -> str:
     kind = file.format + (f".{file.compression.lstrip('.')}" if file.compression else "")
     return (
         f"not rewritten: dedup clean writes .txt, .jsonl, .csv and .tsv files (plain, .gz, "
-        f".bz2, .xz) again, not {kind} yet; copied unchanged, its duplicates still in it"
+        f".bz2, .xz, or in a .zip) again, not {kind} yet; copied unchanged, its duplicates "
+        "still in it"
     )
 
 

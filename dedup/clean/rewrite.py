@@ -16,14 +16,18 @@ import io
 import json
 import lzma
 import sys
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from dedup.config import ScanConfig
+from dedup.display import shown
 from dedup.models import Chapter, Document, MatchedDocument
 from dedup.read import FoundFile
 from dedup.read.decode import BOMS, Decoded, decode_bytes
+from dedup.read.discover import COMPRESSIONS, FORMATS
 from dedup.segment import split_chapters
 
 REWRITTEN_FORMATS = ("txt", "jsonl", "csv", "tsv")
@@ -36,6 +40,7 @@ class Cut:
     out, ``text[start:end]``, which must still read ``expected`` (else the file changed since
     it was scanned); with ``chapter``, the whole chapter (section) holding it, heading and all."""
 
+    path: str  # the document's: a file, or an archive's entry (``archive.zip!/inner``)
     record: int | None
     start: int
     end: int
@@ -44,7 +49,9 @@ class Cut:
 
     @classmethod
     def of_document(cls, document: MatchedDocument) -> Cut:
-        return cls(document.record, document.start, document.end, document.text, True)
+        return cls(
+            document.path, document.record, document.start, document.end, document.text, True
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,8 @@ class CannotRewrite(Exception):
 
 
 def can_rewrite(file: FoundFile) -> bool:
+    if file.format == "zip":
+        return file.compression is None
     return file.format in REWRITTEN_FORMATS and (
         file.compression is None or _compressor(file) is not None
     )
@@ -72,6 +81,8 @@ def _compressor(file: FoundFile) -> Any:
 
 def rewrite(file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig) -> Rewritten:
     """``data`` (the file's bytes) without the stretches ``removed``."""
+    if file.format == "zip":
+        return _archive_without(file, data, removed, config)
     compressor = _compressor(file)
     if file.compression is not None:
         if compressor is None:
@@ -251,3 +262,49 @@ def _rows_without(
     if not left:
         return Rewritten(None, gone)
     return Rewritten(_encoded("".join(pieces), data, decoded.encoding), gone)
+
+
+def _archive_without(
+    file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig
+) -> Rewritten:
+    """A zip archive with its entries written again without their removed stretches (an entry
+    left with nothing is left out); every other entry as it was, with its name, date and
+    compression."""
+    by_entry: dict[str, list[Cut]] = {}
+    for cut in removed:
+        by_entry.setdefault(cut.path, []).append(cut)
+    out = io.BytesIO()
+    gone = kept = 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive, zipfile.ZipFile(out, "w") as copy:
+            seen: set[str] = set()
+            for info in archive.infolist():
+                where = f"{file.path}!/{shown(info.filename)}"
+                content = archive.read(info)
+                cuts = by_entry.get(where) if info.filename not in seen else None
+                seen.add(info.filename)
+                if cuts:
+                    inner = _entry_file(where, info.filename, file.source)
+                    if inner is None or not can_rewrite(inner):
+                        raise CannotRewrite(f"its entry {shown(info.filename)} is not rewritten")
+                    result = rewrite(inner, content, cuts, config)
+                    gone += result.removed_chars
+                    if result.data is None:
+                        continue
+                    content = result.data
+                copy.writestr(info, content)
+                kept += 1
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise CannotRewrite(f"the archive cannot be read whole ({error})") from error
+    return Rewritten(out.getvalue() if kept else None, gone)
+
+
+def _entry_file(where: str, name: str, source: str) -> FoundFile | None:
+    """An archive entry as the file it would be on disk (its format by its name)."""
+    suffixes = [suffix.lower() for suffix in PurePosixPath(name).suffixes[-2:]]
+    compression = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
+    base = suffixes[-2] if compression and len(suffixes) == 2 else (suffixes or [""])[-1]
+    entry_format = FORMATS.get(base)
+    if entry_format is None:
+        return None
+    return FoundFile(where, source, entry_format, "", compression)
