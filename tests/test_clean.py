@@ -49,7 +49,7 @@ def collection(samples: Path, tmp_path: Path) -> Path:
             "id": "r2",
             "url": "https://example.com/2",
             "title": "第二章",
-            "content": journey[3000:6000],
+            "content": journey[2800:3900],
         },
     ]
     (mixed / "feed.jsonl").write_text(
@@ -174,7 +174,8 @@ def test_tables_lose_their_copied_rows_and_keep_the_others_byte_for_byte(
     collection: Path, tmp_path: Path, samples: Path
 ) -> None:
     seed = (samples / "site-qidian/000.txt").read_text("utf-8")
-    own = (samples / "site-classic/sanguo.txt").read_text("utf-8")[7000:9000]
+    own = (samples / "site-classic/sanguo.txt").read_text("utf-8")[4000:4952]  # nowhere else
+    assert len(own) > 900
     table = collection / "site-mixed" / "table.csv"
     quoted = [text.replace('"', '""') for text in (seed, own)]
     rows = [f'a1,第一章,"{quoted[0]}"\r\n', f'a2,第二章,"{quoted[1]}"\r\n']
@@ -291,3 +292,34 @@ def test_a_zip_is_written_back_as_a_zip_without_its_copied_entries(
     assert (tmp_path / "again/mirrors.zip").read_bytes() == (
         tmp_path / "out/mirrors.zip"
     ).read_bytes()
+
+
+def test_parquet_and_zstd_files_are_written_back_in_their_formats(
+    samples: Path, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    seed = (samples / "site-qidian/000.txt").read_text("utf-8")
+    journey = (samples / "site-classic/xiyouji.txt").read_text("utf-8")  # not in this dump
+    own, other = journey[500:2500], journey[3000:5000]
+    assert len(own) == len(other) == 2000
+    dump = tmp_path / "dump"
+    shutil.copytree(samples / "site-qidian", dump / "site-qidian")
+    (dump / "site-b").mkdir()
+    table = pa.table({"id": [1, 2], "content": [seed, own], "url": ["u1", "u2"]})
+    pq.write_table(table, dump / "site-b/rows.parquet", compression="zstd")
+    book = "第一章 渡江\n" + seed + "\n第二章 别处\n" + other
+    packed = zstandard.ZstdCompressor().compress(book.encode("gb18030"))
+    (dump / "site-b/seed.txt.zst").write_bytes(packed)
+    result = clean([dump], tmp_path / "out", keep="source:site-qidian")
+    assert not result.not_rewritten
+    rows = pq.read_table(tmp_path / "out/site-b/rows.parquet")
+    assert rows.to_pylist() == [{"id": 2, "content": own, "url": "u2"}]
+    written = pq.ParquetFile(tmp_path / "out/site-b/rows.parquet")
+    assert written.metadata.row_group(0).column(0).compression == "ZSTD"
+    left = (tmp_path / "out/site-b/seed.txt.zst").read_bytes()
+    with zstandard.ZstdDecompressor().stream_reader(left) as reader:
+        text = reader.read().decode("gb18030")
+    assert text == "第二章 别处\n" + other  # the copied chapter gone, heading and all

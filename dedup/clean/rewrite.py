@@ -1,10 +1,11 @@
 """A file written again without some of its documents, in its own format and encoding.
 
 A text file loses the chapters (heading and all) that hold the removed documents; a JSON Lines,
-CSV or TSV file loses the records all of whose text is removed, and a record with only some
-chapters removed has its text field written again without them, every other field and every
-other record as they were, byte for byte. A compressed file is written back compressed the same way. Other formats
-are not rewritten (yet): the caller copies them unchanged and says so.
+CSV, TSV or Parquet file loses the records all of whose text is removed, and a record with
+only some chapters removed has its text field written again without them, every other field
+and every other record as they were (byte for byte, but in Parquet). A compressed file is
+written back compressed the same way, a zip archive as a zip. Other formats (JSON arrays,
+HTML, EPUB) are not rewritten yet: the caller copies them unchanged and says so.
 """
 
 from __future__ import annotations
@@ -30,8 +31,28 @@ from dedup.read.decode import BOMS, Decoded, decode_bytes
 from dedup.read.discover import COMPRESSIONS, FORMATS
 from dedup.segment import split_chapters
 
-REWRITTEN_FORMATS = ("txt", "jsonl", "csv", "tsv")
-_COMPRESSORS = {"gz": gzip, "bz2": bz2, "xz": lzma}  # by FoundFile.compression, its dot apart
+REWRITTEN_FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
+
+
+class _Zstandard:
+    """zstandard (the zstd extra) with the gzip module's two calls."""
+
+    @staticmethod
+    def decompress(data: bytes) -> bytes:
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
+            return reader.read()
+
+    @staticmethod
+    def compress(data: bytes) -> bytes:
+        import zstandard
+
+        return zstandard.ZstdCompressor().compress(data)
+
+
+# By FoundFile.compression, its dot apart.
+_COMPRESSORS: dict[str, Any] = {"gz": gzip, "bz2": bz2, "xz": lzma, "zst": _Zstandard}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +113,8 @@ def rewrite(file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanCo
         result = _text_without(file, data, removed, config)
     elif file.format == "jsonl":
         result = _records_without(file, data, removed, config)
+    elif file.format == "parquet":
+        result = _table_without(file, data, removed, config)
     elif file.format in ("csv", "tsv"):
         result = _rows_without(file, data, removed, config, "\t" if file.format == "tsv" else ",")
     else:
@@ -308,3 +331,55 @@ def _entry_file(where: str, name: str, source: str) -> FoundFile | None:
     if entry_format is None:
         return None
     return FoundFile(where, source, entry_format, "", compression)
+
+
+def _table_without(
+    file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig
+) -> Rewritten:
+    """A Parquet table without the rows whose text is all removed (the others' text field
+    cut), every other column and row as it was, written with the compression it had."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise CannotRewrite(
+            "writing Parquet needs pyarrow: pip install 'dedup[parquet]'"
+        ) from error
+    try:
+        source = pq.ParquetFile(io.BytesIO(data))
+        table = source.read()
+        compression = (
+            source.metadata.row_group(0).column(0).compression.lower()
+            if source.metadata.num_row_groups
+            else "snappy"
+        )
+    except Exception as error:  # pyarrow's own error types
+        raise CannotRewrite(f"the table cannot be read whole ({error})") from error
+    by_record: dict[int, list[Cut]] = {}
+    for cut in removed:
+        if cut.record is not None:
+            by_record.setdefault(cut.record, []).append(cut)
+    fields = [name for name in config.text_fields if name in table.schema.names]
+    columns = {name: table.column(name).to_pylist() for name in fields}
+    keep = [True] * table.num_rows
+    gone = 0
+    for number, cuts in sorted(by_record.items()):
+        field = next((n for n in fields if isinstance(columns[n][number], str)), None)
+        if field is None or number >= table.num_rows:
+            raise CannotRewrite(f"record {number} has none of the text fields any more")
+        text, cut_chars = _cut(columns[field][number], file.path, file.source, number, cuts)
+        gone += cut_chars
+        if text.strip():
+            columns[field][number] = text
+        else:
+            keep[number] = False
+    for name in fields:
+        position = table.schema.get_field_index(name)
+        values = pa.array(columns[name], type=table.schema.field(name).type)
+        table = table.set_column(position, table.schema.field(name), values)
+    table = table.filter(pa.array(keep))
+    if table.num_rows == 0:
+        return Rewritten(None, gone)
+    out = io.BytesIO()
+    pq.write_table(table, out, compression=compression if compression != "uncompressed" else "none")
+    return Rewritten(out.getvalue(), gone)
