@@ -15,8 +15,8 @@ from typing import Any
 from dedup.errors import ConfigError
 from dedup.models import InputFile, Match, MatchedDocument, Report
 
-# A document at least this much covered by a kept one is a copy of it: the share document
-# groups use (matches.GROUP_COVERAGE), chosen on the quality benchmark's chapter pairs.
+# A document at least this much covered by a kept one is a copy of it: the share that makes a
+# group of copies (matches.GROUP_COVERAGE), so that clean leaves out what the report groups.
 DEFAULT_COVERAGE = 0.8
 KEEP_POLICIES = ("longest", "first", "cleanest", "source:A,B")
 
