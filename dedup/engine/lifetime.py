@@ -12,6 +12,7 @@ import ctypes
 import functools
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -46,8 +47,13 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
     compiler handing llvmlite its object code, importlib's module-lock cleanup) is printed as
     "Exception ignored" and lost: the run would go on. There the interrupt is raised again a
     moment later instead, once that callback has returned. (Other callbacks, such as the
-    logging module's fork handlers, can still swallow one: the run then ends normally.)"""
-    if frame is not None and _in_a_callback_from_c(frame):
+    logging module's fork handlers, can still swallow one: the run then ends normally.)
+
+    Nor is it raised while numba compiles (its compiler lock held by this thread): raised
+    between the lock's acquire and the ``with`` block it guards, the interrupt left the lock
+    held for ever, and the next thread to compile (the alignment's) waited on it for ever;
+    it is raised once the loop is compiled, a few seconds at most."""
+    if frame is not None and (_in_a_callback_from_c(frame) or _compiling()):
         signal.signal(signal.SIGALRM, interrupted)
         signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
         return
@@ -57,6 +63,12 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
 _RETRY_SECONDS = 0.01
 # Python functions that C code calls back, where an exception cannot propagate.
 _CALLBACK_FILES = ("llvmlite", "<frozen importlib._bootstrap>", "weakref")
+
+
+def _compiling() -> bool:
+    """Whether this thread holds numba's compiler lock (numba is not imported for this)."""
+    module = sys.modules.get("numba.core.compiler_lock")
+    return module is not None and bool(module.global_compiler_lock.is_locked())
 
 
 def _in_a_callback_from_c(frame: FrameType) -> bool:
