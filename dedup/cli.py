@@ -668,19 +668,16 @@ def clean_command(
     """Write a copy of PATHS without their duplicate documents (chapters, records), each in
     its own format and encoding, and list in removed.jsonl and removed.csv what was left out
     and which kept document it duplicates."""
-    from dedup.clean import clean, clean_from_report
+    from dedup.clean import CleanConfig, clean, clean_from_report
 
     if bool(paths) == (report_dir is not None):
         raise click.UsageError("give PATHS to scan, or --from-report DIR, not both (nor neither)")
+    choices = CleanConfig(keep_policy, coverage, unit, dry_run, force, skip_bad)
     if report_dir is not None:
-        result = clean_from_report(
-            report_dir, out_dir, keep_policy, coverage, dry_run, force, skip_bad, unit
-        )
+        result = clean_from_report(report_dir, out_dir, choices)
     else:
         config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
-        result = clean(
-            paths, out_dir, config, keep_policy, coverage, dry_run, force, skip_bad, unit
-        )
+        result = clean(paths, out_dir, config, choices)
     then = "left out" if skip_bad else "copied unchanged"
     for entry in result.bad:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)

@@ -39,7 +39,8 @@ from dedup.report.folder import ReportFolder
 from dedup.report.tables import spreadsheet_cell
 
 __all__ = [
-    "DEFAULT_COVERAGE", "CleanResult", "SourceTally", "clean", "clean_from_report", "preference",
+    "DEFAULT_COVERAGE", "CleanConfig", "CleanResult", "SourceTally", "clean",
+    "clean_from_report", "preference",
 ]  # fmt: skip
 
 # What a copy leaves out: whole documents, or the stretches they share.
@@ -121,45 +122,57 @@ class CleanFolder(ReportFolder):
         out.parent.mkdir(parents=True, exist_ok=True)
 
 
+@dataclass(frozen=True, slots=True)
+class CleanConfig:
+    """What a cleaned copy leaves out and how it is written: ``keep`` (which copy stays:
+    dedup.clean.choose.preference), ``coverage`` (the share of a document a kept one must
+    cover), ``by`` (whole documents, or the shared stretches), ``dry_run`` (the lists only),
+    ``force`` (replace a folder that is not empty), ``skip_bad`` (leave unreadable inputs out
+    rather than copy them)."""
+
+    keep: str = "longest"
+    coverage: float = DEFAULT_COVERAGE
+    by: Unit = "document"
+    dry_run: bool = False
+    force: bool = False
+    skip_bad: bool = False
+
+    def __post_init__(self) -> None:
+        preference(self.keep, ())  # an unknown policy is refused before any work
+        if not 0.0 < self.coverage <= 1.0:
+            raise ConfigError(f"coverage must be in (0, 1], not {self.coverage}")
+        if self.by not in ("document", "passage"):
+            raise ConfigError(f"by must be document or passage, not {self.by!r}")
+
+
 def clean(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     out: str | os.PathLike[str],
     config: ScanConfig | None = None,
-    keep: str = "longest",
-    coverage: float = DEFAULT_COVERAGE,
-    dry_run: bool = False,
-    force: bool = False,
-    skip_bad: bool = False,
-    by: Unit = "document",
+    options: CleanConfig | None = None,
+    **choices: Any,
 ) -> CleanResult:
     """Scan ``paths`` and write a copy of them under ``out`` without the documents a kept
     document covers (at least ``coverage`` of their story characters), the kept one of each
     set of copies chosen by ``keep`` (see dedup.clean.choose). ``out``/removed.jsonl and
     removed.csv list each removed document with the one it duplicates. With ``dry_run``,
     only the lists are written. ``by="passage"`` strikes only the stretches a document
-    shares with one ``keep`` prefers (cut back to whole sentences) and keeps the rest of it."""
+    shares with one ``keep`` prefers (cut back to whole sentences) and keeps the rest of it.
+    ``choices``: CleanConfig fields, over ``options``."""
     config = config or ScanConfig()
+    options = dataclasses.replace(options or CleanConfig(), **choices)
     roots = path_list(paths)
-    preference(keep, ())  # refuse an unknown policy before the scan
-    if not 0.0 < coverage <= 1.0:
-        raise ConfigError(f"coverage must be in (0, 1], not {coverage}")
     found, skipped = discover_inputs(roots, config.follow_links)
-    with CleanFolder(Path(out), roots, force) as folder:
+    with CleanFolder(Path(out), roots, options.force) as folder:
         report = scan_files(found, skipped, config)
-        return _write_copy(
-            report, found, skipped, roots, folder, config, keep, coverage, by, dry_run, skip_bad
-        )
+        return _write_copy(report, found, skipped, roots, folder, config, options)
 
 
 def clean_from_report(
     report_folder: str | os.PathLike[str],
     out: str | os.PathLike[str],
-    keep: str = "longest",
-    coverage: float = DEFAULT_COVERAGE,
-    dry_run: bool = False,
-    force: bool = False,
-    skip_bad: bool = False,
-    by: Unit = "document",
+    options: CleanConfig | None = None,
+    **choices: Any,
 ) -> CleanResult:
     """``clean`` acting on a report already made (and reviewed: after ``dedup report
     --threshold``, say) rather than on a new scan: its inputs, read where the report found
@@ -167,7 +180,7 @@ def clean_from_report(
     says (its file changed since) is not removed: its file is copied unchanged, and said so."""
     from dedup.report.record import load_report
 
-    preference(keep, ())
+    options = dataclasses.replace(options or CleanConfig(), **choices)
     report = load_report(Path(report_folder) / "report.json")
     config = _config_of(report.options)
     sources: dict[str, str] = {}
@@ -176,24 +189,17 @@ def clean_from_report(
     if not sources:
         raise ConfigError(f"{report_folder}: the report read no input; nothing to clean")
     paths = sorted(sources)
-    gone = [
-        Skipped(path, "no longer there: not in the copy")
-        for path in paths
-        if not os.path.lexists(path)
-    ]
+    missing = [path for path in paths if not os.path.lexists(path)]
+    gone = [Skipped(path, "no longer there: not in the copy") for path in missing]
     present = [path for path in paths if os.path.lexists(path)]
     found, _skipped = discover_inputs(present, config.follow_links)
-    found = [
-        dataclasses.replace(file, source=sources.get(file.path, file.source)) for file in found
-    ]
+    found = [dataclasses.replace(f, source=sources.get(f.path, f.source)) for f in found]
     common = os.path.commonpath([os.path.abspath(path) for path in paths])
     root = common if len(paths) > 1 or os.path.isdir(common) else os.path.dirname(common)
     roots = [_as_given(root, paths)]
-    with CleanFolder(Path(out), paths, force) as folder:
-        return _write_copy(
-            report, found, [*report.skipped, *gone], roots, folder, config, keep, coverage,
-            by, dry_run, skip_bad,
-        )  # fmt: skip
+    with CleanFolder(Path(out), paths, options.force) as folder:
+        skipped = [*report.skipped, *gone]
+        return _write_copy(report, found, skipped, roots, folder, config, options)
 
 
 def _as_given(root: str, paths: Sequence[str]) -> str:
@@ -219,18 +225,15 @@ def _write_copy(
     roots: Sequence[str],
     folder: ReportFolder,
     config: ScanConfig,
-    keep: str,
-    coverage: float,
-    by: Unit,
-    dry_run: bool,
-    skip_bad: bool,
+    options: CleanConfig,
 ) -> CleanResult:
     """The copy of ``found`` (and of the ``skipped`` files) without the documents
     ``report`` shows to be copies, written into ``folder`` and put in place."""
-    if by == "document":
-        removed = removals(report, keep, coverage)
+    dry_run, skip_bad = options.dry_run, options.skip_bad
+    if options.by == "document":
+        removed = removals(report, options.keep, options.coverage)
     else:
-        removed = struck_stretches(report, keep, config.min_match_chars)
+        removed = struck_stretches(report, options.keep, config.min_match_chars)
     by_file: dict[str, list[Removal]] = {}
     for removal in removed:
         by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal)
