@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import dedup
 from dedup.clean import clean
 from dedup.cli import cli
-from dedup.errors import ReportFolderError
+from dedup.errors import ConfigError, ReportFolderError
 from dedup.read.decode import decode_bytes
 
 
@@ -158,6 +158,10 @@ def test_it_never_writes_into_its_input_nor_over_other_files(
     assert (busy / "notes.txt").read_text("utf-8") == "mine"
     clean([collection], busy, force=True)
     assert not (busy / "notes.txt").exists() and (busy / "removed.jsonl").exists()
+    other = tmp_path / "elsewhere" / collection.name
+    shutil.copytree(collection / "site-tw", other / "site-tw")
+    with pytest.raises(ConfigError, match="named"):  # both would go to one place in the copy
+        clean([collection, other], tmp_path / "both")
 
 
 def test_unreadable_inputs_are_copied_with_a_warning_or_left_out(

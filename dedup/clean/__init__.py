@@ -162,6 +162,13 @@ def clean(
     config = config or ScanConfig()
     options = dataclasses.replace(options or CleanConfig(), **choices)
     roots = path_list(paths)
+    names = [Path(os.path.abspath(root)).name for root in roots]
+    if len(roots) > 1 and len(set(names)) < len(names):
+        twice = sorted({name for name in names if names.count(name) > 1})
+        raise ConfigError(
+            f"two of the paths are named {shown(twice[0])}: the copy puts each path under its "
+            "own name, so give paths of different names (or their common parent)"
+        )
     found, skipped = discover_inputs(roots, config.follow_links)
     with CleanFolder(Path(out), roots, options.force) as folder:
         report = scan_files(found, skipped, config)
