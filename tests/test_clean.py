@@ -192,15 +192,21 @@ def test_tables_lose_their_copied_rows_and_keep_the_others_byte_for_byte(
     assert any(r.removed.path == str(table) for r in result.removed)
     written = (tmp_path / "out/site-mixed/table.csv").read_bytes().decode("utf-8")
     assert written == "id,title,content\r\n" + rows[1]
-    # a format it does not rewrite is copied unchanged, and said so
+    # a JSON array loses the copied record, the other keeps all its fields
     listing = collection / "site-mixed" / "list.json"
-    listing.write_text(
-        json.dumps([{"title": "第一章", "content": seed}], ensure_ascii=False), "utf-8"
-    )
+    records = [{"title": "第一章", "content": seed}, {"title": "第二章", "content": own, "n": 2}]
+    listing.write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", "utf-8")
     again = clean([collection], tmp_path / "again", keep="source:site-qidian")
-    assert any(e.path == str(listing) and "json" in e.reason for e in again.not_rewritten)
-    assert (tmp_path / "again/site-mixed/list.json").read_bytes() == listing.read_bytes()
-    assert all(r.removed.path != str(listing) for r in again.removed)
+    assert not again.not_rewritten
+    written = (tmp_path / "again/site-mixed/list.json").read_text("utf-8")
+    assert json.loads(written) == records[1:] and written.endswith("}\n]\n")
+    # a format it does not rewrite is copied unchanged, and said so
+    page = collection / "site-mixed" / "page.html"
+    page.write_text(f"<html><body><p>{seed}</p></body></html>", "utf-8")
+    third = clean([collection], tmp_path / "third", keep="source:site-qidian")
+    assert any(e.path == str(page) and "html" in e.reason for e in third.not_rewritten)
+    assert (tmp_path / "third/site-mixed/page.html").read_bytes() == page.read_bytes()
+    assert all(r.removed.path != str(page) for r in third.removed)
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])

@@ -326,7 +326,7 @@ def _cut_of(removal: Removal) -> Cut:
 def _why_not(file: FoundFile) -> str:
     kind = file.format + (f".{file.compression.lstrip('.')}" if file.compression else "")
     return (
-        f"not rewritten: dedup clean writes .txt, .jsonl, .csv, .tsv and .parquet files "
+        f"not rewritten: dedup clean writes .txt, .jsonl, .json, .csv, .tsv and .parquet files "
         f"(plain, compressed, or in a .zip) again, not {kind} yet; copied unchanged, its "
         "duplicates still in it"
     )

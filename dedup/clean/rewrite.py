@@ -1,11 +1,11 @@
 """A file written again without some of its documents, in its own format and encoding.
 
 A text file loses the chapters (heading and all) that hold the removed documents; a JSON Lines,
-CSV, TSV or Parquet file loses the records all of whose text is removed, and a record with
-only some chapters removed has its text field written again without them, every other field
-and every other record as they were (byte for byte, but in Parquet). A compressed file is
-written back compressed the same way, a zip archive as a zip. Other formats (JSON arrays,
-HTML, EPUB) are not rewritten yet: the caller copies them unchanged and says so.
+JSON, CSV, TSV or Parquet file loses the records all of whose text is removed, and a record
+with only some chapters removed has its text field written again without them, every other
+field and every other record as they were (byte for byte, but in JSON and Parquet, which are
+written again whole). A compressed file is written back compressed the same way, a zip archive
+as a zip. HTML and EPUB are not rewritten yet: the caller copies them unchanged and says so.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dedup.read.decode import BOMS, Decoded, decode_bytes
 from dedup.read.discover import COMPRESSIONS, FORMATS
 from dedup.segment import split_chapters
 
-REWRITTEN_FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
+REWRITTEN_FORMATS = ("txt", "jsonl", "json", "csv", "tsv", "parquet")
 
 
 class _Zstandard:
@@ -115,6 +115,8 @@ def rewrite(file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanCo
         result = _records_without(file, data, removed, config)
     elif file.format == "parquet":
         result = _table_without(file, data, removed, config)
+    elif file.format == "json":
+        result = _array_without(file, data, removed, config)
     elif file.format in ("csv", "tsv"):
         result = _rows_without(file, data, removed, config, "\t" if file.format == "tsv" else ",")
     else:
@@ -383,3 +385,44 @@ def _table_without(
     out = io.BytesIO()
     pq.write_table(table, out, compression=compression if compression != "uncompressed" else "none")
     return Rewritten(out.getvalue(), gone)
+
+
+def _array_without(
+    file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig
+) -> Rewritten:
+    """A JSON file (an array of records, or one record) without the records whose text is all
+    removed (the others' text field cut), every other field kept; written again whole, as
+    compact or as indented (2 spaces) as it was."""
+    decoded = _decoded(data, config)
+    try:
+        parsed = json.loads(decoded.text)
+    except json.JSONDecodeError as error:
+        raise CannotRewrite(f"it is no longer valid JSON ({error.msg})") from error
+    one = isinstance(parsed, dict)
+    records = [parsed] if one else parsed
+    if not isinstance(records, list):
+        raise CannotRewrite("it holds neither an object nor a list of objects any more")
+    by_record: dict[int, list[Cut]] = {}
+    for cut in removed:
+        if cut.record is not None:
+            by_record.setdefault(cut.record, []).append(cut)
+    kept: list[Any] = []
+    gone = 0
+    for number, record in enumerate(records):
+        cuts = by_record.get(number)
+        if not cuts:
+            kept.append(record)
+            continue
+        field = next((n for n in config.text_fields if isinstance(record.get(n), str)), None)
+        if field is None:
+            raise CannotRewrite(f"record {number} has none of the text fields any more")
+        text, cut_chars = _cut(record[field], file.path, file.source, number, cuts)
+        gone += cut_chars
+        if text.strip():
+            kept.append({**record, field: text})
+    if not kept:
+        return Rewritten(None, gone)
+    indent = 2 if "\n" in decoded.text.strip() else None
+    out = json.dumps(kept[0] if one else kept, ensure_ascii=False, indent=indent)
+    ending = "\n" if decoded.text.endswith("\n") else ""
+    return Rewritten(_encoded(out + ending, data, decoded.encoding), gone)
