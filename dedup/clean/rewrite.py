@@ -184,6 +184,26 @@ def _decoded(data: bytes, config: ScanConfig) -> Decoded:
     return decoded
 
 
+def _by_record(removed: Sequence[Cut]) -> dict[int, list[Cut]]:
+    by_record: dict[int, list[Cut]] = {}
+    for cut in removed:
+        if cut.record is not None:
+            by_record.setdefault(cut.record, []).append(cut)
+    return by_record
+
+
+def _record_cut(
+    record: dict[str, Any], number: int, cuts: Sequence[Cut], file: FoundFile, config: ScanConfig
+) -> tuple[dict[str, Any] | None, int]:
+    """A record with its text field (the first of ``--text-field``'s that holds text, as the
+    reader takes it) cut, or None when nothing of its text is left; and the characters cut."""
+    field = next((name for name in config.text_fields if isinstance(record.get(name), str)), None)
+    if field is None:
+        raise CannotRewrite(f"record {number} has none of the text fields any more")
+    text, cut_chars = _cut(record[field], file.path, file.source, number, cuts)
+    return ({**record, field: text} if text.strip() else None), cut_chars
+
+
 def _text_without(
     file: FoundFile, data: bytes, removed: Sequence[Cut], config: ScanConfig
 ) -> Rewritten:
@@ -202,29 +222,16 @@ def _records_without(
     # which str.splitlines would split at too).
     lines = [line + "\n" for line in decoded.text.split("\n")]
     lines[-1] = lines[-1][:-1]
-    by_record: dict[int, list[Cut]] = {}
-    for cut in removed:
-        if cut.record is not None:
-            by_record.setdefault(cut.record, []).append(cut)
+    by_record = _by_record(removed)
     gone = 0
     for number, documents in sorted(by_record.items()):
         if number >= len(lines):
             raise CannotRewrite(f"record {number} is not on line {number + 1} any more")
         line = lines[number]
         ending = line[len(line.rstrip("\r\n")) :]
-        record = json.loads(line)
-        field = next(
-            (name for name in config.text_fields if isinstance(record.get(name), str)), None
-        )
-        if field is None:
-            raise CannotRewrite(f"record {number} has none of the text fields any more")
-        text, cut_chars = _cut(record[field], file.path, file.source, number, documents)
+        record, cut_chars = _record_cut(json.loads(line), number, documents, file, config)
         gone += cut_chars
-        if not text.strip():
-            lines[number] = ""
-        else:
-            record[field] = text
-            lines[number] = json.dumps(record, ensure_ascii=False) + ending
+        lines[number] = "" if record is None else json.dumps(record, ensure_ascii=False) + ending
     out = "".join(lines)
     if not out.strip():
         return Rewritten(None, gone)
@@ -256,10 +263,7 @@ def _rows_without(
             rows.append((before, reader.line_num, row))
     finally:
         csv.field_size_limit(previous)
-    by_record: dict[int, list[Cut]] = {}
-    for cut in removed:
-        if cut.record is not None:
-            by_record.setdefault(cut.record, []).append(cut)
+    by_record = _by_record(removed)
     pieces = ["".join(lines[:header_end])]
     gone = left = 0
     for number, (first, last, row) in enumerate(rows):
@@ -269,18 +273,13 @@ def _rows_without(
             pieces.append(raw)
             left += 1
             continue
-        field = next((name for name in config.text_fields if isinstance(row.get(name), str)), None)
-        if field is None:
-            raise CannotRewrite(f"record {number} has none of the text fields any more")
-        text, cut_chars = _cut(row[field], file.path, file.source, number, cuts)
+        record, cut_chars = _record_cut(row, number, cuts, file, config)
         gone += cut_chars
-        if not text.strip():
+        if record is None:
             continue
         ending = raw[len(raw.rstrip("\r\n")) :] or "\n"
         out = io.StringIO()
-        csv.DictWriter(out, fieldnames, delimiter=delimiter, lineterminator=ending).writerow(
-            {**row, field: text}
-        )
+        csv.DictWriter(out, fieldnames, delimiter=delimiter, lineterminator=ending).writerow(record)
         pieces.append(out.getvalue())
         left += 1
     pieces.append("".join(lines[rows[-1][1] if rows else header_end :]))
@@ -357,24 +356,22 @@ def _table_without(
         )
     except Exception as error:  # pyarrow's own error types
         raise CannotRewrite(f"the table cannot be read whole ({error})") from error
-    by_record: dict[int, list[Cut]] = {}
-    for cut in removed:
-        if cut.record is not None:
-            by_record.setdefault(cut.record, []).append(cut)
+    by_record = _by_record(removed)
     fields = [name for name in config.text_fields if name in table.schema.names]
     columns = {name: table.column(name).to_pylist() for name in fields}
     keep = [True] * table.num_rows
     gone = 0
     for number, cuts in sorted(by_record.items()):
-        field = next((n for n in fields if isinstance(columns[n][number], str)), None)
-        if field is None or number >= table.num_rows:
-            raise CannotRewrite(f"record {number} has none of the text fields any more")
-        text, cut_chars = _cut(columns[field][number], file.path, file.source, number, cuts)
+        if number >= table.num_rows:
+            raise CannotRewrite(f"record {number} is not in the table any more")
+        row = {name: columns[name][number] for name in fields}
+        record, cut_chars = _record_cut(row, number, cuts, file, config)
         gone += cut_chars
-        if text.strip():
-            columns[field][number] = text
-        else:
+        if record is None:
             keep[number] = False
+            continue
+        for name in fields:
+            columns[name][number] = record[name]
     for name in fields:
         position = table.schema.get_field_index(name)
         values = pa.array(columns[name], type=table.schema.field(name).type)
@@ -402,10 +399,7 @@ def _array_without(
     records = [parsed] if one else parsed
     if not isinstance(records, list):
         raise CannotRewrite("it holds neither an object nor a list of objects any more")
-    by_record: dict[int, list[Cut]] = {}
-    for cut in removed:
-        if cut.record is not None:
-            by_record.setdefault(cut.record, []).append(cut)
+    by_record = _by_record(removed)
     kept: list[Any] = []
     gone = 0
     for number, record in enumerate(records):
@@ -413,13 +407,10 @@ def _array_without(
         if not cuts:
             kept.append(record)
             continue
-        field = next((n for n in config.text_fields if isinstance(record.get(n), str)), None)
-        if field is None:
-            raise CannotRewrite(f"record {number} has none of the text fields any more")
-        text, cut_chars = _cut(record[field], file.path, file.source, number, cuts)
+        cut_record, cut_chars = _record_cut(record, number, cuts, file, config)
         gone += cut_chars
-        if text.strip():
-            kept.append({**record, field: text})
+        if cut_record is not None:
+            kept.append(cut_record)
     if not kept:
         return Rewritten(None, gone)
     indent = 2 if "\n" in decoded.text.strip() else None

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
 from dedup.config import ScanConfig
-from dedup.engine.gather import Prepared, prepare_all
+from dedup.engine.gather import prepare_all
 from dedup.engine.local import LocalEngine
 from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
 from dedup.errors import IndexFileError
@@ -193,16 +193,14 @@ class _FileWriter:
         stored: dict[str, StoredFile],
     ) -> None:
         self.store = store
-        self.bands, self.rows = int(options["bands"]), int(options["rows"])
+        self.keys = _BandKeys(options)
         self.digests = digests
         self.stored = stored
         self.lines: RepeatedLines = {}
         self.skipped: list[Skipped] = []
-        self._first: dict[tuple[int, int], npt.NDArray[np.int64]] = {}
 
     def __call__(self, file: FoundFile, result: PreparedFile) -> None:
-        parts = [self._keys(item) for item in result.inputs]
-        keys = np.concatenate(parts) if parts else np.empty((0, self.bands), dtype=np.int64)
+        keys = self.keys.of(result)
         self.skipped += [item.skipped for item in result.inputs if item.skipped is not None]
         characters = sum(int((i.passages.end - i.passages.start).sum()) for i in result.inputs)
         stamp = file_stamp(file.fs_path) or (0, 0)
@@ -225,29 +223,30 @@ class _FileWriter:
             )
         )
 
-    def _keys(self, item: PreparedInput) -> npt.NDArray[np.int64]:
+
+class _BandKeys:
+    """Each prepared passage's LSH band keys, file by file as the workers hand them back; a
+    later copy of a text (handed back without its signature: dedup.engine.copies) takes
+    those of the first, which came before it."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.bands, self.rows = int(options["bands"]), int(options["rows"])
+        self._first: dict[tuple[int, int], npt.NDArray[np.int64]] = {}
+
+    def of(self, result: PreparedFile) -> npt.NDArray[np.int64]:
+        """The band keys of every passage of ``result`` (one row each)."""
+        parts = [self._of_input(item) for item in result.inputs]
+        return np.concatenate(parts) if parts else np.empty((0, self.bands), dtype=np.int64)
+
+    def _of_input(self, item: PreparedInput) -> npt.NDArray[np.int64]:
         keys = band_keys(SignatureTable.of(item.signatures), self.bands, self.rows)
-        hashes = item.hashes.tolist()
-        for row, (text, pair) in enumerate(zip(item.normalized, hashes, strict=True)):
+        for row, (text, pair) in enumerate(zip(item.normalized, item.hashes.tolist(), strict=True)):
             twins = (pair[0], pair[1])
             if text is None:
                 keys[row] = self._first[twins]
             elif twins not in self._first:
                 self._first[twins] = keys[row]
         return keys
-
-
-def _band_keys_of(prepared: Prepared, bands: int, rows: int) -> npt.NDArray[np.int64]:
-    """Every prepared passage's band keys; a later copy of a text (handed back without its
-    signature: dedup.engine.copies) takes those of the first."""
-    passages = prepared.passages()
-    keys = band_keys(passages.signatures, bands, rows)
-    if len(passages.hashes):
-        _unique, first, inverse = np.unique(
-            passages.hashes, axis=0, return_index=True, return_inverse=True
-        )
-        keys = keys[first[inverse.ravel()]]
-    return keys
 
 
 @contextmanager
@@ -374,10 +373,13 @@ def query(
     queried = {file.path for file in found}
     with IndexStore(index) as store:
         options = _check_options(store, config)
+        keys = _BandKeys(options)
+        parts: list[npt.NDArray[np.int64]] = []
         with LocalEngine(config, len(found)) as engine:
-            prepared = prepare_all(found, config, StageTimer(), engine)
-        keys = _band_keys_of(prepared, int(options["bands"]), int(options["rows"]))
-        hit = set(store.files_sharing(keys))
+            each = lambda _file, result: parts.append(keys.of(result))  # noqa: E731
+            prepare_all(found, config, StageTimer(), engine, each=each)
+        wanted = np.concatenate(parts) if parts else np.empty((0, keys.bands), dtype=np.int64)
+        hit = set(store.files_sharing(wanted))
         stored = [file for file in store.files() if file.id in hit and file.path not in queried]
         with _materialized(store) as materialize:
             files = sorted([*found, *materialize(stored)])
