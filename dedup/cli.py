@@ -513,8 +513,11 @@ def index_add_command(
         click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
     if not quiet:
         again = len(result.prepared_again)
+        # An unreadable file is stored too (a report of the index lists it, as a scan does),
+        # but is counted with the skipped ones, not as added.
+        unreadable = {entry.path for entry in result.skipped} & set(result.added)
         click.echo(
-            f"{shown(str(index))}: {len(result.added)} files added, "
+            f"{shown(str(index))}: {len(result.added) - len(unreadable)} files added, "
             f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped"
             + (f"; {again} stored files of the same sources prepared again" if again else "")
         )

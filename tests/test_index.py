@@ -270,3 +270,25 @@ def test_a_damaged_index_is_said_to_be_damaged(sites: Path, tmp_path: Path) -> N
         assert "dedup: error:" in result.stderr and "Traceback" not in result.output
         assert "damaged" in result.stderr or "not a dedup index" in result.stderr
     assert store.read_bytes() == data[: len(data) // 2]
+
+
+def test_an_add_that_makes_the_index_and_stops_leaves_no_index(
+    sites: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dedup.index import collection
+
+    def interrupted(*arguments: object) -> None:
+        raise KeyboardInterrupt
+
+    store = tmp_path / "new.dedup"
+    monkeypatch.setattr(collection, "_prepare_into", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        index.add(store, [sites / "site-qidian"])
+    assert list(tmp_path.glob("new.dedup*")) == []
+    monkeypatch.undo()
+    index.add(store, [sites / "site-qidian"])  # an index there already is left as it was
+    before = store.read_bytes()
+    monkeypatch.setattr(collection, "_prepare_into", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        index.add(store, [sites / "site-tw"])
+    assert store.read_bytes() == before

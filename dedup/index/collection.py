@@ -126,30 +126,37 @@ def add(
     found, skipped = discover_inputs(path_list(paths), config.follow_links)
     if source is not None:
         found = [dataclasses.replace(file, source=source) for file in found]
-    with IndexStore(index, create=True) as store:
-        options = _check_options(store, config)
-        stored = {file.path: file for file in store.files()}
-        digests = {file.path: _sha256(file.fs_path) for file in found}
-        changed = [
-            f for f in found if f.path not in stored or stored[f.path].sha256 != digests[f.path]
-        ]
-        unchanged = [f.path for f in found if f not in changed]
-        touched = sorted({file.source for file in changed})
-        with _materialized(store) as materialize:
-            # Every touched source's files: its new and changed ones, and the others it has
-            # (given again, or stored), whose passages depend on the lines learned over all.
-            files = [file for file in found if file.source in touched]
-            for name in touched:
-                files += materialize([f for f in store.files(name) if f.path not in digests])
-            files.sort()
-            prepared_again = [file.path for file in files if file not in changed]
-            known = {path: file.sha256 for path, file in stored.items()}
-            writer = _FileWriter(store, options, {**known, **digests}, stored)
-            with store.transaction():
-                if store.options() is None:
-                    store.set_options(options)
-                _prepare_into(files, config, writer)
-        skipped += writer.skipped
+    made = not os.path.exists(index)
+    try:
+        with IndexStore(index, create=True) as store:
+            options = _check_options(store, config)
+            stored = {file.path: file for file in store.files()}
+            digests = {file.path: _sha256(file.fs_path) for file in found}
+            changed = [
+                f for f in found if f.path not in stored or stored[f.path].sha256 != digests[f.path]
+            ]
+            unchanged = [f.path for f in found if f not in changed]
+            touched = sorted({file.source for file in changed})
+            with _materialized(store) as materialize:
+                # Every touched source's files: its new and changed ones, and the others it has
+                # (given again, or stored), whose passages depend on the lines learned over all.
+                files = [file for file in found if file.source in touched]
+                for name in touched:
+                    files += materialize([f for f in store.files(name) if f.path not in digests])
+                files.sort()
+                prepared_again = [file.path for file in files if file not in changed]
+                known = {path: file.sha256 for path, file in stored.items()}
+                writer = _FileWriter(store, options, {**known, **digests}, stored)
+                with store.transaction():
+                    if store.options() is None:
+                        store.set_options(options)
+                    _prepare_into(files, config, writer)
+            skipped += writer.skipped
+    except BaseException:
+        if made:  # an add that made the index and did not finish leaves no index behind
+            for leftover in (Path(index), Path(f"{index}-wal"), Path(f"{index}-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
     return AddResult(
         tuple(file.path for file in changed),
         tuple(unchanged),
