@@ -17,6 +17,7 @@ from dedup.config import (
     DEFAULT_ID_FIELDS,
     DEFAULT_TEXT_FIELDS,
     DEFAULT_TITLE_FIELDS,
+    ENGINES,
     FORMATS,
     NORMALIZE_STEPS,
     SCRIPTS,
@@ -218,6 +219,32 @@ def input_options(function: F) -> F:
     return function
 
 
+def engine_options(function: F) -> F:
+    """Where the tasks run: this machine's processes (default) or a Dask cluster."""
+    return _apply(
+        function,
+        [
+            click.option(
+                "--engine",
+                type=click.Choice(ENGINES),
+                default="local",
+                show_default=True,
+                help="Where the per-file work runs: local processes, a Dask cluster started "
+                "here for the run (dask-local, --jobs workers), or a running Dask cluster "
+                "(dask, with --scheduler). Needs pip install 'dedup[dask]' for Dask.",
+            ),
+            click.option(
+                "--scheduler",
+                metavar="ADDRESS",
+                default=None,
+                help="A running Dask scheduler (tcp://HOST:8786) whose workers do the per-file "
+                "work; they read the inputs at the same paths, so put them on a filesystem "
+                "every worker mounts. Implies --engine dask.",
+            ),
+        ],
+    )
+
+
 def _config(options: dict[str, Any], **extra: Any) -> ScanConfig:
     """A ScanConfig from parsed options: repeatable field options left empty mean the defaults."""
     options = dict(options)
@@ -320,6 +347,7 @@ def cli() -> None:
     default=0,
     help="Worker processes (default: 0, one per core).",
 )
+@engine_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars and no summary.")
 @click.option(
     "--strict", is_flag=True, help="Exit with status 3 if any input was skipped (after writing)."
@@ -495,6 +523,7 @@ QUIET_OPTION = click.option("--quiet", "-q", is_flag=True, help="No progress bar
 @comparison_options
 @input_options
 @JOBS_OPTION
+@engine_options
 @QUIET_OPTION
 def index_add_command(
     index: Path, paths: tuple[str, ...], source: str | None, jobs: int, quiet: bool,
@@ -537,6 +566,7 @@ def index_add_command(
 @matching_options
 @input_options
 @JOBS_OPTION
+@engine_options
 @QUIET_OPTION
 @output_options
 def index_query_command(
@@ -561,6 +591,7 @@ def index_query_command(
 @comparison_options
 @matching_options
 @JOBS_OPTION
+@engine_options
 @QUIET_OPTION
 @output_options
 def index_report_command(
@@ -662,6 +693,7 @@ def _write_report_files(
 @clean_matching_options
 @input_options
 @JOBS_OPTION
+@engine_options
 @QUIET_OPTION
 def clean_command(
     paths: tuple[str, ...], report_dir: Path | None, out_dir: Path, keep_policy: str,
@@ -759,6 +791,9 @@ def main(prog_name: str | None = None) -> None:
     status (errors.ExitStatus). A DedupError reaches this as a click exception (_Group.invoke
     turns it into one, so that click's own runner shows it alike)."""
     logging.basicConfig(level=logging.WARNING, format="dedup: %(levelname)s: %(message)s")
+    # Dask's scheduler and client log each connection at INFO, which distributed sets for
+    # itself as it is imported (from dask's config: a user's own setting wins).
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
     try:
         with terminate_as_interrupt():
             cli.main(prog_name=prog_name, standalone_mode=False)

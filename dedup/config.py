@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import difflib
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from dedup.errors import ConfigError
@@ -29,6 +29,9 @@ DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
 DEFAULT_TEXT_FIELDS = ("content", "text", "body")
 DEFAULT_TITLE_FIELDS = ("title", "chapter", "chapter_title")
 DEFAULT_ID_FIELDS = ("id", "chapter_id", "url")
+# Where the per-file tasks run (dedup.engine): this machine's process pool, a Dask cluster
+# started here for the scan, or a running Dask cluster (its scheduler's address).
+ENGINES = ("local", "dask-local", "dask")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +112,11 @@ class ScanConfig:
     stage (``config.read``, ``.normalize``, ``.segment``, ``.match``, ``.cluster``) for the
     stage code to take.
 
-    ``jobs`` and ``show_progress`` change only how fast and how visibly the scan runs, so they
-    are left out of :meth:`to_dict` (and so out of the report): a ``--jobs 1`` run and a
-    ``--jobs 2`` run produce byte-identical reports.
+    ``jobs``, ``engine``, ``scheduler`` and ``show_progress`` change only where, how fast and
+    how visibly the scan runs, so they are left out of :meth:`to_dict` (and so out of the
+    report): a ``--jobs 1`` run, a ``--jobs 2`` run and a run on a Dask cluster produce
+    byte-identical reports. ``scheduler`` is a Dask scheduler's address (``tcp://host:8786``)
+    or a ``distributed.Client``; giving one means ``engine="dask"``.
     """
 
     script: Script = "simplified"
@@ -139,6 +144,9 @@ class ScanConfig:
     max_cluster_size: int = 200
     min_match_chars: int = 45
     jobs: int = field(default=0, compare=False)
+    engine: str = field(default="local", compare=False)
+    # Any: a distributed.Client is taken too, and dask is an optional extra.
+    scheduler: Any = field(default=None, compare=False)
     show_progress: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -202,6 +210,15 @@ class ScanConfig:
                 ) from None
         if self.jobs < 0:
             raise ConfigError(f"jobs must be 0 (all cores) or a positive number, not {self.jobs}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {self.engine!r}")
+        if self.engine == "dask" and self.scheduler is None:
+            raise ConfigError(
+                "the dask engine runs on a cluster: give its scheduler's address "
+                "(--scheduler tcp://HOST:8786), or use --engine dask-local for one on this machine"
+            )
+        if self.scheduler is not None and self.engine == "dask-local":
+            raise ConfigError("give either a scheduler or --engine dask-local, not both")
 
     @property
     def read(self) -> ReadConfig:
@@ -271,9 +288,21 @@ class ScanConfig:
     def worker_count(self) -> int:
         return self.jobs or os.cpu_count() or 1
 
+    @property
+    def engine_name(self) -> str:
+        """The engine the scan runs on: a scheduler given means the dask engine."""
+        return "dask" if self.scheduler is not None else self.engine
+
+    def for_workers(self) -> ScanConfig:
+        """This config as the tasks get it: without the scheduler (a Client is not sent)."""
+        if self.scheduler is None and self.engine == "local":
+            return self
+        return replace(self, engine="local", scheduler=None)
+
     def to_dict(self) -> dict[str, Any]:
-        options = asdict(self)
-        del options["jobs"], options["show_progress"]
+        run_only = ("jobs", "engine", "scheduler", "show_progress")
+        # Not asdict: it deep-copies each value, a Client given as the scheduler too.
+        options = {name: value for name, value in self.to_fields().items() if name not in run_only}
         options["text_fields"] = list(self.text_fields)
         options["title_fields"] = list(self.title_fields)
         options["id_fields"] = list(self.id_fields)

@@ -4,6 +4,9 @@
   - ``ConfigError``: an option value that cannot work, found before any work (exit 2).
   - ``InputPathError``: a path given to read does not exist or cannot be used.
   - ``ReportFolderError``: the report cannot be written where asked.
+  - ``IndexFileError``: an index file that cannot be opened, made or used.
+  - ``EngineError``: the engine cannot run the scan's tasks (a Dask scheduler out of reach,
+    a file a worker cannot see, the dask extra not installed).
   - ``ReadError``: one input cannot be read. A scan never stops for it: the input is listed
     as skipped with the message as its reason. Its kinds say which reader gave up.
 """
@@ -37,6 +40,10 @@ class ReportFolderError(DedupError):
 
 class IndexFileError(DedupError):
     """An index file that cannot be opened, made or used with these options."""
+
+
+class EngineError(DedupError):
+    """The engine cannot run the scan's tasks where it was asked to; the message says why."""
 
 
 class ReadError(DedupError):

@@ -492,8 +492,9 @@ def source_counts(inputs: Sequence[InputFile], clusters: Sequence[Cluster]) -> l
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """The result of a scan. ``timings`` (seconds per stage) and ``jobs`` describe this run only
-    and are kept out of ``to_json()`` so that the report is byte-identical between runs."""
+    """The result of a scan. ``timings`` (seconds per stage), ``jobs`` and ``engine`` (where it
+    ran, in words) describe this run only and are kept out of ``to_json()`` so that the report
+    is byte-identical between runs."""
 
     dedup_version: str
     options: dict[str, Any]
@@ -508,6 +509,7 @@ class Report:
     document_groups: tuple[DocumentGroup, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     jobs: int = field(default=1, compare=False)
+    engine: str = field(default="local, 1 process", compare=False)
 
     def to_dict(self, clusters: bool = True) -> dict[str, Any]:
         """The report as plain data (without the documents, matches and clusters, which are

@@ -22,8 +22,8 @@ from dedup.candidates import find_candidates
 from dedup.cluster import check_kept_sources, cluster_pairs
 from dedup.config import ScanConfig
 from dedup.documents import candidate_documents, document_runs
+from dedup.engine.base import engine_for
 from dedup.engine.gather import prepare_all
-from dedup.engine.local import LocalEngine
 from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, members_of, read_documents
 from dedup.engine.memory import collector_paused
 from dedup.matches import (
@@ -72,7 +72,7 @@ def scan_files(
     (their files are not learned from again)."""
     timer = timer or StageTimer()
     started = time.perf_counter() if started is None else started
-    with collector_paused(), LocalEngine(config, len(files)) as engine:
+    with collector_paused(), engine_for(config, len(files)) as engine:
         # read -> segment -> normalize -> fingerprint, one task per file, each stage timed
         # in the workers and summed
         prepared = prepare_all(files, config, timer, engine, repeated)
@@ -171,6 +171,7 @@ def scan_files(
         document_groups=tuple(groups),
         timings=dict(timer.seconds),
         jobs=engine.workers,
+        engine=engine.description,
     )
 
 

@@ -28,7 +28,7 @@ _DOLLAR = re.compile(r"```\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)```", re.S)
 # Figures that differ between runs of the same command, replaced before outputs are compared.
 _VARYING = [
     (
-        re.compile(r"^time \d+\.\d+s with \d+ jobs?; per stage, summed over workers:\n  .*$", re.M),
+        re.compile(r"^time \d+\.\d+s on [^;]+; per stage, summed over workers:\n  .*$", re.M),
         "time (seconds per stage)",
     ),
 ]

@@ -207,7 +207,7 @@ def test_summary_counts_read_as_english(
     result = CliRunner().invoke(cli, ["scan", str(one), "-o", str(tmp_path / "r1"), "-j", "1"])
     assert "read 1 file from 1 source (1 skipped)" in result.stdout
     assert "skipped 1 input\n" in result.stdout
-    assert "with 1 job;" in result.stdout
+    assert "on local, 1 process;" in result.stdout
     # Exact copies are not LSH candidates: the pairs are said to be of both kinds.
     copies = tmp_path / "copies"
     for site in ("a", "b", "c"):

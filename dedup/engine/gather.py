@@ -14,8 +14,8 @@ from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
+from dedup.engine.base import Engine
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
-from dedup.engine.local import LocalEngine
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import PreparedFile, count_line_keys, second_pass
 from dedup.fingerprint import SignatureTable
@@ -110,7 +110,7 @@ def prepare_all(
     files: Sequence[FoundFile],
     config: ScanConfig,
     timer: StageTimer,
-    engine: LocalEngine,
+    engine: Engine,
     known: RepeatedLines | None = None,
     each: Callable[[FoundFile, PreparedFile], None] | None = None,
 ) -> Prepared:
@@ -147,7 +147,10 @@ def prepare_all(
         at_once,
         repeat(repeated),
         [learned[number].chapters if number in learned else () for number in range(len(files))],
-        [CopyFilter(scan, number) for number in range(len(files))],
+        [
+            CopyFilter(scan, number) if engine.hands_back_texts_once else None
+            for number in range(len(files))
+        ],
     )
     learned.clear()
     prepared = Prepared(SignatureTable(config.num_perm))

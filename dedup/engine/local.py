@@ -10,12 +10,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from types import TracebackType
 from typing import Any, TypeVar
 
 from dedup.codepoints import code_points
 from dedup.config import ScanConfig
+from dedup.engine.base import in_threads
 from dedup.engine.lifetime import die_with_parent
 from dedup.fingerprint import signatures
 from dedup.models import Document
@@ -37,9 +38,14 @@ class LocalEngine:
     when one will do (``pool`` is None then). ``with LocalEngine(config, files) as engine:``
     starts the pool; leaving the block stops it, at once after an error or an interrupt."""
 
+    hands_back_texts_once = True
+
     def __init__(self, config: ScanConfig, files: int) -> None:
         self.config = config
         self.workers = min(config.worker_count, max(1, files))
+        self.description = "local, " + (
+            "1 process" if self.workers == 1 else f"{self.workers} processes"
+        )
         self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> LocalEngine:
@@ -109,12 +115,7 @@ class LocalEngine:
         """``function`` over ``items``, in order, on as many threads of this process as the
         scan has workers: for compiled loops that release the GIL, over data only this
         process holds (the alignment of document pairs)."""
-        threads = min(self.config.worker_count, len(items))
-        if threads <= 1:
-            yield from map(function, items)
-            return
-        with ThreadPoolExecutor(threads) as pool:
-            yield from pool.map(function, items)
+        return in_threads(function, items, self.config.worker_count)
 
 
 def warm_up(config: ScanConfig) -> None:

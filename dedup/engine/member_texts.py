@@ -17,9 +17,9 @@ from dedup.arrays import sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import DocumentRuns
+from dedup.engine.base import Engine
 from dedup.engine.byte_spans import NOT_IN_BYTES, texts_at
 from dedup.engine.gather import Passages
-from dedup.engine.local import LocalEngine
 from dedup.models import MatchedDocument, Passage, PassageSpan
 from dedup.progress import progress
 from dedup.read import (
@@ -77,7 +77,7 @@ def read_texts(
     file_of: npt.NDArray[np.int64],
     files: Sequence[FoundFile],
     config: ScanConfig,
-    engine: LocalEngine,
+    engine: Engine,
     label: str,
 ) -> tuple[list[str | None], list[str]]:
     """The texts of ``spans`` (in file order; ``file_of`` indexes ``files``) read back from
@@ -165,7 +165,7 @@ def read_documents(
     passages: Passages,
     files: Sequence[FoundFile],
     config: ScanConfig,
-    engine: LocalEngine,
+    engine: Engine,
 ) -> tuple[dict[int, MatchedDocument], list[str]]:
     """The documents ``numbers`` (sorted) with their text, read back as member texts are; and
     the paths of the files that changed since they were scanned (their documents left out)."""

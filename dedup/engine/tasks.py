@@ -269,7 +269,7 @@ def second_pass(
     at_once: bool,
     repeated: RepeatedLines,
     chapters: FileChapters,
-    copies: CopyFilter,
+    copies: CopyFilter | None,
 ) -> PreparedFile:
     """The main pass over one file: learned from as it is prepared when it is read once
     (alone in its source), else prepared with what the learn pass found (if it ran)."""

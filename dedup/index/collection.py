@@ -29,8 +29,8 @@ import numpy.typing as npt
 
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
 from dedup.config import ScanConfig
+from dedup.engine.base import engine_for
 from dedup.engine.gather import prepare_all
-from dedup.engine.local import LocalEngine
 from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
@@ -177,7 +177,7 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     """``files`` (all the files of their sources) prepared as a scan prepares them, each
     source's lines learned over all of its files, and each stored by ``writer`` as it comes
     (while the workers prepare the next)."""
-    with LocalEngine(config, len(files)) as engine:
+    with engine_for(config, len(files)) as engine:
         counted = engine.map(count_line_keys, files, repeat(config))
         shown = config.show_progress
         learned = repeated_lines(progress(counted, "learn site lines", "file", len(files), shown))
@@ -382,7 +382,7 @@ def query(
         options = _check_options(store, config)
         keys = _BandKeys(options)
         parts: list[npt.NDArray[np.int64]] = []
-        with LocalEngine(config, len(found)) as engine:
+        with engine_for(config, len(found)) as engine:
             each = lambda _file, result: parts.append(keys.of(result))  # noqa: E731
             prepare_all(found, config, StageTimer(), engine, each=each)
         wanted = np.concatenate(parts) if parts else np.empty((0, keys.bands), dtype=np.int64)

@@ -130,7 +130,7 @@ def format_summary(report: Report) -> str:
         wall = report.timings.get("total", 0.0)
         lines += [
             "",
-            f"time {wall:.2f}s with {plural(report.jobs, 'job')}; per stage, summed over workers:",
+            f"time {wall:.2f}s on {report.engine}; per stage, summed over workers:",
         ]
         lines.append(f"  {shares}")
     return printable("\n".join(lines))

@@ -28,6 +28,7 @@ def run_to_json(report: Report) -> str:
     run = {
         "dedup_version": report.dedup_version,
         "jobs": report.jobs,
+        "engine": report.engine,
         "seconds": {stage: round(seconds, 3) for stage, seconds in report.timings.items()},
     }
     return json.dumps(run, ensure_ascii=False, indent=2) + "\n"

@@ -1,0 +1,76 @@
+"""What every engine offers the stages, and the choice of one for a scan.
+
+A stage hands the engine plain functions of picklable arguments (the per-file task, the
+member-text task) and gets their results back; the engine decides where they run: a pool of
+processes on this machine (dedup.engine.local) or the workers of a Dask cluster
+(dedup.engine.dask_cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+
+from dedup.config import ScanConfig
+
+T = TypeVar("T")
+
+
+class Engine(Protocol):
+    """Where a scan's tasks run. Entered (``with``) for the scan; left at once, its tasks
+    dropped, after an error or an interrupt."""
+
+    # How many tasks run at once; and the engine and its workers in words, for the summary.
+    workers: int
+    description: str
+    # Whether a worker may hand a text back once for all the files it prepares (see
+    # dedup.engine.copies): only where a worker lives for one scan and nothing it handed back
+    # is computed again elsewhere.
+    hands_back_texts_once: bool
+
+    def __enter__(self) -> Engine: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+    def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
+        """``function`` over the arguments, one task a call; results in order."""
+        ...
+
+    def in_any_order(
+        self, function: Callable[..., T], *arguments: Iterable[Any]
+    ) -> Iterator[tuple[int, T]]:
+        """(number, result) of each call as its task finishes; the tasks are handed out at
+        once, before this returns."""
+        ...
+
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
+        """``function`` over ``items``, in order, on threads of this process (compiled loops
+        over data only this process holds)."""
+        ...
+
+
+def engine_for(config: ScanConfig, files: int) -> Engine:
+    """The engine ``config`` asks for, for a scan of ``files`` files (not started yet)."""
+    if config.engine_name == "local":
+        from dedup.engine.local import LocalEngine
+
+        return LocalEngine(config, files)
+    from dedup.engine.dask_cluster import DaskEngine
+
+    return DaskEngine(config)
+
+
+def in_threads(function: Callable[[Any], T], items: Sequence[Any], threads: int) -> Iterator[T]:
+    """``function`` over ``items``, in order, on up to ``threads`` threads of this process."""
+    threads = min(threads, len(items))
+    if threads <= 1:
+        yield from map(function, items)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        yield from pool.map(function, items)

@@ -1,0 +1,310 @@
+"""The Dask engine: a scan's per-file tasks (read, segment, normalize, fingerprint; the learn
+pass; reading texts back) run on the workers of a Dask cluster, reached through its scheduler's
+address or a ``distributed.Client``, or on a cluster of processes started on this machine for
+the scan (``engine="dask-local"``). The stages after them run in this process, as with the
+local engine, so a report is byte-identical whichever engine made it.
+
+Workers read the inputs from the paths this machine found them at: the files must be on a
+filesystem every worker mounts at the same path. A worker that cannot see a file stops the
+scan with an error naming the file and the worker. A worker that dies has its tasks run again
+by Dask on the others (a task is a pure function of its file, so the result is the same).
+
+``dask``/``distributed`` are an optional extra (``pip install 'dedup[dask]'``), imported only
+when this engine is used."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dedup.config import ScanConfig
+from dedup.engine.base import in_threads
+from dedup.errors import EngineError
+from dedup.read import FoundFile
+
+if TYPE_CHECKING:
+    from distributed import Client, Future, LocalCluster
+
+T = TypeVar("T")
+
+# How long to try reaching a scheduler, and to wait for a first worker, before giving up.
+CONNECT_SECONDS = 10
+# Arguments this small are sent with each task rather than scattered to the workers once.
+_SENT_WITH_EACH = (int, float, str, bytes, bool, type(None), FoundFile, ScanConfig)
+
+
+class DaskEngine:
+    """Where a scan's tasks run on a Dask cluster (see the module's docstring). ``with
+    DaskEngine(config) as engine:`` connects (or starts the local cluster); leaving the block
+    cancels the scan's tasks still queued or running and closes what it opened."""
+
+    hands_back_texts_once = False  # workers outlive a scan, and a dead one's tasks run again
+
+    def __init__(self, config: ScanConfig) -> None:
+        self.config = config
+        self.workers = 0
+        self.description = "dask"
+        self.client: Client | None = None
+        self._cluster: LocalCluster | None = None
+        self._owns_client = False
+        self._local_workers: _LocalWorkers | None = None
+        # Each call's task until its result is taken (then None: the workers let it go).
+        self._tasks: list[list[Future[Any] | None]] = []
+
+    def __enter__(self) -> DaskEngine:
+        try:
+            import distributed
+        except ImportError:
+            raise EngineError(
+                "the Dask engine needs the dask extra: pip install 'dedup[dask]'"
+            ) from None
+        scheduler = self.config.scheduler
+        if self.config.engine_name == "dask-local":
+            self._cluster = distributed.LocalCluster(
+                n_workers=0, dashboard_address=None, silence_logs=logging.ERROR
+            )
+            self.client, self._owns_client = distributed.Client(self._cluster), True
+            self._local_workers = _LocalWorkers(self._cluster.scheduler_address, self.config)
+            where = self._cluster.scheduler_address
+        elif isinstance(scheduler, str):
+            self.client, self._owns_client = _connect(scheduler), True
+            where = scheduler
+        else:
+            self.client, where = scheduler, str(getattr(scheduler, "scheduler", "a client"))
+        try:
+            self.client.wait_for_workers(
+                1 if self._local_workers is None else self.config.worker_count,
+                timeout=CONNECT_SECONDS * (1 if self._local_workers is None else 3),
+            )
+        except (TimeoutError, OSError):
+            self._close()
+            raise EngineError(
+                f"no Dask workers joined the scheduler at {where} within {CONNECT_SECONDS} s: "
+                f"start some (dask worker {where}) and scan again"
+            ) from None
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        self.workers = sum(worker["nthreads"] for worker in workers.values())
+        kind = "local Dask cluster" if self._cluster is not None else f"Dask at {where}"
+        self.description = f"{kind}, {len(workers)} workers ({self.workers} threads)"
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        pending = [task for tasks in self._tasks for task in tasks if task is not None]
+        if self.client is not None and pending:
+            self.client.cancel(pending, force=True)
+        self._tasks = []
+        self._close()
+
+    def _close(self) -> None:
+        if self.client is not None and self._owns_client:
+            self.client.close()
+        if self._local_workers is not None:
+            self._local_workers.stop()
+        if self._cluster is not None:
+            self._cluster.close()
+        self.client, self._cluster, self._local_workers = None, None, None
+
+    def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
+        """``function`` over the arguments as tasks on the workers; results in order."""
+        calls, futures = self._submit(function, arguments)
+        return self._results(function, calls, futures)
+
+    def _results(
+        self,
+        function: Callable[..., T],
+        calls: list[tuple[Any, ...]],
+        tasks: list[Future[Any] | None],
+    ) -> Iterator[T]:
+        for number in range(len(tasks)):
+            yield self._taken(function, calls, tasks, number)
+
+    def in_any_order(
+        self, function: Callable[..., T], *arguments: Iterable[Any]
+    ) -> Iterator[tuple[int, T]]:
+        """(number, result) of each call as the workers finish them."""
+        from distributed import as_completed
+
+        calls, tasks = self._submit(function, arguments)
+        numbers = {task.key: number for number, task in enumerate(tasks) if task is not None}
+        done = as_completed([task for task in tasks if task is not None])
+        return (
+            (numbers[task.key], self._taken(function, calls, tasks, numbers[task.key]))
+            for task in done
+        )
+
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
+        """On this process's threads, as the local engine does (the alignment holds data
+        only this process has)."""
+        return in_threads(function, items, self.config.worker_count)
+
+    def _submit(
+        self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
+    ) -> tuple[list[tuple[Any, ...]], list[Future[Any] | None]]:
+        """The calls, and a task for each, handed to the scheduler now (earlier calls first,
+        as the results are taken in order). An argument given to many calls (the config, the
+        lines each source repeats) goes to the workers once."""
+        assert self.client is not None, "DaskEngine used outside its with block"
+        calls = [
+            tuple(_for_workers(value) for value in call) for call in zip(*arguments, strict=False)
+        ]
+        shared: dict[int, Any] = {}
+        seen: set[int] = set()
+        for call in calls:
+            for value in call:
+                if not isinstance(value, _SENT_WITH_EACH) and id(value) in seen:
+                    shared.setdefault(id(value), value)
+                seen.add(id(value))
+        # In a list: scatter takes a dict (the lines each source repeats) as its items.
+        keys = list(shared)
+        sent = (
+            self.client.scatter([shared[key] for key in keys], broadcast=True, hash=False)
+            if keys
+            else []
+        )
+        scattered = dict(zip(keys, sent, strict=True))
+        tasks: list[Future[Any] | None] = [
+            self.client.submit(
+                _task,
+                function,
+                *(scattered.get(id(value), value) for value in call),
+                pure=False,
+                priority=-number,
+            )
+            for number, call in enumerate(calls)
+        ]
+        self._tasks.append(tasks)
+        return calls, tasks
+
+    def _taken(
+        self,
+        function: Callable[..., T],
+        calls: list[tuple[Any, ...]],
+        tasks: list[Future[Any] | None],
+        number: int,
+    ) -> T:
+        """The result of call ``number``, its task then let go."""
+        from distributed import KilledWorker
+
+        task, call = tasks[number], calls[number]
+        assert task is not None, "a task's result taken twice"
+        tasks[number] = None
+        try:
+            result: T = task.result()
+            return result
+        except _NotOnWorker as missing:
+            if os.path.lexists(missing.fs_path):
+                raise EngineError(
+                    f"{missing.path}: the Dask worker {missing.worker} cannot see "
+                    f"{missing.fs_path}; workers read the inputs at the paths this machine "
+                    "finds them: put them on a filesystem every worker mounts at the same path"
+                ) from None
+            # Gone here too: it was deleted while the scan ran; read here, it is a skip.
+            return function(*call)
+        except KilledWorker as killed:
+            raise EngineError(
+                f"Dask workers died running a task {killed.task!r} again and again (each "
+                "run lost its worker): look at the workers' logs (out of memory?)"
+            ) from None
+
+
+class _LocalWorkers:
+    """The workers of a dask-local cluster: ``dask worker`` processes, one thread each, started
+    here as plain subprocesses (not multiprocessing's spawn, which would run the caller's
+    script again in each), ended with this process even by a ``kill -9`` (dedup.engine.lifetime),
+    their logs in a temporary file."""
+
+    def __init__(self, address: str, config: ScanConfig) -> None:
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  # open as long as the workers run
+        code = (
+            "import sys; from dedup.engine.lifetime import die_with_parent; "
+            "die_with_parent(int(sys.argv[1])); "
+            "from distributed.cli.dask_worker import main; "
+            "sys.argv = ['dask-worker', *sys.argv[2:]]; main()"
+        )
+        arguments = ["--no-nanny", "--nthreads", "1", "--death-timeout", "60", address]
+        self.processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(os.getpid()), *arguments],
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=self.log,
+            )
+            for _ in range(config.worker_count)
+        ]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.log.close()
+
+
+def _connect(address: str) -> Client:
+    from distributed import Client
+
+    try:
+        _knock(address)
+        return Client(address, timeout=f"{CONNECT_SECONDS}s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise EngineError(
+            f"cannot reach the Dask scheduler at {address} ({error}): check the address, "
+            "and that the scheduler runs (dask scheduler) and this machine can reach it"
+        ) from None
+
+
+def _knock(address: str) -> None:
+    """Open and close a TCP connection to a tcp:// scheduler: a refused one fails at once,
+    where the client would retry until its timeout."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    protocol, location = parse_address(address)
+    if protocol == "tcp":
+        with socket.create_connection(parse_host_port(location), timeout=CONNECT_SECONDS):
+            pass
+
+
+def _for_workers(value: Any) -> Any:
+    """An argument as a worker gets it: a file by its absolute path (a worker's working
+    folder is not this process's), the config without the scheduler."""
+    if isinstance(value, FoundFile):
+        return replace(value, fs_path=os.path.abspath(value.fs_path))
+    if isinstance(value, ScanConfig):
+        return value.for_workers()
+    return value
+
+
+class _NotOnWorker(Exception):
+    """A file of a task is not at its path on the worker that ran it."""
+
+    def __init__(self, path: str, fs_path: str, worker: str) -> None:
+        super().__init__(path, fs_path, worker)
+        self.path, self.fs_path, self.worker = path, fs_path, worker
+
+
+def _task(function: Callable[..., T], *arguments: Any) -> T:
+    """A task as a worker runs it: ``function`` of ``arguments``, once the worker has made
+    sure it can see their files."""
+    for value in arguments:
+        if isinstance(value, FoundFile) and not os.path.lexists(value.fs_path):
+            from distributed import get_worker
+
+            raise _NotOnWorker(value.path, value.fs_path, get_worker().address)
+    return function(*arguments)
