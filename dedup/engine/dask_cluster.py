@@ -68,10 +68,16 @@ class DaskEngine:
             ) from None
         scheduler = self.config.scheduler
         if self.config.engine_name == "dask-local":
+            # No dashboard; the scheduler's HTTP server (metrics) on a free port, not 8787
+            # (in use by another cluster, it fails the start).
             self._cluster = distributed.LocalCluster(
-                n_workers=0, dashboard_address=None, silence_logs=logging.ERROR
+                n_workers=0,
+                dashboard_address=None,
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                silence_logs=logging.ERROR,
             )
-            self.client, self._owns_client = distributed.Client(self._cluster), True
+            self.client = distributed.Client(self._cluster, set_as_default=False)
+            self._owns_client = True
             self._local_workers = _LocalWorkers(self._cluster.scheduler_address, self.config)
             where = self._cluster.scheduler_address
         elif isinstance(scheduler, str):
@@ -138,8 +144,10 @@ class DaskEngine:
         from distributed import as_completed
 
         calls, tasks = self._submit(function, arguments)
+        assert self.client is not None
         numbers = {task.key: number for number, task in enumerate(tasks) if task is not None}
-        done = as_completed([task for task in tasks if task is not None])
+        # Given the loop: else as_completed looks for a default client, and ours is not one.
+        done = as_completed([task for task in tasks if task is not None], loop=self.client.loop)
         return (
             (numbers[task.key], self._taken(function, calls, tasks, numbers[task.key]))
             for task in done
@@ -175,6 +183,7 @@ class DaskEngine:
             else []
         )
         scattered = dict(zip(keys, sent, strict=True))
+        self._tasks.append(list(sent))  # let go of at the end
         tasks: list[Future[Any] | None] = [
             self.client.submit(
                 _task,

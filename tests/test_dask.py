@@ -1,0 +1,314 @@
+"""The Dask engine on a real cluster of processes: a ``dask scheduler`` and two ``dask worker``
+processes started here (random ports, torn down after), scans through ``--scheduler`` and
+``--engine dask-local`` compared byte for byte with the local engine's, one worker killed part
+way, a scheduler out of reach, and a path the workers cannot see."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dedup
+from benchmarks.quality import variants
+from dedup.cli import cli
+from dedup.read.decode import decode_bytes
+
+distributed = pytest.importorskip("distributed")
+
+SCHEDULER = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
+STARTUP_SECONDS = 60
+
+
+@dataclass
+class Cluster:
+    address: str
+    scheduler: subprocess.Popen[bytes]
+    workers: list[subprocess.Popen[bytes]]
+    log: Path
+
+    def client(self) -> distributed.Client:
+        return distributed.Client(self.address, timeout="20s", set_as_default=False)
+
+
+def _start_cluster(folder: Path, workers: int, worker_prefix: list[str] | None = None) -> Cluster:
+    """``dask scheduler`` and ``workers`` ``dask worker --nworkers 1 --nthreads 1`` processes,
+    each in a session of its own (so that teardown stops a worker's nanny and its child)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scheduler_file = folder / "scheduler.json"
+    log = folder / "cluster.log"
+    with open(log, "ab") as out:
+        scheduler = subprocess.Popen(
+            [*SCHEDULER, "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not scheduler_file.exists() or not scheduler_file.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker_command = [*WORKER, address]
+        worker_command += ["--nworkers", "1", "--nthreads", "1", "--no-dashboard"]
+        started = [
+            subprocess.Popen(
+                [*(worker_prefix or []), *worker_command],
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                cwd=folder,
+            )
+            for _ in range(workers)
+        ]
+    cluster = Cluster(address, scheduler, started, log)
+    with cluster.client() as client:
+        client.wait_for_workers(workers, timeout=STARTUP_SECONDS)
+    return cluster
+
+
+def _stop_cluster(cluster: Cluster) -> None:
+    for process in [*cluster.workers, cluster.scheduler]:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    started = _start_cluster(tmp_path_factory.mktemp("cluster"), workers=2)
+    try:
+        yield started
+    finally:
+        _stop_cluster(started)
+
+
+def _pieces(samples: Path, least: int = 1000) -> list[tuple[str, str]]:
+    """(name, text) of the sample sites' plain-text books cut at paragraph ends into pieces
+    of ``least`` characters or more (the pages of a site that pages its chapters)."""
+    found = []
+    for path in sorted(samples.glob("site-*/*.txt")):
+        text = decode_bytes(path.read_bytes()).text
+        piece: list[str] = []
+        for paragraph in text.splitlines():
+            piece.append(paragraph)
+            if sum(map(len, piece)) >= least:
+                found.append((f"{path.parent.name}-{path.stem}-{len(found):03d}", "\n".join(piece)))
+                piece = []
+    return found
+
+
+@pytest.fixture(scope="module")
+def mirror_dump(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four sites carrying the sample books a page (file) each, as mirror sites do: one verbatim,
+    one with its own ads and line wraps, one in Taiwan script, one with typos (and each
+    leaving some chapters out): a scan with work for many tasks, and near copies to find."""
+    dump = tmp_path_factory.mktemp("mirror")
+    rng = random.Random(21)
+    sites = {
+        "site-a": lambda text: text,
+        "site-b": lambda text: variants.rewrapped(variants.with_ads(text, rng), rng),
+        "site-c": lambda text: variants.convert(text, "s2tw"),
+        "site-d": lambda text: variants.typos(text, rng, 0.02),
+    }
+    for site, vary in sites.items():
+        (dump / site).mkdir()
+        for name, text in _pieces(samples):
+            if site == "site-a" or rng.random() < 0.8:
+                (dump / site / f"{name}.txt").write_text(vary(text), "utf-8")
+    return dump
+
+
+@pytest.fixture(scope="module")
+def local_reports(samples: Path, mirror_dump: Path) -> dict[str, str]:
+    return {
+        "samples": dedup.scan([samples], jobs=1).to_json(),
+        "mirror": dedup.scan([mirror_dump], jobs=2).to_json(),
+    }
+
+
+def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
+    cluster: Cluster, samples: Path, mirror_dump: Path, local_reports: dict[str, str]
+) -> None:
+    on_samples = dedup.scan([samples], scheduler=cluster.address)
+    assert on_samples.to_json() == local_reports["samples"]
+    assert on_samples.engine == f"Dask at {cluster.address}, 2 workers (2 threads)"
+    on_mirror = dedup.scan([mirror_dump], scheduler=cluster.address)
+    assert on_mirror.to_json() == local_reports["mirror"]
+    # Not a scan of nothing: the sites' near copies are found, page by page.
+    assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
+
+
+def test_the_api_takes_a_client_and_leaves_it_open(
+    cluster: Cluster, samples: Path, local_reports: dict[str, str]
+) -> None:
+    with cluster.client() as client:
+        report = dedup.scan([samples], scheduler=client)
+        assert report.to_json() == local_reports["samples"]
+        assert client.status == "running"
+        # The scan's tasks and what it sent are let go of as it returns.
+        deadline = time.monotonic() + 10
+        while client.run_on_scheduler(_tasks_held):
+            assert time.monotonic() < deadline, "the scan left tasks on the cluster"
+            time.sleep(0.05)
+
+
+def test_a_worker_killed_part_way_has_its_tasks_run_again(
+    cluster: Cluster, mirror_dump: Path, local_reports: dict[str, str]
+) -> None:
+    result: dict[str, object] = {}
+
+    def scan() -> None:
+        try:
+            result["report"] = dedup.scan([mirror_dump], scheduler=cluster.address)
+        except BaseException as error:  # handed to the test's thread
+            result["error"] = error
+
+    with cluster.client() as client:
+        running = threading.Thread(target=scan)
+        running.start()
+        # Once the workers have finished some files, kill the one busiest with the rest.
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not client.run_on_scheduler(_files_done):
+            assert running.is_alive() and time.monotonic() < deadline
+            time.sleep(0.02)
+        busiest = max(client.processing().items(), key=lambda item: len(item[1]))[0]
+        pid = client.run(os.getpid, workers=[busiest])[busiest]
+        os.kill(pid, signal.SIGKILL)
+        killed_while_scanning = running.is_alive()
+        running.join(timeout=300)
+        client.wait_for_workers(2, timeout=STARTUP_SECONDS)  # its nanny starts a new one
+    assert killed_while_scanning, "the scan ended before the worker was killed"
+    assert "error" not in result, result.get("error")
+    report = result["report"]
+    assert isinstance(report, dedup.Report)
+    assert report.to_json() == local_reports["mirror"]
+
+
+def _tasks_held(dask_scheduler: distributed.Scheduler) -> int:
+    return len(dask_scheduler.tasks)
+
+
+def _files_done(dask_scheduler: distributed.Scheduler) -> int:
+    return sum(
+        1
+        for task in dask_scheduler.tasks.values()
+        if str(task.key).startswith("_task") and task.state == "memory"
+    )
+
+
+def test_dask_local_on_the_command_line(
+    samples: Path, tmp_path: Path, local_reports: dict[str, str]
+) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli, ["scan", str(samples), "--engine", "dask-local", "-j", "2", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "on local Dask cluster, 2 workers (2 threads)" in result.stdout
+    assert (out / "report.json").read_text("utf-8") == local_reports["samples"]
+    assert json.loads((out / "run.json").read_text("utf-8"))["engine"].startswith("local Dask")
+
+
+def test_clean_and_index_run_on_the_cluster_too(
+    cluster: Cluster, samples: Path, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    for engine in (["-j", "1"], ["--scheduler", cluster.address]):
+        name = "dask" if len(engine) == 2 and engine[0] == "--scheduler" else "local"
+        store = tmp_path / f"{name}.dedup"
+        added = runner.invoke(
+            cli, ["index", "add", str(store), str(samples / "site-qidian"), *engine, "-q"]
+        )
+        assert added.exit_code == 0, added.output
+        out = str(tmp_path / f"{name}-query")
+        query = runner.invoke(
+            cli,
+            ["index", "query", str(store), str(samples / "site-tw"), *engine, "-q", "-o", out],
+        )
+        assert query.exit_code == 0, query.output
+        cleaned = runner.invoke(
+            cli, ["clean", str(samples), "-o", str(tmp_path / f"{name}-clean"), *engine, "-q"]
+        )
+        assert cleaned.exit_code == 0, cleaned.output
+    local_query = (tmp_path / "local-query" / "report.json").read_text("utf-8")
+    assert (tmp_path / "dask-query" / "report.json").read_text("utf-8") == local_query
+    assert json.loads(local_query)["matches"], "the query found nothing to compare"
+    local_files = sorted(
+        p.relative_to(tmp_path / "local-clean") for p in _files(tmp_path / "local-clean")
+    )
+    dask_files = sorted(
+        p.relative_to(tmp_path / "dask-clean") for p in _files(tmp_path / "dask-clean")
+    )
+    assert local_files == dask_files
+    for relative in local_files:
+        local_bytes = (tmp_path / "local-clean" / relative).read_bytes()
+        assert (tmp_path / "dask-clean" / relative).read_bytes() == local_bytes, relative
+
+
+def _files(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file()]
+
+
+def test_an_unreachable_scheduler_is_named_before_any_work(samples: Path, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed: nothing listens there
+    address = f"tcp://127.0.0.1:{port}"
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--scheduler", address, "-o", str(out)])
+    assert result.exit_code == 1
+    assert f"dedup: error: cannot reach the Dask scheduler at {address}" in result.stderr
+    assert "Connection refused" in result.stderr
+    assert not out.exists()
+
+
+def test_the_dask_engine_needs_a_scheduler_to_be_named(samples: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--engine", "dask"])
+    assert result.exit_code == 2
+    assert "give its scheduler's address (--scheduler tcp://HOST:8786)" in result.stderr
+
+
+def test_a_file_the_workers_cannot_see_is_named_with_the_worker(
+    samples: Path, tmp_path: Path
+) -> None:
+    """A worker in a mount namespace of its own, where an empty filesystem covers the
+    folder the dump is in: the driver sees the files, the worker does not."""
+    hidden = tmp_path / "driver-only"
+    shutil.copytree(samples / "site-qidian", hidden / "dump" / "site-qidian")
+    cover = ["unshare", "--mount", "--propagation", "private", "sh", "-c"]
+    test = subprocess.run(
+        [*cover, f"mount -t tmpfs none {hidden} && test ! -e {hidden}/dump"], check=False
+    )
+    if test.returncode != 0 or shutil.which("unshare") is None:
+        pytest.skip("this machine cannot give a process a mount namespace of its own (unshare)")
+    prefix = [*cover, f'mount -t tmpfs none {hidden} && exec "$0" "$@"']
+    hiding = _start_cluster(tmp_path / "cluster", workers=1, worker_prefix=prefix)
+    try:
+        out = tmp_path / "report"
+        result = CliRunner().invoke(
+            cli, ["scan", str(hidden / "dump"), "--scheduler", hiding.address, "-o", str(out)]
+        )
+        with hiding.client() as client:
+            (worker,) = client.scheduler_info(n_workers=-1)["workers"]
+    finally:
+        _stop_cluster(hiding)
+    assert result.exit_code == 1, result.output
+    assert f"the Dask worker {worker} cannot see {hidden}/dump/site-qidian/" in result.stderr
+    assert "dedup: error: " in result.stderr and "every worker mounts" in result.stderr
+    assert not out.exists()
