@@ -35,6 +35,7 @@ from dedup.models import Report, Skipped
 from dedup.pipeline import path_list, scan_files
 from dedup.read import FoundFile, discover_inputs
 from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
+from dedup.read.location import is_plain_file, open_input, read_all, size_of
 from dedup.report.folder import ReportFolder
 from dedup.report.tables import spreadsheet_cell
 
@@ -258,23 +259,23 @@ def _write_copy(
             not_rewritten.append(Skipped(file.path, _why_not(file)))
             documents = []
         cuts = [_cut_of(removal) for removal in documents]
-        size = os.path.getsize(file.fs_path)
+        size = size_of(file.fs_path)
         if not documents:
             if file.path in unreadable and skip_bad:
                 tally.add(file.source, size, 0)
                 continue
             if not dry_run:
-                _copy(Path(file.fs_path), target)
+                _copy(file.fs_path, target)
             copied.append(file.path)
             tally.add(file.source, size, size)
             continue
-        data = Path(file.fs_path).read_bytes()
+        data = read_all(file.fs_path)
         try:
             result = rewrite(file, data, cuts, config)
         except CannotRewrite as reason:
             not_rewritten.append(Skipped(file.path, f"not rewritten: {reason}"))
             if not dry_run:
-                _copy(Path(file.fs_path), target)
+                _copy(file.fs_path, target)
             copied.append(file.path)
             tally.add(file.source, size, size)
             continue
@@ -291,11 +292,10 @@ def _write_copy(
             rewritten.append(file.path)
     read = {file.path for file in found}
     for entry in skipped:  # files dedup does not read (another format, say): as they are
-        source = Path(entry.path)
-        if entry.path in read or skip_bad or not source.is_file() or source.is_symlink():
+        if entry.path in read or skip_bad or not is_plain_file(entry.path):
             continue
         if not dry_run:
-            _copy(source, folder.path / _relative(entry.path, roots))
+            _copy(entry.path, folder.path / _relative(entry.path, roots))
         copied.append(entry.path)
     done = tuple(sorted(kept_removals, key=lambda r: r.sort_key))
     _write_lists(folder.path, done)
@@ -347,9 +347,10 @@ def _relative(path: str, roots: Sequence[str]) -> Path:
     return Path(Path(path).name)
 
 
-def _copy(source: Path, target: Path) -> None:
+def _copy(source: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    with open_input(source) as reading, open(target, "wb") as writing:
+        shutil.copyfileobj(reading, writing, 1 << 20)
 
 
 def _write_lists(folder: Path, removed: Sequence[Removal]) -> None:

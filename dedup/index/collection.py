@@ -40,6 +40,7 @@ from dedup.normalize.repeated_lines import RepeatedLines, repeated_lines
 from dedup.pipeline import path_list, scan_files
 from dedup.progress import progress
 from dedup.read import FoundFile, discover_inputs, file_stamp
+from dedup.read.location import open_input, read_all
 from dedup.report.rebuild import narrowed
 from dedup.timing import StageTimer
 from dedup.version import __version__
@@ -167,7 +168,7 @@ def add(
 
 def _sha256(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -224,7 +225,7 @@ class _FileWriter:
                 mtime_ns=stamp[1],
                 sha256=self.digests[file.path],
                 characters=characters,
-                content=Path(file.fs_path).read_bytes(),
+                content=read_all(file.fs_path),
                 band_keys=keys,
                 repeated_lines=self.lines.get(file.source, frozenset()),
             )

@@ -19,6 +19,7 @@ from typing import IO
 from dedup.errors import InputTooLarge
 from dedup.models import Skipped
 from dedup.read.discover import FoundFile
+from dedup.read.location import open_input
 from dedup.read.streams import DAMAGE, Limits, RawInput, decompressed, raw_input, reason, too_large
 from dedup.read.zip import zip_entries
 
@@ -26,7 +27,7 @@ from dedup.read.zip import zip_entries
 def raw_inputs(file: FoundFile, limits: Limits) -> Iterator[RawInput | Skipped]:
     """The inputs inside ``file``: itself, what its compression holds, or its archive entries."""
     try:
-        with open(file.fs_path, "rb") as handle:
+        with open_input(file.fs_path) as handle:
             if file.format == "zip":
                 yield from zip_entries(file, handle, limits)
                 return

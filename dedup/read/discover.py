@@ -10,6 +10,7 @@ from pathlib import Path, PurePath
 from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.models import Skipped
+from dedup.read.location import is_url, url_files
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
 FORMATS = {
@@ -97,6 +98,10 @@ def discover_inputs(
     skipped: dict[str, Skipped] = {}
     roots = sorted(set(paths))
     for given in roots:
+        if is_url(given):
+            for url, below in url_files(given):
+                _add_url(url, below, given, found, skipped)
+            continue
         root = Path(given)
         if not os.path.lexists(root):
             raise InputPathError(
@@ -176,6 +181,43 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
     return entries
 
 
+def _format_of(name: str) -> tuple[str, str | None] | str:
+    """(format, compression) of a file by its name, or why it is not read."""
+    suffixes = [suffix.lower() for suffix in PurePath(name).suffixes[-2:]]
+    compression = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
+    if compression:
+        suffixes = suffixes[:-1]
+    file_format = FORMATS.get(suffixes[-1]) if suffixes else None
+    if file_format is None or (compression and file_format in ("zip", "epub", "parquet")):
+        known = ", ".join(sorted(FORMATS))
+        squeezed = ", ".join(COMPRESSIONS)
+        return f"not a supported format (supported: {known}, each also as {squeezed})"
+    return file_format, compression
+
+
+def _add_url(
+    url: str,
+    below: tuple[str, ...],
+    given: str,
+    found: dict[str, FoundFile],
+    skipped: dict[str, Skipped],
+) -> None:
+    """A file found under a URL (dedup.read.location): its source is the first folder under
+    the given URL, as for a folder, else the name of the folder it is in."""
+    where = shown(url)
+    kind = _format_of(below[-1] if below else url)
+    if isinstance(kind, str):
+        skipped[where] = Skipped(where, kind)
+        return
+    if len(below) > 1:
+        source = shown(below[0])
+    else:
+        source = shown(url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 2 else ".")
+    previous = found.get(url)
+    if previous is None:
+        found[url] = FoundFile(where, source, kind[0], url, kind[1], None)
+
+
 def file_stamp(path: str) -> tuple[int, int] | None:
     """(size, modification time in ns) of ``path``; None if it cannot be read."""
     try:
@@ -202,18 +244,11 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     if not os.path.isfile(real):
         skipped[where] = Skipped(where, "not a regular file")
         return
-    suffixes = [suffix.lower() for suffix in file.suffixes[-2:]]
-    compression = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
-    if compression:
-        suffixes = suffixes[:-1]
-    file_format = FORMATS.get(suffixes[-1]) if suffixes else None
-    if file_format is None or (compression and file_format in ("zip", "epub", "parquet")):
-        known = ", ".join(sorted(FORMATS))
-        squeezed = ", ".join(COMPRESSIONS)
-        skipped[where] = Skipped(
-            where, f"not a supported format (supported: {known}, each also as {squeezed})"
-        )
+    kind = _format_of(file.name)
+    if isinstance(kind, str):
+        skipped[where] = Skipped(where, kind)
         return
+    file_format, compression = kind
     candidate = FoundFile(where, source, file_format, str(file), compression, file_stamp(real))
     # The same file reached through two given paths is read once, under the first name in order.
     previous = found.get(real)

@@ -1,0 +1,100 @@
+"""Where an input is: a path on this machine's filesystem, or an fsspec URL (``s3://bucket/
+dump/``, ``gcs://``, ``file://``, ``memory://``), read through fsspec, which is installed with
+the dask extra (a URL's own filesystem, such as s3fs, is the user's to install).
+
+A URL's files are listed and read through fsspec alone: nothing is copied to disk first. They
+have no stamp (dedup.read.discover.FoundFile.stamp): a change while the scan runs is not
+detected, and their member texts are read again rather than by their bytes."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, BinaryIO
+
+from dedup.errors import InputPathError
+
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]+://")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` is a URL (``scheme://...``) rather than a path of this machine."""
+    return bool(_URL.match(path))
+
+
+def open_input(where: str) -> BinaryIO:
+    """The file at ``where`` (a path or a URL), opened to read its bytes (seekable)."""
+    if not is_url(where):
+        return open(where, "rb")
+    import fsspec
+
+    opened: BinaryIO = fsspec.open(where, "rb").open()
+    return opened
+
+
+def read_all(where: str) -> bytes:
+    with open_input(where) as handle:
+        return handle.read()
+
+
+def exists(where: str) -> bool:
+    if not is_url(where):
+        return os.path.lexists(where)
+    filesystem, path = _filesystem(where)
+    return bool(filesystem.exists(path))
+
+
+def is_plain_file(where: str) -> bool:
+    """Whether ``where`` is a file (for a path: a regular file, not a link)."""
+    if not is_url(where):
+        return os.path.isfile(where) and not os.path.islink(where)
+    filesystem, path = _filesystem(where)
+    return bool(filesystem.isfile(path))
+
+
+def size_of(where: str) -> int:
+    if not is_url(where):
+        return os.path.getsize(where)
+    filesystem, path = _filesystem(where)
+    return int(filesystem.size(path))
+
+
+def url_files(url: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The files at or under ``url``: (each file's URL, its parts below ``url``), in order.
+    A URL that does not exist, or whose filesystem fsspec cannot load, stops the scan, as a
+    path that does not exist does."""
+    filesystem, root = _filesystem(url)
+    try:
+        if not filesystem.exists(root):
+            raise InputPathError(f"{url}: no such file or folder; check the URL and try again")
+        if not filesystem.isdir(root):
+            return [(url, ())]
+        found = filesystem.find(root, withdirs=False)
+    except OSError as error:
+        raise InputPathError(
+            f"{url}: cannot list it ({error}); check the URL and try again"
+        ) from None
+    top = root.rstrip("/")
+    files = []
+    for path in sorted(found):
+        relative = path[len(top) :].strip("/").split("/") if path.startswith(top) else [path]
+        files.append((filesystem.unstrip_protocol(path), tuple(relative)))
+    return files
+
+
+def _filesystem(url: str) -> tuple[Any, str]:
+    try:
+        import fsspec
+    except ImportError:
+        raise InputPathError(
+            f"{url}: reading URLs needs fsspec: pip install 'dedup[dask]' (or pip install fsspec)"
+        ) from None
+    try:
+        filesystem, path = fsspec.core.url_to_fs(url)
+    except ImportError as error:  # the protocol's package is not installed (s3fs for s3://)
+        raise InputPathError(f"{url}: {error} (pip install it), then scan again") from None
+    except ValueError as error:
+        raise InputPathError(
+            f"{url}: {error}; check the URL (fsspec names its protocols, s3:// for S3, say)"
+        ) from None
+    return filesystem, str(path)

@@ -1,0 +1,77 @@
+"""Inputs at fsspec URLs (dedup.read.location): memory:// and file:// dumps give the report a
+scan of the same files on disk gives (their paths apart), and URLs that cannot be read stop the
+scan with a message naming them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dedup
+from dedup.cli import cli
+
+fsspec = pytest.importorskip("fsspec")
+
+
+@pytest.fixture
+def memory_dump(samples: Path) -> str:
+    """The sample sites in fsspec's in-process memory filesystem (the local engine's workers
+    are forked after discovery, so they see it too)."""
+    memory = fsspec.filesystem("memory")
+    for path in sorted(samples.rglob("*")):
+        if path.is_file():
+            memory.pipe(f"/samples/{path.relative_to(samples).as_posix()}", path.read_bytes())
+    yield "memory://samples"
+    memory.rm("/samples", recursive=True)
+
+
+def _on_disk(samples: Path) -> str:
+    return dedup.scan([samples], jobs=1).to_json().replace(f"{samples}/", "SAMPLES/")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_memory_url_is_scanned_as_the_same_files_on_disk(
+    memory_dump: str, samples: Path, jobs: int
+) -> None:
+    report = dedup.scan([memory_dump], jobs=jobs)
+    assert report.summary.files == 9 and report.matches
+    assert {entry.source for entry in report.inputs} == {
+        path.name for path in samples.iterdir() if path.is_dir()
+    }
+    assert report.to_json().replace("memory:///samples/", "SAMPLES/") == _on_disk(samples)
+
+
+def test_a_file_url_is_scanned_as_its_path(samples: Path) -> None:
+    report = dedup.scan([f"file://{samples}"], jobs=2)
+    assert report.inputs[0].path.startswith(f"file://{samples}/")
+    assert report.to_json().replace(f"file://{samples}/", "SAMPLES/") == _on_disk(samples)
+
+
+def test_clean_writes_a_copy_of_a_url_dump(memory_dump: str, samples: Path, tmp_path: Path) -> None:
+    from_url, from_disk = tmp_path / "url", tmp_path / "disk"
+    for given, out in ((memory_dump, from_url), (str(samples), from_disk)):
+        result = CliRunner().invoke(cli, ["clean", given, "-o", str(out), "-q", "-j", "1"])
+        assert result.exit_code == 0, result.output
+    written = sorted(p.relative_to(from_disk) for p in from_disk.rglob("*") if p.is_file())
+    assert written == sorted(p.relative_to(from_url) for p in from_url.rglob("*") if p.is_file())
+    for relative in written:
+        if relative.name.startswith("removed."):  # they name the files by their URLs
+            continue
+        assert (from_url / relative).read_bytes() == (from_disk / relative).read_bytes()
+    assert "memory:///samples/" in (from_url / "removed.jsonl").read_text("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("memory://no-such-dump", "no such file or folder; check the URL"),
+        ("nosuchprotocol://dump", "check the URL (fsspec names its protocols"),
+    ],
+)
+def test_a_url_that_cannot_be_read_is_named(url: str, says: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["scan", url, "-o", str(tmp_path / "report")])
+    assert result.exit_code == 1
+    assert f"dedup: error: {url}: " in result.stderr and says in result.stderr
+    assert not (tmp_path / "report").exists()
