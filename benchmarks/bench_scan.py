@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--dump mirror|repeated] [--cli]
         [--jobs 0] [--shared ../shared]
+    python benchmarks/bench_scan.py --engine dask-local --workers 1 2 [--mb 250 [1000]]
 
 Builds a dump of about --mb MB from real text in ../shared/corpora: ``mirror`` (the default),
 five mirror sites that each vary the text (benchmarks/mirror_sites.py: most passages near
@@ -13,6 +14,11 @@ datasketch.MinHash per passage, update_batch on the UTF-8 encoded shingles (defa
 MinHashLSH insert then query. The scan and the script run --rounds times, alternating, and
 each side's fastest round counts (the machine's speed wanders by a fifth within minutes).
 Prints MB/s, passages/s, seconds per stage, peak RSS and the ratios.
+With ``--engine dask-local``, the same dump is scanned instead by the local engine (``--jobs``
+processes) and by a Dask cluster started for the scan with each of ``--workers`` single-thread
+workers, each scan in a process of its own, in alternating rounds: MB/s (the cluster's start
+included), the driver's peak RSS, and the share of the time the driver spends in the stages it
+runs itself (candidates to the report's records) rather than waiting on the workers.
 With several sizes, each is scanned in a process of its own (so each peak RSS is its own) and a
 closing table shows how MB/s holds up as the dump grows. Timings are printed, never asserted.
 """
@@ -192,8 +198,16 @@ def main() -> None:
     parser.add_argument(
         "--cli", action="store_true", help="also time the command line, report written"
     )
+    parser.add_argument(
+        "--engine", choices=["dask-local"], default=None, help="compare with the Dask engine"
+    )
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="Dask workers")
     parser.add_argument("--figures", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.engine is not None:
+        for size in args.mb:
+            compare_engines(args, size)
+        return
     if len(args.mb) == 1:
         figures = run(args, args.mb[0], baselines=not args.no_baseline)
         if args.figures:
@@ -314,6 +328,65 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
     else:
         print(f", rensa RMinHash {rensa:.2f} s: dedup is {rensa / ours:.2f}x rensa (median round)")
     return figures
+
+
+# A scan in a process of its own: its wall time from before the import, its peak RSS (the
+# driver's: Dask's workers are processes of their own) and its stages.
+_ONE_SCAN = """
+import hashlib, json, resource, sys, time
+started = time.perf_counter()
+import dedup
+report = dedup.scan([sys.argv[1]], jobs=int(sys.argv[2]), engine=sys.argv[3])
+print(json.dumps({
+    "seconds": time.perf_counter() - started,
+    "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "timings": report.timings,
+    "passages": report.summary.passages,
+    "engine": report.engine,
+    "digest": hashlib.sha256(report.to_json().encode()).hexdigest(),
+}))
+"""
+
+# The stages the driver runs itself, after the workers hand back their files.
+_DRIVER_STAGES = ("candidates", "verify", "align", "cluster")
+
+
+def compare_engines(args: argparse.Namespace, size_mb: float) -> None:
+    """The local engine and the Dask engine with each of ``--workers`` workers on one dump,
+    in alternating rounds; each side's fastest round counts."""
+    runs = [("local", args.jobs or 2)] + [("dask-local", workers) for workers in args.workers]
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = Path(tmp)
+        builder = build_mirror_dump if args.dump == "mirror" else build_dump
+        size = builder(args.shared, int(size_mb * 1e6), dump)
+        results: dict[tuple[str, int], list[dict[str, object]]] = {run: [] for run in runs}
+        for _round in range(args.rounds):
+            for engine, workers in runs:
+                output = subprocess.run(
+                    [sys.executable, "-c", _ONE_SCAN, str(dump), str(workers), engine],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    cwd=tempfile.gettempdir(),
+                ).stdout
+                results[(engine, workers)].append(json.loads(output.splitlines()[-1]))
+    digests = {result["digest"] for rounds in results.values() for result in rounds}
+    print(
+        f"dump ({args.dump}): {size / 1e6:.1f} MB; {args.rounds} rounds, alternating; reports "
+        + ("identical" if len(digests) == 1 else "DIFFERENT")
+    )
+    print(f"{'engine':<44} seconds   MB/s  vs local  driver peak RSS  driver stages")
+    local_seconds = min(float(r["seconds"]) for r in results[runs[0]])  # type: ignore[arg-type]
+    for run in runs:
+        best = min(results[run], key=lambda result: float(result["seconds"]))  # type: ignore[arg-type]
+        seconds = float(best["seconds"])  # type: ignore[arg-type]
+        timings: dict[str, float] = best["timings"]  # type: ignore[assignment]
+        driver = sum(timings.get(stage, 0.0) for stage in _DRIVER_STAGES)
+        print(
+            f"{best['engine']!s:<44} {seconds:7.1f} {size / 1e6 / seconds:6.2f} "
+            f"{local_seconds / seconds:8.2f}x {float(best['peak_mb']):11.0f} MB "  # type: ignore[arg-type]
+            f"{driver / timings['total']:10.0%}"
+        )
 
 
 if __name__ == "__main__":

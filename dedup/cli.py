@@ -791,9 +791,10 @@ def main(prog_name: str | None = None) -> None:
     status (errors.ExitStatus). A DedupError reaches this as a click exception (_Group.invoke
     turns it into one, so that click's own runner shows it alike)."""
     logging.basicConfig(level=logging.WARNING, format="dedup: %(levelname)s: %(message)s")
-    # Dask's scheduler and client log each connection at INFO, which distributed sets for
-    # itself as it is imported (from dask's config: a user's own setting wins).
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+    # Dask's scheduler and client log each connection at INFO, and at WARNING the workers a
+    # dask-local cluster stops at the end; distributed sets its level as it is imported, from
+    # dask's config (a user's own setting wins).
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     try:
         with terminate_as_interrupt():
             cli.main(prog_name=prog_name, standalone_mode=False)

@@ -15,7 +15,7 @@ their other seeds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,11 @@ class PassageAlignment:
         none = np.empty(0, dtype=np.int64)
         steps, seeds = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint32)
         return cls(none, none, steps, np.empty((0, 2), dtype=np.int64), seeds, none)
+
+    def seeded_by(self, seeding: npt.NDArray[np.bool_]) -> PassageAlignment:
+        """With the seeds of the passages ``seeding`` (a flag per passage) alone."""
+        wanted = seeding[self.seed_passage]
+        return replace(self, seeds=self.seeds[wanted], seed_passage=self.seed_passage[wanted])
 
     def kept(self, rows: npt.NDArray[np.int64], seeding: npt.NDArray[np.bool_]) -> PassageAlignment:
         """These passages' ``rows`` alone (sorted), with the seeds of the rows ``seeding`` (a

@@ -59,7 +59,10 @@ class NormalizedTexts:
         alignment: PassageAlignment,
     ) -> NormalizedTexts:
         lengths, leads = alignment.lengths, alignment.leads
+        # The first passage of each text only: a copy's text, when a worker handed it back
+        # too, is the same code points again.
         held = np.array([text is not None for text in texts], dtype=np.bool_)
+        held &= leader == np.arange(len(texts))
         start = np.zeros(len(texts), dtype=np.int64)
         start[held] = np.cumsum(lengths[held]) - lengths[held]
         parts = [

@@ -154,6 +154,13 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
+def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:
+    url = f"file://{samples}"
+    report = dedup.scan([url], scheduler=cluster.address)
+    assert report.inputs[0].path.startswith(f"{url}/") and report.matches
+    assert report.to_json() == dedup.scan([url], jobs=1).to_json()
+
+
 def test_the_api_takes_a_client_and_leaves_it_open(
     cluster: Cluster, samples: Path, local_reports: dict[str, str]
 ) -> None:

@@ -29,6 +29,7 @@ from dedup.config import ScanConfig
 from dedup.engine.base import in_threads
 from dedup.errors import EngineError
 from dedup.read import FoundFile
+from dedup.read.location import exists, is_url
 
 if TYPE_CHECKING:
     from distributed import Client, Future, LocalCluster
@@ -214,7 +215,7 @@ class DaskEngine:
             result: T = task.result()
             return result
         except _NotOnWorker as missing:
-            if os.path.lexists(missing.fs_path):
+            if exists(missing.fs_path):
                 raise EngineError(
                     f"{missing.path}: the Dask worker {missing.worker} cannot see "
                     f"{missing.fs_path}; workers read the inputs at the paths this machine "
@@ -293,7 +294,7 @@ def _knock(address: str) -> None:
 def _for_workers(value: Any) -> Any:
     """An argument as a worker gets it: a file by its absolute path (a worker's working
     folder is not this process's), the config without the scheduler."""
-    if isinstance(value, FoundFile):
+    if isinstance(value, FoundFile) and not is_url(value.fs_path):
         return replace(value, fs_path=os.path.abspath(value.fs_path))
     if isinstance(value, ScanConfig):
         return value.for_workers()
@@ -312,7 +313,7 @@ def _task(function: Callable[..., T], *arguments: Any) -> T:
     """A task as a worker runs it: ``function`` of ``arguments``, once the worker has made
     sure it can see their files."""
     for value in arguments:
-        if isinstance(value, FoundFile) and not os.path.lexists(value.fs_path):
+        if isinstance(value, FoundFile) and not exists(value.fs_path):
             from distributed import get_worker
 
             raise _NotOnWorker(value.path, value.fs_path, get_worker().address)

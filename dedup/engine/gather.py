@@ -4,7 +4,7 @@ several files, then the main pass, each file's result merged as it arrives and l
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 
 import numpy as np
@@ -154,12 +154,19 @@ def prepare_all(
     )
     learned.clear()
     prepared = Prepared(SignatureTable(config.num_perm))
+    # A worker hands a text back once (or, on a cluster, every time): the copies' texts other
+    # workers handed back too are let go of here, with their seeds, as each file arrives (in
+    # file order), so that this process holds each text once, whatever the workers did.
+    here = new_scan()
     try:
-        for file, result in zip(
-            files,
-            progress(results, "read+fingerprint", "file", len(files), config.show_progress),
-            strict=True,
+        for number, (file, result) in enumerate(
+            zip(
+                files,
+                progress(results, "read+fingerprint", "file", len(files), config.show_progress),
+                strict=True,
+            )
         ):
+            result = _without_copies(result, CopyFilter(here, number))
             if each is None:
                 prepared.add(file, result)
             else:
@@ -168,4 +175,19 @@ def prepare_all(
                 timer.add(stage, seconds)
     finally:
         forget_scan(scan)  # this process's table, when the files were prepared here
+        forget_scan(here)
     return prepared
+
+
+def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:
+    """``result`` as a worker that hands back each text once would have handed it back: the
+    texts ``copies`` has seen in this or an earlier file as None, without their seeds."""
+    inputs = []
+    for item in result.inputs:
+        keep = copies.keep(item.hashes)
+        texts = tuple(
+            text if kept else None
+            for text, kept in zip(item.normalized, keep.tolist(), strict=True)
+        )
+        inputs.append(replace(item, normalized=texts, alignment=item.alignment.seeded_by(keep)))
+    return replace(result, inputs=tuple(inputs))
