@@ -77,8 +77,9 @@ def _start_cluster(folder: Path, workers: int, worker_prefix: list[str] | None =
             for _ in range(workers)
         ]
     cluster = Cluster(address, scheduler, started, log)
-    with cluster.client() as client:
-        client.wait_for_workers(workers, timeout=STARTUP_SECONDS)
+    if workers:
+        with cluster.client() as client:
+            client.wait_for_workers(workers, timeout=STARTUP_SECONDS)
     return cluster
 
 
@@ -167,6 +168,7 @@ def test_the_api_takes_a_client_and_leaves_it_open(
     with cluster.client() as client:
         report = dedup.scan([samples], scheduler=client)
         assert report.to_json() == local_reports["samples"]
+        assert report.engine.startswith(f"Dask at {cluster.address}, 2 workers")
         assert client.status == "running"
         # The scan's tasks and what it sent are let go of as it returns.
         deadline = time.monotonic() + 10
@@ -283,6 +285,22 @@ def test_an_unreachable_scheduler_is_named_before_any_work(samples: Path, tmp_pa
     assert f"dedup: error: cannot reach the Dask scheduler at {address}" in result.stderr
     assert "Connection refused" in result.stderr
     assert not out.exists()
+
+
+def test_a_scheduler_without_workers_is_an_error_saying_to_start_some(
+    samples: Path, tmp_path: Path
+) -> None:
+    alone = _start_cluster(tmp_path / "cluster", workers=0)
+    try:
+        result = CliRunner().invoke(
+            cli, ["scan", str(samples), "--scheduler", alone.address, "-o", str(tmp_path / "r")]
+        )
+    finally:
+        _stop_cluster(alone)
+    assert result.exit_code == 1
+    assert f"no Dask workers joined the scheduler at {alone.address}" in result.stderr
+    assert f"start some (dask worker {alone.address})" in result.stderr
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_dask_engine_needs_a_scheduler_to_be_named(samples: Path, tmp_path: Path) -> None:

@@ -67,6 +67,15 @@ class DaskEngine:
             raise EngineError(
                 "the Dask engine needs the dask extra: pip install 'dedup[dask]'"
             ) from None
+        try:
+            self._start(distributed)
+        except BaseException:  # an error or an interrupt while starting: nothing left behind
+            self._close()
+            raise
+        return self
+
+    def _start(self, distributed: Any) -> None:
+        """Connect to the cluster (or start the local one) and wait for its workers."""
         scheduler = self.config.scheduler
         if self.config.engine_name == "dask-local":
             # No dashboard; the scheduler's HTTP server (metrics) on a free port, not 8787
@@ -85,23 +94,30 @@ class DaskEngine:
             self.client, self._owns_client = _connect(scheduler), True
             where = scheduler
         else:
-            self.client, where = scheduler, str(getattr(scheduler, "scheduler", "a client"))
+            self.client = scheduler  # the caller's Client: used, left open
+            where = str(getattr(scheduler.scheduler, "address", "the client's scheduler"))
+        local = self._local_workers
+        # Started here, the workers are waited for, all of them (a Python that imports dedup
+        # and distributed each); a cluster's, one at least.
+        seconds = CONNECT_SECONDS if local is None else 3 * CONNECT_SECONDS
         try:
             self.client.wait_for_workers(
-                1 if self._local_workers is None else self.config.worker_count,
-                timeout=CONNECT_SECONDS * (1 if self._local_workers is None else 3),
+                1 if local is None else self.config.worker_count, timeout=seconds
             )
         except (TimeoutError, OSError):
-            self._close()
+            if local is not None:
+                raise EngineError(
+                    f"the local Dask cluster's workers did not start within {seconds} s; "
+                    f"their log ends: {local.log_tail()}"
+                ) from None
             raise EngineError(
-                f"no Dask workers joined the scheduler at {where} within {CONNECT_SECONDS} s: "
+                f"no Dask workers joined the scheduler at {where} within {seconds} s: "
                 f"start some (dask worker {where}) and scan again"
             ) from None
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         self.workers = sum(worker["nthreads"] for worker in workers.values())
         kind = "local Dask cluster" if self._cluster is not None else f"Dask at {where}"
         self.description = f"{kind}, {len(workers)} workers ({self.workers} threads)"
-        return self
 
     def __exit__(
         self,
@@ -254,6 +270,11 @@ class _LocalWorkers:
             )
             for _ in range(config.worker_count)
         ]
+
+    def log_tail(self, characters: int = 600) -> str:
+        self.log.seek(0)
+        text = self.log.read().decode("utf-8", "replace").strip()
+        return text[-characters:] or "(nothing)"
 
     def stop(self) -> None:
         for process in self.processes:
