@@ -337,3 +337,71 @@ def test_a_file_the_workers_cannot_see_is_named_with_the_worker(
     assert f"the Dask worker {worker} cannot see {hidden}/dump/site-qidian/" in result.stderr
     assert "dedup: error: " in result.stderr and "every worker mounts" in result.stderr
     assert not out.exists()
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (Linux's /proc)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            for task in Path(f"/proc/{parent}/task").iterdir():
+                children = {int(c) for c in (task / "children").read_text().split()}
+                todo += list(children - found)
+                found |= children
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
+def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
+    mirror_dump: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    out = tmp_path / "report"
+    command = [sys.executable, "-m", "dedup", "scan", str(mirror_dump), "-o", str(out), "-q"]
+    with open(tmp_path / "stderr.txt", "wb") as log:
+        scan = subprocess.Popen(
+            [*command, "--engine", "dask-local", "-j", "2"],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+    # Once both workers run (and have started on the files), stop the scan.
+    deadline = time.monotonic() + STARTUP_SECONDS
+    workers: set[int] = set()
+    while len(workers) < 2:
+        assert scan.poll() is None and time.monotonic() < deadline, scan.returncode
+        workers = {
+            pid
+            for pid in _descendants(scan.pid)
+            if b"dask_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        }
+        time.sleep(0.05)
+    time.sleep(1.5)
+    assert scan.poll() is None, "the scan ended before it was stopped"
+    if stop == signal.SIGINT:
+        os.killpg(scan.pid, stop)  # Ctrl-C reaches the whole process group
+    else:
+        scan.send_signal(stop)
+    code = scan.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in workers if _alive(pid)] == []
+    assert not out.exists()
+    if stop == signal.SIGINT:
+        assert code == 130, (tmp_path / "stderr.txt").read_text()
+        errors = (tmp_path / "stderr.txt").read_text()
+        assert "dedup: interrupted" in errors and "Traceback" not in errors, errors
+        assert [p for p in tmp_path.iterdir() if ".partial-" in p.name] == []
