@@ -46,7 +46,12 @@ class Cluster:
         return distributed.Client(self.address, timeout="20s", set_as_default=False)
 
 
-def _start_cluster(folder: Path, workers: int, worker_prefix: list[str] | None = None) -> Cluster:
+def _start_cluster(
+    folder: Path,
+    workers: int,
+    worker_prefix: list[str] | None = None,
+    worker_environment: dict[str, str] | None = None,
+) -> Cluster:
     """``dask scheduler`` and ``workers`` ``dask worker --nworkers 1 --nthreads 1`` processes,
     each in a session of its own (so that teardown stops a worker's nanny and its child)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -73,6 +78,7 @@ def _start_cluster(folder: Path, workers: int, worker_prefix: list[str] | None =
                 stderr=out,
                 start_new_session=True,
                 cwd=folder,
+                env={**os.environ, **(worker_environment or {})},
             )
             for _ in range(workers)
         ]
@@ -300,6 +306,31 @@ def test_a_scheduler_without_workers_is_an_error_saying_to_start_some(
     assert result.exit_code == 1
     assert f"no Dask workers joined the scheduler at {alone.address}" in result.stderr
     assert f"start some (dask worker {alone.address})" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_workers_running_another_dedup_are_refused(samples: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(
+        Path(dedup.__file__).parent, other / "dedup", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    with open(other / "dedup" / "version.py", "a", encoding="utf-8") as version:
+        version.write("# a later change\n")
+    mixed = _start_cluster(
+        tmp_path / "cluster", workers=1, worker_environment={"PYTHONPATH": str(other)}
+    )
+    try:
+        with mixed.client() as client:
+            (worker,) = client.scheduler_info(n_workers=-1)["workers"]
+            imported = client.run(lambda: __import__("dedup").__file__)[worker]
+        result = CliRunner().invoke(
+            cli, ["scan", str(samples), "--scheduler", mixed.address, "-o", str(tmp_path / "r")]
+        )
+    finally:
+        _stop_cluster(mixed)
+    assert imported.startswith(str(other))  # the worker does run the other copy
+    assert result.exit_code == 1
+    assert f"the Dask workers {worker} run another dedup than this one" in result.stderr
     assert not (tmp_path / "r").exists()
 
 

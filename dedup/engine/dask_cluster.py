@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dedup.config import ScanConfig
 from dedup.engine.base import in_threads
 from dedup.errors import EngineError
+from dedup.kernels.jit import sources_digest
 from dedup.read import FoundFile
 from dedup.read.location import exists, is_url
+from dedup.version import __version__
 
 if TYPE_CHECKING:
     from distributed import Client, Future, LocalCluster
@@ -114,6 +116,7 @@ class DaskEngine:
                 f"no Dask workers joined the scheduler at {where} within {seconds} s: "
                 f"start some (dask worker {where}) and scan again"
             ) from None
+        _check_workers_run_this_dedup(self.client)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         self.workers = sum(worker["nthreads"] for worker in workers.values())
         kind = "local Dask cluster" if self._cluster is not None else f"Dask at {where}"
@@ -286,6 +289,26 @@ class _LocalWorkers:
                 process.kill()
                 process.wait()
         self.log.close()
+
+
+def _check_workers_run_this_dedup(client: Client) -> None:
+    """Every worker imports the dedup this process runs (the same sources): another version
+    could find other pairs, and a report must not depend on where its tasks ran."""
+    here = sources_digest()
+    try:
+        theirs: dict[str, str] = client.run(sources_digest)
+    except ImportError:
+        raise EngineError(
+            "the Dask workers cannot import dedup: install it on every worker "
+            "(pip install 'dedup[dask]', the same version as here) and start them again"
+        ) from None
+    other = sorted(address for address, digest in theirs.items() if digest != here)
+    if other:
+        raise EngineError(
+            f"the Dask workers {', '.join(other)} run another dedup than this one "
+            f"({__version__} here, or other sources): install the same on every worker "
+            "and start them again"
+        )
 
 
 def _connect(address: str) -> Client:
