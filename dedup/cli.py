@@ -786,15 +786,24 @@ def _stdout_to_nowhere() -> None:
     os.close(devnull)
 
 
+def _not_from_dask(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.CRITICAL or not record.name.startswith(
+        ("distributed", "tornado", "asyncio")
+    )
+
+
 def main(prog_name: str | None = None) -> None:
     """The console script: every error ends here as one ``dedup: error:`` line and an exit
     status (errors.ExitStatus). A DedupError reaches this as a click exception (_Group.invoke
     turns it into one, so that click's own runner shows it alike)."""
     logging.basicConfig(level=logging.WARNING, format="dedup: %(levelname)s: %(message)s")
-    # Dask's scheduler and client log each connection at INFO, and at WARNING the workers a
-    # dask-local cluster stops at the end; distributed sets its level as it is imported, from
-    # dask's config (a user's own setting wins).
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    # Dask's scheduler and client log each connection at INFO, the workers a dask-local
+    # cluster stops at WARNING, and a lost scheduler as tracebacks at ERROR, which dedup says
+    # itself (errors.EngineError); distributed sets its level as it is imported, from dask's
+    # config (a user's own setting wins).
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    for handler in logging.getLogger().handlers:  # and its loggers that set a level of their own
+        handler.addFilter(_not_from_dask)
     try:
         with terminate_as_interrupt():
             cli.main(prog_name=prog_name, standalone_mode=False)

@@ -227,6 +227,35 @@ def _files_done(dask_scheduler: distributed.Scheduler) -> int:
     )
 
 
+def test_a_scheduler_lost_part_way_is_an_error_and_no_report(
+    mirror_dump: Path, tmp_path: Path
+) -> None:
+    doomed = _start_cluster(tmp_path / "cluster", workers=2)
+    out = tmp_path / "report"
+    command = [sys.executable, "-m", "dedup", "scan", str(mirror_dump), "-o", str(out), "-q"]
+    try:
+        with open(tmp_path / "stderr.txt", "wb") as log:
+            scan = subprocess.Popen(
+                [*command, "--scheduler", doomed.address],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        with doomed.client() as client:
+            deadline = time.monotonic() + STARTUP_SECONDS
+            while not client.run_on_scheduler(_files_done):
+                assert scan.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+        doomed.scheduler.kill()
+        code = scan.wait(timeout=120)
+    finally:
+        _stop_cluster(doomed)
+    errors = (tmp_path / "stderr.txt").read_text()
+    assert code == 1, errors
+    assert f"dedup: error: lost the Dask scheduler at {doomed.address} during the scan" in errors
+    assert "Traceback" not in errors and errors.count("\n") == 1, errors
+    assert not out.exists()
+
+
 def test_dask_local_on_the_command_line(
     samples: Path, tmp_path: Path, local_reports: dict[str, str]
 ) -> None:

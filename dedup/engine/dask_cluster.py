@@ -14,6 +14,8 @@ when this engine is used."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,6 +61,7 @@ class DaskEngine:
         self.client: Client | None = None
         self._cluster: LocalCluster | None = None
         self._owns_client = False
+        self._where = ""  # the scheduler's address, for messages
         self._local_workers: _LocalWorkers | None = None
         # Each call's task until its result is taken (then None: the workers let it go).
         self._tasks: list[list[Future[Any] | None]] = []
@@ -98,6 +102,7 @@ class DaskEngine:
         else:
             self.client = scheduler  # the caller's Client: used, left open
             where = str(getattr(scheduler.scheduler, "address", "the client's scheduler"))
+        self._where = where
         local = self._local_workers
         # Started here, the workers are waited for, all of them (a Python that imports dedup
         # and distributed each); a cluster's, one at least.
@@ -130,13 +135,15 @@ class DaskEngine:
     ) -> None:
         pending = [task for tasks in self._tasks for task in tasks if task is not None]
         if self.client is not None and pending:
-            self.client.cancel(pending, force=True)
+            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                self.client.cancel(pending, force=True)
         self._tasks = []
         self._close()
 
     def _close(self) -> None:
         if self.client is not None and self._owns_client:
-            self.client.close()
+            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                self.client.close(timeout=CONNECT_SECONDS)  # a lost scheduler: given up on
         if self._local_workers is not None:
             self._local_workers.stop()
         if self._cluster is not None:
@@ -242,6 +249,12 @@ class DaskEngine:
                 ) from None
             # Gone here too: it was deleted while the scan ran; read here, it is a skip.
             return function(*call)
+        except (OSError, CancelledError, asyncio.CancelledError):
+            # The scheduler went away (its connection closed, the task cancelled with it).
+            raise EngineError(
+                f"lost the Dask scheduler at {self._where} during the scan: check that it "
+                "runs and this machine reaches it, and scan again"
+            ) from None
         except KilledWorker as killed:
             raise EngineError(
                 f"Dask workers died running a task {killed.task!r} again and again (each "
