@@ -16,9 +16,9 @@ back to the original text, and the documents that are copies of one another grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,7 @@ from dedup.cluster import components
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig
 from dedup.documents import DocumentRuns, PassageAlignment
+from dedup.engine.base import Threads
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
@@ -80,12 +81,6 @@ class AlignedPairs:
 
     pairs: npt.NDArray[np.int64]  # (a, b) documents, a < b
     spans: npt.NDArray[np.int64]
-
-
-class Threads(Protocol):
-    """Where the chunks of pairs are aligned: an engine's threads (dedup.engine.local)."""
-
-    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]: ...
 
 
 def align_pairs(

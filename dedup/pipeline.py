@@ -95,6 +95,7 @@ def scan_files(
                 config.ngram,
                 config.threshold,
                 config.containment,
+                engine,
             )
         with timer("align"):
             # Documents (chapters, records) that share seeds or verified passages are

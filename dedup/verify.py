@@ -8,15 +8,16 @@ share a key with probability about 2**-64, so the values are exact in practice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
 from dedup.columns import Similarity, SimilarityTable
+from dedup.engine.base import Threads
 from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
 from dedup.kernels import compiled
 from dedup.kernels.tables import stamped_add, stamped_has
@@ -32,6 +33,7 @@ class Block:
 
 
 NgramIndex = dict[str, list[int]]
+T = TypeVar("T")
 
 
 def ngram_index(text: str, ngram: int) -> NgramIndex:
@@ -144,21 +146,45 @@ def verify_table(
     ngram: int,
     threshold: float,
     containment: float,
+    threads: Threads | None = None,
 ) -> SimilarityTable:
-    """:func:`verify_pairs`, as a table."""
+    """:func:`verify_pairs`, as a table; with ``threads``, a chunk of the texts (their
+    shingle sets) or of the pairs (their scores) at a time on each (the loops release the
+    GIL), the same table whatever their number."""
     if not len(pairs):
         return SimilarityTable.of([])
+    run = threads.in_threads if threads is not None else _here
     involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
     batch = [texts[index] for index in involved.tolist()]
-    keys, offsets = shingle_key_batch(batch, ngram)
-    unique, unique_offsets = _sorted_unique_batch(keys, offsets)
+    text_chunks = [
+        batch[start : start + _TEXTS_AT_ONCE] for start in range(0, len(batch), _TEXTS_AT_ONCE)
+    ]
+    keyed = list(run(lambda chunk: _shingle_sets(chunk, ngram), text_chunks))
+    keys, offsets = _joined([(k, o) for k, o, _u, _uo in keyed])
+    unique, unique_offsets = _joined([(u, uo) for _k, _o, u, uo in keyed])
     lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-    jaccard, contained, identical = _score_pairs(
-        local, keys, offsets, unique, unique_offsets, lengths, ngram
-    )
+    starts = range(0, len(local), _PAIRS_AT_ONCE)
+    scored = list(
+        run(
+            lambda start: _score_pairs(
+                local[start : start + _PAIRS_AT_ONCE],
+                keys, offsets, unique, unique_offsets, lengths, ngram,
+            ),
+            list(starts),
+        )
+    )  # fmt: skip
+    jaccard, contained, identical = (np.concatenate(part) for part in zip(*scored, strict=True))
     passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
-    estimates = _estimates(pairs[passed], signatures)
+    table = SignatureTable.of(signatures)
+    kept = pairs[passed]
+    estimated = list(
+        run(
+            lambda start: _estimates(kept[start : start + _PAIRS_AT_ONCE], table),
+            list(range(0, len(kept), _PAIRS_AT_ONCE)),
+        )
+    )
+    estimates = np.concatenate(estimated) if estimated else np.empty(0, dtype=np.float64)
     return SimilarityTable(
         pairs[passed, 0].astype(np.int64),
         pairs[passed, 1].astype(np.int64),
@@ -167,6 +193,39 @@ def verify_table(
         estimates.astype(np.float64),
         identical[passed].astype(np.int64),
     )
+
+
+# Texts (shingle sets made) and pairs (scored) in a chunk: each chunk is a task for one of
+# the engine's threads, and chunks of this size keep the join cheap.
+_TEXTS_AT_ONCE = 20_000
+_PAIRS_AT_ONCE = 50_000
+
+
+def _here(function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
+    return map(function, items)
+
+
+def _shingle_sets(
+    chunk: Sequence[str], ngram: int
+) -> tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]:
+    """The shingle keys of each text of ``chunk``, and each text's set of them (sorted)."""
+    keys, offsets = shingle_key_batch(chunk, ngram)
+    unique, unique_offsets = _sorted_unique_batch(keys, offsets)
+    return keys, offsets, unique, unique_offsets
+
+
+def _joined(
+    parts: Sequence[tuple[Keys, npt.NDArray[np.int64]]],
+) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """Runs of values with their offsets (text t's values at ``values[offsets[t]:offsets[t +
+    1]]``), chunk after chunk, as one."""
+    bases = np.cumsum([0, *(len(values) for values, _offsets in parts)])
+    values = np.concatenate([values for values, _offsets in parts])
+    offsets = np.concatenate(
+        [np.zeros(1, dtype=np.int64)]
+        + [part_offsets[1:] + base for (_v, part_offsets), base in zip(parts, bases, strict=False)]
+    )
+    return values, offsets
 
 
 @compiled
@@ -245,11 +304,8 @@ def _score_pairs(
     return jaccard, contained, identical
 
 
-def _estimates(
-    pairs: npt.NDArray[np.int64], signatures: npt.NDArray[np.uint32] | SignatureTable
-) -> npt.NDArray[np.float64]:
+def _estimates(pairs: npt.NDArray[np.int64], table: SignatureTable) -> npt.NDArray[np.float64]:
     """The MinHash estimate of every pair, in blocks of rows."""
-    table = SignatureTable.of(signatures)
     estimates = np.empty(len(pairs), dtype=np.float64)
     for start in range(0, len(pairs), 65536):
         block = pairs[start : start + 65536]
@@ -266,9 +322,11 @@ def verify_candidates(
     ngram: int,
     threshold: float,
     containment: float,
+    threads: Threads | None = None,
 ) -> SimilarityTable:
     """The verified pairs: the exact copies' links (verified already), and the candidate
-    ``pairs`` whose exact similarity passes ``threshold`` or ``containment``."""
+    ``pairs`` whose exact similarity passes ``threshold`` or ``containment`` (on ``threads``,
+    a chunk at a time)."""
     similar = verify_table(
         pairs,
         candidate_texts(texts, pairs),
@@ -276,6 +334,7 @@ def verify_candidates(
         ngram,
         threshold,
         containment,
+        threads,
     )
     return SimilarityTable.concatenate([copies, similar])
 

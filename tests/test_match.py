@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import opencc
+import pytest
 from datasketch import MinHashLSH
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup import cluster
+from dedup import cluster, verify
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.columns import Similarity, SimilarityTable, SpanTable
+from dedup.engine.base import in_threads
 from dedup.fingerprint import shingles, signatures
 from dedup.models import Cluster, Pair, Passage, PassageSpan
 from dedup.normalize import normalize
@@ -276,3 +280,24 @@ def test_a_similarity_table_holds_the_pairs_it_was_made_of(seed_with_ads: str) -
     both = SimilarityTable.concatenate([table, table])
     assert list(both) == verified + verified
     assert list(table.where(table.jaccard < 1.0)) == [p for p in verified if p.jaccard < 1.0]
+
+
+def test_verifying_in_chunks_on_threads_gives_the_same_table(
+    seed_with_ads: str, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = _windows(seed_with_ads) + _windows(seed_simplified)
+    texts += [text[3:] for text in texts] + [text[:-5] for text in texts]
+    sigs = signatures(texts, 3, 128, 1)
+    pairs = candidate_pairs(sigs, *lsh_params(0.4, 128))
+    whole = verify_table(pairs, texts, sigs, 3, 0.4, 0.7)
+    assert len(pairs) > 40 and len(whole) > 20
+
+    class Threads:
+        def in_threads(self, function: Any, items: Any) -> Any:
+            return in_threads(function, items, 3)
+
+    # Chunks of a few texts and pairs: every join of chunks is exercised.
+    monkeypatch.setattr(verify, "_TEXTS_AT_ONCE", 7)
+    monkeypatch.setattr(verify, "_PAIRS_AT_ONCE", 11)
+    chunked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
+    assert list(chunked) == list(whole)

@@ -17,6 +17,13 @@ from dedup.config import ScanConfig
 T = TypeVar("T")
 
 
+class Threads(Protocol):
+    """Where a stage's compiled loops run over data this process holds, a chunk at a time: an
+    engine's threads (the chunks of document pairs aligned, of candidate pairs verified)."""
+
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]: ...
+
+
 class Engine(Protocol):
     """Where a scan's tasks run. Entered (``with``) for the scan; left at once, its tasks
     dropped, after an error or an interrupt."""
