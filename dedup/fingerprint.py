@@ -203,6 +203,12 @@ class SignatureTable:
             self._starts.append(self._starts[-1] + len(joined))
             self._pending = []
 
+    def settled(self) -> SignatureTable:
+        """This table with every part joined, which ``columns`` and ``rows`` otherwise do on
+        their first call: after it, several threads may read the table at once."""
+        self._join_pending()
+        return self
+
     def columns(
         self, start: int, stop: int, rows: npt.NDArray[np.int64] | None = None
     ) -> Signatures:

@@ -176,7 +176,7 @@ def verify_table(
     )  # fmt: skip
     jaccard, contained, identical = (np.concatenate(part) for part in zip(*scored, strict=True))
     passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
-    table = SignatureTable.of(signatures)
+    table = SignatureTable.of(signatures).settled()  # read by several threads next
     kept = pairs[passed]
     estimated = list(
         run(
