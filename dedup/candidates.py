@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
+from dedup.engine.base import Threads
 from dedup.fingerprint import SignatureTable
 from dedup.segment import text_hashes
 
@@ -81,15 +82,20 @@ def candidate_pairs(
     bands: int,
     rows: int,
     among: npt.NDArray[np.int64] | None = None,
+    threads: Threads | None = None,
 ) -> Pairs:
     """All pairs of passages that share at least one band, sorted and unique. With ``among``
     (sorted row numbers), only those rows take part; pairs are still of row numbers. Each band
-    is taken from the signatures on its own, so no copy of all of them is made."""
-    table = SignatureTable.of(signatures)
+    is taken from the signatures on its own, so no copy of all of them is made; with
+    ``threads``, a band on each (numpy's sorts and comparisons release the GIL)."""
+    table = SignatureTable.of(signatures).settled()  # read by several threads next
     count = len(table)
-    found: list[Pairs] = []
-    for band in range(bands):
-        found += _bucket_pairs(_band_keys(table.columns(band * rows, (band + 1) * rows, among)))
+
+    def band_pairs(band: int) -> list[Pairs]:
+        return _bucket_pairs(_band_keys(table.columns(band * rows, (band + 1) * rows, among)))
+
+    run = threads.in_threads if threads is not None else map
+    found = [pairs for band in run(band_pairs, list(range(bands))) for pairs in band]
     if not found:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found).astype(np.int64)
@@ -213,11 +219,13 @@ def find_candidates(
     spans: SpanTable,
     threshold: float,
     num_perm: int,
+    threads: Threads | None = None,
 ) -> Candidates:
     """Exact copies (the same normalized text) are linked directly; LSH runs once per distinct
     text, so a scene copied by a hundred sites costs a hundred links, not ten thousand pairs.
-    Pairs of passages that overlap in one text are left out."""
+    Pairs of passages that overlap in one text are left out. ``threads``: where the bands
+    are grouped (dedup.engine)."""
     distinct, copies = exact_copies(texts, hashes)
     bands, rows = lsh_params(min(threshold, CANDIDATE_CEILING), num_perm)
-    pairs = candidate_pairs(signatures, bands, rows, among=distinct)
+    pairs = candidate_pairs(signatures, bands, rows, among=distinct, threads=threads)
     return Candidates(copies, without_overlapping(pairs, spans))

@@ -85,6 +85,7 @@ def scan_files(
                 passages.spans,
                 config.threshold,
                 config.num_perm,
+                engine,
             )
         with timer("verify"):
             verified = verify_candidates(

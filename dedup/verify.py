@@ -8,7 +8,7 @@ share a key with probability about 2**-64, so the values are exact in practice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -160,10 +160,10 @@ def verify_table(
     text_chunks = [
         batch[start : start + _TEXTS_AT_ONCE] for start in range(0, len(batch), _TEXTS_AT_ONCE)
     ]
-    keyed = list(run(lambda chunk: _shingle_sets(chunk, ngram), text_chunks))
-    keys, offsets = _joined([(k, o) for k, o, _u, _uo in keyed])
-    unique, unique_offsets = _joined([(u, uo) for _k, _o, u, uo in keyed])
     lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+    keys, offsets, unique, unique_offsets = _joined(
+        run(lambda chunk: _shingle_sets(chunk, ngram), text_chunks), lengths, ngram
+    )
     starts = range(0, len(local), _PAIRS_AT_ONCE)
     scored = list(
         run(
@@ -215,17 +215,30 @@ def _shingle_sets(
 
 
 def _joined(
-    parts: Sequence[tuple[Keys, npt.NDArray[np.int64]]],
-) -> tuple[Keys, npt.NDArray[np.int64]]:
-    """Runs of values with their offsets (text t's values at ``values[offsets[t]:offsets[t +
-    1]]``), chunk after chunk, as one."""
-    bases = np.cumsum([0, *(len(values) for values, _offsets in parts)])
-    values = np.concatenate([values for values, _offsets in parts])
-    offsets = np.concatenate(
-        [np.zeros(1, dtype=np.int64)]
-        + [part_offsets[1:] + base for (_v, part_offsets), base in zip(parts, bases, strict=False)]
-    )
-    return values, offsets
+    chunks: Iterable[tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]],
+    lengths: npt.NDArray[np.int64],
+    ngram: int,
+) -> tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]:
+    """The chunks' shingle keys and sets (text t's at ``keys[offsets[t]:offsets[t + 1]]``),
+    chunk after chunk, as one: copied into arrays made for all of them as each chunk comes,
+    and let go of, so that the keys are held about once, not twice (all the chunks and their
+    join). The sets take at most as many slots as the keys; the slots left over are never
+    touched, so they take no memory."""
+    counts = np.where(lengths > 0, np.maximum(lengths - ngram + 1, 1), 0)
+    offsets = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts)))
+    keys = np.empty(int(offsets[-1]), dtype=np.uint64)
+    unique = np.empty(int(offsets[-1]), dtype=np.uint64)
+    unique_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    text = 0
+    for chunk_keys, chunk_offsets, chunk_unique, chunk_unique_offsets in chunks:
+        count = len(chunk_offsets) - 1
+        start, stop = int(offsets[text]), int(offsets[text + count])
+        keys[start:stop] = chunk_keys
+        base = int(unique_offsets[text])
+        unique[base : base + len(chunk_unique)] = chunk_unique
+        unique_offsets[text + 1 : text + count + 1] = chunk_unique_offsets[1:] + base
+        text += count
+    return keys, offsets, unique[: int(unique_offsets[-1])], unique_offsets
 
 
 @compiled

@@ -301,3 +301,24 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
     monkeypatch.setattr(verify, "_PAIRS_AT_ONCE", 11)
     chunked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
     assert list(chunked) == list(whole)
+
+
+def test_banding_on_threads_gives_the_same_pairs(seed_with_ads: str, seed_simplified: str) -> None:
+    texts = _windows(seed_with_ads) + _windows(seed_simplified)
+    texts += [text[3:] for text in texts]
+    sigs = signatures(texts, 3, 128, 1)
+
+    class Threads:
+        def in_threads(self, function: Any, items: Any) -> Any:
+            return in_threads(function, items, 4)
+
+    bands, rows = lsh_params(0.4, 128)
+    alone = candidate_pairs(sigs, bands, rows)
+    among = np.arange(0, len(texts), 2, dtype=np.int64)
+    assert len(alone) > 10
+    # A fresh table each time: its first read (joining its parts) is from several threads.
+    assert np.array_equal(candidate_pairs(sigs, bands, rows, threads=Threads()), alone)
+    assert np.array_equal(
+        candidate_pairs(sigs, bands, rows, among, Threads()),
+        candidate_pairs(sigs, bands, rows, among),
+    )
