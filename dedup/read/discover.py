@@ -100,7 +100,7 @@ def discover_inputs(
     for given in roots:
         if is_url(given):
             for url, below in url_files(given):
-                _add_url(url, below, given, found, skipped)
+                _add_url(url, below, found, skipped)
             continue
         root = Path(given)
         if not os.path.lexists(root):
@@ -196,11 +196,7 @@ def _format_of(name: str) -> tuple[str, str | None] | str:
 
 
 def _add_url(
-    url: str,
-    below: tuple[str, ...],
-    given: str,
-    found: dict[str, FoundFile],
-    skipped: dict[str, Skipped],
+    url: str, below: tuple[str, ...], found: dict[str, FoundFile], skipped: dict[str, Skipped]
 ) -> None:
     """A file found under a URL (dedup.read.location): its source is the first folder under
     the given URL, as for a folder, else the name of the folder it is in."""
@@ -213,9 +209,7 @@ def _add_url(
         source = shown(below[0])
     else:
         source = shown(url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 2 else ".")
-    previous = found.get(url)
-    if previous is None:
-        found[url] = FoundFile(where, source, kind[0], url, kind[1], None)
+    found.setdefault(url, FoundFile(where, source, kind[0], url, kind[1], None))
 
 
 def file_stamp(path: str) -> tuple[int, int] | None:
