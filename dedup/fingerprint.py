@@ -92,13 +92,19 @@ def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Si
     return result
 
 
+def shingle_offsets(lengths: npt.NDArray[np.int64], ngram: int) -> npt.NDArray[np.int64]:
+    """Where each text's shingle keys start in a batch of texts of these ``lengths`` (and,
+    last, their number): a text shorter than ``ngram`` has one shingle, itself."""
+    counts = np.where(lengths > 0, np.maximum(lengths - ngram + 1, 1), 0)
+    return np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts)))
+
+
 def shingle_key_batch(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
     """``shingle_keys`` of many texts at once: all keys in one array, text t's at
     ``keys[offsets[t]:offsets[t + 1]]``."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     codes = code_points("".join(texts))
-    counts = np.where(lengths > 0, np.maximum(lengths - ngram + 1, 1), 0)
-    offsets = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts)))
+    offsets = shingle_offsets(lengths, ngram)
     starts = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(lengths)))
     keys = np.empty(int(offsets[-1]), dtype=np.uint64)
     _key_batch(codes, starts, offsets, ngram, keys)

@@ -8,9 +8,9 @@ share a key with probability about 2**-64, so the values are exact in practice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +18,13 @@ import numpy.typing as npt
 from dedup.arrays import sorted_unique
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import Threads
-from dedup.fingerprint import Keys, SignatureTable, shingle_key_batch, shingle_keys
+from dedup.fingerprint import (
+    Keys,
+    SignatureTable,
+    shingle_key_batch,
+    shingle_keys,
+    shingle_offsets,
+)
 from dedup.kernels import compiled
 from dedup.kernels.tables import stamped_add, stamped_has
 
@@ -33,7 +39,6 @@ class Block:
 
 
 NgramIndex = dict[str, list[int]]
-T = TypeVar("T")
 
 
 def ngram_index(text: str, ngram: int) -> NgramIndex:
@@ -153,7 +158,7 @@ def verify_table(
     GIL), the same table whatever their number."""
     if not len(pairs):
         return SimilarityTable.of([])
-    run = threads.in_threads if threads is not None else _here
+    run = threads.in_threads if threads is not None else map
     involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
     batch = [texts[index] for index in involved.tolist()]
@@ -201,10 +206,6 @@ _TEXTS_AT_ONCE = 20_000
 _PAIRS_AT_ONCE = 50_000
 
 
-def _here(function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
-    return map(function, items)
-
-
 def _shingle_sets(
     chunk: Sequence[str], ngram: int
 ) -> tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]:
@@ -224,8 +225,7 @@ def _joined(
     and let go of, so that the keys are held about once, not twice (all the chunks and their
     join). The sets take at most as many slots as the keys; the slots left over are never
     touched, so they take no memory."""
-    counts = np.where(lengths > 0, np.maximum(lengths - ngram + 1, 1), 0)
-    offsets = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(counts)))
+    offsets = shingle_offsets(lengths, ngram)
     keys = np.empty(int(offsets[-1]), dtype=np.uint64)
     unique = np.empty(int(offsets[-1]), dtype=np.uint64)
     unique_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
