@@ -27,6 +27,7 @@ import dedup
 from benchmarks.quality import variants
 from dedup.cli import cli
 from dedup.read.decode import decode_bytes
+from tests.processes import alive, descendants
 
 distributed = pytest.importorskip("distributed")
 
@@ -399,30 +400,6 @@ def test_a_file_the_workers_cannot_see_is_named_with_the_worker(
     assert not out.exists()
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (Linux's /proc)."""
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            for task in Path(f"/proc/{parent}/task").iterdir():
-                children = {int(c) for c in (task / "children").read_text().split()}
-                todo += list(children - found)
-                found |= children
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
 def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
@@ -444,7 +421,7 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
         assert scan.poll() is None and time.monotonic() < deadline, scan.returncode
         workers = {
             pid
-            for pid in _descendants(scan.pid)
+            for pid in descendants(scan.pid)
             if b"dask_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
         }
         time.sleep(0.05)
@@ -456,9 +433,9 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
         scan.send_signal(stop)
     code = scan.wait(timeout=60)
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [pid for pid in workers if _alive(pid)] == []
+    assert [pid for pid in workers if alive(pid)] == []
     assert not out.exists()
     if stop == signal.SIGINT:
         assert code == 130, (tmp_path / "stderr.txt").read_text()

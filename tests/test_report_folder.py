@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from dedup.cli import cli
 from dedup.report import tables
 from dedup.report.folder import ReportFolder
+from tests.processes import alive, children
 
 
 def _scan(*arguments: str) -> Any:
@@ -151,25 +152,6 @@ def _dump(tmp_path: Path, samples: Path, copies: int) -> Path:
     return dump
 
 
-def _children(pid: int) -> set[int]:
-    try:
-        tasks = Path(f"/proc/{pid}/task").iterdir()
-        found = set()
-        for task in tasks:
-            found |= {int(child) for child in (task / "children").read_text().split()}
-        return found
-    except (FileNotFoundError, ProcessLookupError):
-        return set()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
-
-
 def _run(dump: Path, out: Path) -> subprocess.Popen[bytes]:
     with open(out.with_name("stderr.txt"), "wb") as log:
         return subprocess.Popen(
@@ -207,9 +189,9 @@ def test_a_stopped_scan_leaves_no_process_and_no_report_that_looks_complete(
         seen: set[int] = set()
         deadline = time.monotonic() + chance.uniform(0.3, 1.0) * whole
         while time.monotonic() < deadline and scan.poll() is None:
-            seen |= _children(scan.pid)
+            seen |= children(scan.pid)
             time.sleep(0.01)
-        seen |= _children(scan.pid)
+        seen |= children(scan.pid)
         scan.send_signal(stop)
         code = scan.wait(timeout=60)
         if stop == signal.SIGTERM:
@@ -219,7 +201,7 @@ def test_a_stopped_scan_leaves_no_process_and_no_report_that_looks_complete(
             if code != 130:
                 _complete(out)
         time.sleep(0.5)
-        assert [pid for pid in seen if _alive(pid)] == []
+        assert [pid for pid in seen if alive(pid)] == []
         if out.exists():  # finished before the signal, or a complete report
             _complete(out)
             shutil.rmtree(out)
