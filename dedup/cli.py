@@ -414,7 +414,11 @@ def _summarize(
         from dedup.report import format_summary
 
         click.echo(format_summary(report))
-        names = ", ".join(path.name for path in written if path.name != "run.json")
+        names = ", ".join(
+            path.name + ("/" if path.is_dir() else "")
+            for path in written
+            if path.name != "run.json"
+        )
         click.echo(f"\nreport written to {shown(folder.given.as_posix())}/ ({names})")
 
 

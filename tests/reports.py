@@ -1,8 +1,16 @@
-"""report.json as a script reads it: members' texts cut from their documents'."""
+"""report.json as a script reads it (members' texts cut from their documents'), and a report
+folder's files."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (the page's parts too), by its path inside it."""
+    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in files}
 
 
 def member_text(report: dict[str, Any], member: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from dedup.normalize import normalize
 from dedup.report import load_report
 from dedup.report.html import render_html
 from dedup.report.rebuild import rebuild
-from tests.reports import with_member_texts
+from tests.reports import folder_files, with_member_texts
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 PAIR = ["corpus_samples/site-qidian/000.txt", "corpus_samples/site-tw/000.txt"]
@@ -224,12 +224,21 @@ def _hostile_dump(tmp_path: Path) -> Path:
 def test_html_escapes_everything_from_the_data(tmp_path: Path) -> None:
     report = dedup.scan([str(_hostile_dump(tmp_path))], jobs=1)
     assert report.clusters
-    page = render_html(report)
+    out = tmp_path / "report"
+    dedup.report.write_report(report, out)
+    page = (out / "index.html").read_text("utf-8")
     ours = re.findall(r"<script[^>]*>", page)
     assert ours == ['<script type="application/json" id="report-data">', "<script>"]
     data_block = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
-    assert "<" not in data_block and "onerror" in data_block
+    assert "<" not in data_block and "\\u003c" in data_block  # escaped in the list
     assert "script-src 'sha256-" in page and "default-src 'none'" in page
+    parts = sorted((out / "index_data").iterdir())
+    assert [part.name for part in parts] == ["clusters-0001.js", "documents-0001.js"]
+    for part in parts:
+        text = part.read_text("utf-8")
+        assert text.startswith(f'dedupPart("{part.name.split("-")[0]}",1,[')
+        assert text.endswith("]);\n") and text.count(");") == 1
+        assert "<" not in text and "\u2028" not in text and "onerror" in text
 
 
 CHROMIUM = (
@@ -281,6 +290,15 @@ def test_report_renders_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
+def _marked_spans(view: str) -> int:
+    """The spans a match view marks: each on both sides (a mark cut where the text's blocks
+    are cut is one span still)."""
+    sides = view.split('data-document="')[1:3]
+    numbers = [set(re.findall(r'<mark[^>]*title="span (\d+):', side)) for side in sides]
+    assert len(sides) == 2 and numbers[0] == numbers[1]
+    return len(numbers[0])
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
 def test_a_match_opens_side_by_side_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
@@ -302,7 +320,7 @@ def test_a_match_opens_side_by_side_in_a_real_browser(in_repo: Path, tmp_path: P
     assert {fourth["a"]["source"], fourth["b"]["source"]} == {"site-qidian", "site-tw"}
     assert view.count('data-document="') == 2
     assert f'data-document="{fourth["a"]["id"]}"' in view
-    assert view.count("<mark") == 2 * len(fourth["spans"])
+    assert _marked_spans(view) == len(fourth["spans"])
     assert f"{fourth['identical_chars']:,} identical characters" in view
 
 
@@ -324,26 +342,39 @@ def _page_data(page: str) -> dict[str, Any]:
     return data
 
 
+def _page_and_parts(report: dedup.Report) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    from dedup.report.html import PageParts
+
+    parts = PageParts()
+    return _page_data(render_html(report, parts)), parts.parts
+
+
 def test_a_page_too_big_for_a_browser_holds_the_largest_clusters(
     monkeypatch: pytest.MonkeyPatch, samples: Path
 ) -> None:
     from dedup.report import html
 
     report = dedup.scan([str(samples)], jobs=1)
-    whole = _page_data(render_html(report))
+    whole, _parts = _page_and_parts(report)
     assert len(whole["clusters"]) == whole["clusters_total"] == len(report.clusters)
     assert len(whole["matches"]) == whole["matches_total"] == len(report.matches)
     monkeypatch.setattr(html, "PAGE_TEXT_BUDGET", 40_000)
-    capped = _page_data(render_html(report))
+    capped, parts = _page_and_parts(report)
     # the matched documents take up to half of the budget, their matches largest share first
-    documents = sum(len(document["text"]) for document in capped["documents"])
+    texts = [
+        text for name, items in parts.items() if name.startswith("documents") for _, text in items
+    ]
+    documents = sum(len(text) for text in texts)
+    assert len(texts) == len(capped["documents"])
     assert 0 < len(capped["matches"]) < len(report.matches) == capped["matches_total"]
     assert documents <= 20_000
     # the clusters the rest, largest first
     shown = [cluster["id"] for cluster in capped["clusters"]]
     assert 0 < len(shown) < len(report.clusters) == capped["clusters_total"]
     assert shown == [cluster.id for cluster in report.clusters[: len(shown)]]
-    text = sum(len(m["text"]) for c in capped["clusters"] for m in c["members"])
+    clusters = [c for name, items in parts.items() if name.startswith("clusters") for c in items]
+    assert [cluster["id"] for cluster in clusters] == shown
+    text = sum(len(m["text"]) for c in clusters for m in c["members"])
     following = sum(len(m.text) for m in report.clusters[len(shown)].members)
     assert text <= 40_000 - documents < text + following
     assert capped["summary"] == whole["summary"] and capped["overlap"] == whole["overlap"]
@@ -362,6 +393,46 @@ def test_a_capped_page_says_where_the_other_clusters_are(
     dom = _chromium(tmp_path, (out / "index.html").as_uri(), "--dump-dom")
     shown = len(_page_data((out / "index.html").read_text("utf-8"))["clusters"])
     assert f"holds the {shown} largest of {len(report.clusters)} clusters" in dom
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")
+def test_a_page_in_many_parts_loads_what_each_view_needs(
+    monkeypatch: pytest.MonkeyPatch, samples: Path, tmp_path: Path
+) -> None:
+    from dedup.report import html
+
+    monkeypatch.setattr(html, "PART_CHARS", 10_000)
+    out = tmp_path / "report"
+    report = dedup.scan([str(samples)], jobs=1)
+    dedup.report.write_report(report, out)
+    parts = sorted(path.name for path in (out / "index_data").iterdir())
+    clusters = [name for name in parts if name.startswith("clusters-")]
+    assert len(clusters) > 5 and len(parts) > len(clusters) + 1
+    page = (out / "index.html").as_uri()
+    total = len(report.clusters)
+    last = report.clusters[-1]
+    dom = _chromium(tmp_path, page + f"#cluster={last.id}&sort=id", "--dump-dom")
+    view = dom.split('id="view"', 1)[1]
+    assert view.count('data-member="') == len(last.members)
+    assert f"{total} of {total} clusters shown" in dom
+    # a search of the text reads every part: the count is that of the text itself
+    query = "甄士隐"
+    expected = sum(
+        any(query in (m.title or "") or query in m.text for m in c.members) for c in report.clusters
+    )
+    found = _chromium(tmp_path, page + "#q=%E7%94%84%E5%A3%AB%E9%9A%90", "--dump-dom")
+    assert 0 < expected < total and f"{expected} of {total} clusters shown" in found
+    assert 'id="searching"' not in found
+    match = report.matches[-1]
+    shown = _chromium(tmp_path, page + f"#match=m{len(report.matches)}", "--dump-dom")
+    sides = shown.split('id="match-view"', 1)[1]
+    assert sides.count('data-document="') == 2 and _marked_spans(sides) == len(match.spans)
+    # a part left behind when the page was copied: the view says which, and what to do
+    (out / "index_data" / clusters[-1]).unlink()
+    missing = _chromium(tmp_path, page + f"#cluster={last.id}&sort=id", "--dump-dom")
+    notice = missing.split('id="part-missing"', 1)[1].split("</p>", 1)[0]
+    assert f"index_data/{clusters[-1]} could not be read" in notice
+    assert "keep the folder index_data beside index.html" in notice
 
 
 def _cluster_of_sources(number: int, sources: list[str], text: str) -> Cluster:
@@ -443,10 +514,6 @@ def test_palette_texts_normalized_in_batches_are_those_of_one_call_each(
             assert normalized.offsets.tolist() == alone.offsets.tolist()
 
 
-def _written(directory: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
-
-
 def test_files_written_by_a_forked_copy_are_those_written_here(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, samples: Path
 ) -> None:
@@ -456,7 +523,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
 
     report = dedup.scan([str(samples)], jobs=1)
     forked = report_json.write_report(report, tmp_path / "forked", two_processes=True)
-    files = _written(tmp_path / "forked")
+    files = folder_files(tmp_path / "forked")
     assert {"index.html", "clusters.csv", "pairs.csv", "report.json", "clusters.jsonl"} <= set(
         files
     )
@@ -474,12 +541,12 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     recovered = report_json.write_report(report, tmp_path / "recovered", two_processes=True)
     assert recovered == [tmp_path / "recovered" / path.name for path in forked]
     assert (tmp_path / "the copy ran").exists()
-    assert _written(tmp_path / "recovered") == files
+    assert folder_files(tmp_path / "recovered") == files
     # A one-worker scan's report is written by this process alone (no copy of its memory).
     (tmp_path / "the copy ran").unlink()
     report_json.write_report(report, tmp_path / "alone")
     assert not (tmp_path / "the copy ran").exists()
-    assert _written(tmp_path / "alone") == files
+    assert folder_files(tmp_path / "alone") == files
 
     # No fork at all (another system): the same files, written here.
     def no_copy(self: Any, *arguments: Any, fork: bool) -> None:
@@ -487,7 +554,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
 
     monkeypatch.setattr(report_json._ForkedWriter, "__init__", no_copy)
     report_json.write_report(report, tmp_path / "here", two_processes=True)
-    assert _written(tmp_path / "here") == files
+    assert folder_files(tmp_path / "here") == files
 
 
 # A page that opens index.html in a frame (file pages may reach each other with
@@ -575,7 +642,11 @@ def test_the_page_is_byte_identical_between_runs(samples: Path, tmp_path: Path) 
             cli, ["scan", str(samples), "-o", str(tmp_path / jobs), "-q", "-j", jobs]
         )
         assert result.exit_code == 0
-    assert (tmp_path / "1" / "index.html").read_bytes() == (
-        tmp_path / "2" / "index.html"
-    ).read_bytes()
+
+    def page(folder: Path) -> dict[str, bytes]:
+        files = [folder / "index.html", *sorted((folder / "index_data").iterdir())]
+        return {file.name: file.read_bytes() for file in files}
+
+    assert page(tmp_path / "1") == page(tmp_path / "2")
+    assert len(page(tmp_path / "1")) >= 3
     assert json.loads((tmp_path / "2" / "run.json").read_text("utf-8"))["jobs"] == 2

@@ -21,14 +21,11 @@ from dedup.cli import cli
 from dedup.report import tables
 from dedup.report.folder import ReportFolder
 from tests.processes import alive, children
+from tests.reports import folder_files
 
 
 def _scan(*arguments: str) -> Any:
     return CliRunner().invoke(cli, ["scan", *arguments])
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def _leftovers(out: Path) -> list[str]:
@@ -40,7 +37,7 @@ def test_an_interrupt_while_writing_leaves_the_previous_report_whole(
 ) -> None:
     out = tmp_path / "report"
     assert _scan(str(samples), "-o", str(out), "-q", "-j", "1").exit_code == 0
-    before = _files(out)
+    before = folder_files(out)
 
     def interrupted(report: Any, handle: Any) -> None:
         handle.write("cluster,size\r\nc1,2\r\n")
@@ -49,7 +46,7 @@ def test_an_interrupt_while_writing_leaves_the_previous_report_whole(
     monkeypatch.setattr(tables, "write_pairs_csv", interrupted)
     result = _scan(str(samples), "-o", str(out), "-q", "-j", "1", "--threshold", "0.9")
     assert result.exit_code != 0
-    assert _files(out) == before
+    assert folder_files(out) == before
     assert _leftovers(out) == []
     # The first report into a new folder: absent, not half there.
     fresh = tmp_path / "fresh"
@@ -57,12 +54,12 @@ def test_an_interrupt_while_writing_leaves_the_previous_report_whole(
     assert not fresh.exists() and _leftovers(fresh) == []
 
 
-def test_a_narrower_format_leaves_no_stale_files(samples: Path, tmp_path: Path) -> None:
+def test_a_narrower_format_leaves_no_stalefolder_files(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
     assert _scan(str(samples), "-o", str(out), "-q").exit_code == 0
-    assert {"index.html", "clusters.jsonl"} <= set(_files(out))
+    assert {"index.html", "clusters.jsonl"} <= set(folder_files(out))
     assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv").exit_code == 0
-    assert set(_files(out)) == {
+    assert set(folder_files(out)) == {
         "report.json",
         "run.json",
         "matches.csv",
@@ -78,7 +75,7 @@ def test_a_folder_of_other_files_is_never_replaced(samples: Path, tmp_path: Path
     result = _scan(str(samples), "-o", str(out), "-q")
     assert result.exit_code == 1
     assert "not a dedup report (notes.txt)" in result.stderr
-    assert _files(out) == {"notes.txt": b"my notes"}
+    assert folder_files(out) == {"notes.txt": b"my notes"}
 
 
 def test_a_second_writer_to_the_same_folder_fails_at_once(samples: Path, tmp_path: Path) -> None:
@@ -165,7 +162,7 @@ def _complete(out: Path) -> None:
     report = json.loads((out / "report.json").read_text("utf-8"))
     assert report["clusters"]
     assert {"run.json", "index.html", "clusters.csv", "pairs.csv", "clusters.jsonl"} <= set(
-        _files(out)
+        folder_files(out)
     )
     lines = (out / "clusters.jsonl").read_text("utf-8").splitlines()
     assert len(lines) == len(report["clusters"])

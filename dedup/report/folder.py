@@ -32,6 +32,7 @@ REPORT_FILES = frozenset(
         "report.json",
         "run.json",
         "index.html",
+        "index_data",
         "matches.csv",
         "clusters.csv",
         "pairs.csv",

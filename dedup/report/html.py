@@ -1,15 +1,23 @@
-"""index.html: the report a person reads. One self-contained file, no network.
+"""index.html: the report a person reads. No network; a folder beside it holds its parts.
 
-The page carries the report as JSON in a non-executable <script type="application/json"> block
-and a small script of our own that draws it: an overview (sources, how much of each is
-duplicated, which sources share scenes, the spread of pair similarities, timings, skipped
-inputs), a cluster list that sorts and filters, and for one cluster at a time its members side
-by side in their original text with the shared stretches in matching colours (调色盘) and the
-identical-character count (雷同字数) of each pair.
+index.html carries the overview and the lists as JSON in a non-executable <script
+type="application/json"> block, and a small script of our own that draws it: an overview
+(sources, how much of each is duplicated, which sources share scenes, the spread of pair
+similarities, timings, skipped inputs), the matches between documents, a cluster list that
+sorts and filters, and for one cluster or match at a time its texts side by side in their
+original script with the shared stretches in matching colours (调色盘) and the
+identical-character count (雷同字数).
 
-Scraped text never becomes markup: the JSON is escaped so it cannot close its block, the script
-puts text into the page only with textContent, and a Content-Security-Policy allows no script
-but ours (by hash) and no network at all.
+The texts (members' and documents') and the clusters' palettes and pairs are in parts:
+``index_data/clusters-0001.js`` and ``index_data/documents-0001.js``, each some
+PART_CHARS characters of text, loaded by ``<script src>`` (which a page opened from
+``file://`` may do, where it may not fetch) when a view needs them. So the page opens at the
+same speed for a dump of any size: it reads the lists, not the texts.
+
+Scraped text never becomes markup: the JSON is escaped so it cannot close its block or its
+call, the script puts text into the page only with textContent, and a
+Content-Security-Policy allows no script but ours (by hash, and the parts ours adds) and no
+network at all.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import functools
 import hashlib
 import io
 import json
+import shutil
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -35,11 +44,15 @@ from dedup.normalize import NormalizeConfig, NormalizedText, normalize
 from dedup.report.palette import cluster_palette, normalized_texts
 
 INDEX_FILE = "index.html"
+PARTS_FOLDER = "index_data"
+# Characters of text in one part (about 1.2 MB of UTF-8): a view waits for one or two parts,
+# and a search of the text for all of them.
+PART_CHARS = 400_000
 HISTOGRAM_BINS = 20
-# The page carries the matched documents' text (up to half of this many characters) and the
-# members' text of the largest clusters (the rest), some 60 MB of page at most: far more and a
-# browser no longer opens it. The overview counts everything; report.json, matches.csv,
-# clusters.jsonl and clusters.csv hold it all.
+# The page's parts carry the matched documents' text (up to half of this many characters) and
+# the members' text of the largest clusters (the rest), some 60 MB at most, however large the
+# dump: the report folder stays about the size of what it reports. The overview counts
+# everything; report.json, matches.csv, clusters.jsonl and clusters.csv hold it all.
 PAGE_TEXT_BUDGET = 20_000_000
 
 
@@ -93,9 +106,9 @@ def _cluster_data(
     }
 
 
-def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
-    """Everything the page shows, as plain data (without the clusters, if asked:
-    ``cluster_data`` gives them one at a time)."""
+def report_data(report: Report) -> dict[str, Any]:
+    """The overview and the matches the page shows, as plain data (``cluster_data`` gives the
+    clusters, one at a time)."""
     options = report.options
     histogram = [0] * HISTOGRAM_BINS
     for cluster in report.clusters:
@@ -121,7 +134,6 @@ def report_data(report: Report, clusters: bool = True) -> dict[str, Any]:
         "skipped": [entry.to_dict() for entry in report.skipped],
         "clusters_total": len(report.clusters),
         **document_data(report),
-        **({"clusters": list(cluster_data(report))} if clusters else {}),
     }
 
 
@@ -278,24 +290,117 @@ _CLUSTERS_AT_ONCE = 256
 
 
 def _script_json(data: Any) -> str:
-    """JSON that cannot end its <script> block or open a comment, whatever the data holds."""
+    """JSON that cannot end its <script> block or open a comment, whatever the data holds, and
+    that is a JavaScript expression too (no raw line or paragraph separators)."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def render_html(report: Report) -> str:
+class PageParts:
+    """The parts of a page, each a list of items of some PART_CHARS characters of text,
+    numbered from 1 by kind: ``add`` an item, then ``close``. ``write`` puts away a part
+    (kind, number, items) once it is full; by default parts are kept in ``parts``."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[Any]] = {}
+        self._open: dict[str, tuple[list[Any], int]] = {}
+        self._count: dict[str, int] = {}
+
+    def add(self, kind: str, item: Any, characters: int) -> int:
+        """The number of the part ``item`` (holding ``characters`` of text) goes into."""
+        items, held = self._open.get(kind, ([], 0))
+        if items and held + characters > PART_CHARS:
+            self._put_away(kind, items)
+            items, held = [], 0
+        items.append(item)
+        self._open[kind] = (items, held + characters)
+        return self._count.get(kind, 0) + 1
+
+    def close(self) -> dict[str, int]:
+        """Every part put away; the number of parts of each kind."""
+        for kind, (items, _held) in sorted(self._open.items()):
+            self._put_away(kind, items)
+        self._open.clear()
+        return dict(sorted(self._count.items()))
+
+    def _put_away(self, kind: str, items: list[Any]) -> None:
+        number = self._count.get(kind, 0) + 1
+        self._count[kind] = number
+        self.write(kind, number, items)
+
+    def write(self, kind: str, number: int, items: list[Any]) -> None:
+        self.parts[part_name(kind, number)] = items
+
+
+class PartFiles(PageParts):
+    """Parts written as script files into ``folder`` as each fills up."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def write(self, kind: str, number: int, items: list[Any]) -> None:
+        text = f"dedupPart({_script_json(kind)},{number},{_script_json(items)});\n"
+        (self.folder / part_name(kind, number)).write_text(text, encoding="utf-8")
+
+
+def part_name(kind: str, number: int) -> str:
+    return f"{kind}-{number:04d}.js"
+
+
+def page_data(report: Report, parts: PageParts) -> dict[str, Any]:
+    """What index.html carries (the overview, the documents and matches without their text,
+    a row for each cluster shown), the texts and clusters going into ``parts``."""
+    page = report_data(report)
+    left = PAGE_TEXT_BUDGET
+    for number, document in enumerate(page["documents"]):
+        text = document.pop("text")
+        document["part"] = parts.add("documents", [number, text], len(text))
+        left -= len(text)
+    rows = []
+    for cluster in cluster_data(report, left):
+        members = cluster["members"]
+        representative = next(member for member in members if member["representative"])
+        characters = sum(len(member["text"]) for member in members)
+        rows.append(
+            {
+                "id": cluster["id"],
+                "sources": cluster["sources"],
+                "giant": cluster["giant"],
+                "best": cluster["best"],
+                "size": len(members),
+                "title": representative["title"],
+                "begins": "".join(representative["text"].split())[:24],
+                "part": parts.add("clusters", cluster, characters),
+            }
+        )
+    page["clusters"] = rows
+    page["parts_folder"] = PARTS_FOLDER
+    page["parts"] = parts.close()
+    return page
+
+
+def render_html(report: Report, parts: PageParts | None = None) -> str:
+    """index.html's text; its parts go into ``parts`` (kept in memory, if None)."""
     buffer = io.StringIO()
-    write_page(report, buffer)
+    write_page(report, buffer, parts or PageParts())
     return buffer.getvalue()
 
 
-def write_page(report: Report, out: TextIO) -> None:
-    """index.html, written as it is built: the page's data goes out a cluster at a time."""
+def write_page(report: Report, out: TextIO, parts: PageParts) -> None:
+    """index.html, its parts going into ``parts`` as they are made."""
     static = resources.files("dedup").joinpath("report/static")
     style = static.joinpath("report.css").read_text("utf-8")
     script = static.joinpath("report.js").read_text("utf-8")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    # 'strict-dynamic': the parts our script adds run; nothing the page's text could add does
+    # (it never becomes markup), and no other script at all.
+    policy = (
+        f"default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}' 'strict-dynamic'"
+    )
+    data = _script_json(page_data(report, parts))
     out.write(
         '<!DOCTYPE html>\n<html lang="zh"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
@@ -303,18 +408,18 @@ def write_page(report: Report, out: TextIO) -> None:
         f"<title>dedup report</title><style>{style}</style></head><body>"
         "<noscript>This report needs JavaScript to draw; report.json holds the same data.</noscript>"
         '<main id="app"></main>'
-        '<script type="application/json" id="report-data">'
+        f'<script type="application/json" id="report-data">{data}</script>'
+        f"<script>{script}</script></body></html>\n"
     )
-    page = report_data(report, clusters=False)
-    out.write(_script_json(page)[: -len("}")] + ',"clusters":[')
-    left = PAGE_TEXT_BUDGET - sum(len(document["text"]) for document in page["documents"])
-    for number, data in enumerate(cluster_data(report, left)):
-        out.write(("," if number else "") + _script_json(data))
-    out.write(f"]}}</script><script>{script}</script></body></html>\n")
 
 
-def write_html(report: Report, directory: Path) -> Path:
+def write_html(report: Report, directory: Path) -> list[Path]:
+    """index.html and its parts' folder in ``directory``."""
+    folder = directory / PARTS_FOLDER
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
     path = directory / INDEX_FILE
     with open(path, "w", encoding="utf-8") as handle:
-        write_page(report, handle)
-    return path
+        write_page(report, handle, PartFiles(folder))
+    return [path, folder]

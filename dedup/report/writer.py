@@ -125,21 +125,21 @@ def _write_pages_and_tables(
 
 
 def _write_page_or_table(report: Report, directory: Path, name: str, full_text: bool) -> None:
-    from dedup.report.html import INDEX_FILE, write_html
+    from dedup.report.html import INDEX_FILE, PARTS_FOLDER, write_html
     from dedup.report.tables import write_table
 
     if name == INDEX_FILE:
         write_html(report, directory)
-    else:
+    elif name != PARTS_FOLDER:  # the page's parts are written with it
         write_table(report, directory, name, full_text)
 
 
 def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
     """The names of the files _write_pages_and_tables writes, in order."""
-    from dedup.report.html import INDEX_FILE
+    from dedup.report.html import INDEX_FILE, PARTS_FOLDER
     from dedup.report.tables import table_names
 
-    page = [INDEX_FILE] if "html" in formats else []
+    page = [INDEX_FILE, PARTS_FOLDER] if "html" in formats else []
     return page + table_names(set(formats) - {"jsonl"})
 
 

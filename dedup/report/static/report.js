@@ -1,10 +1,37 @@
 "use strict";
-// Draws the dedup report from the JSON block on this page. Text from the data is only ever
-// placed with textContent, never parsed as markup.
+// Draws the dedup report from the JSON block on this page, and the texts from the parts in the
+// folder beside it (index_data/), each loaded by a script element when a view first needs it.
+// Text from the data is only ever placed with textContent, never parsed as markup.
 (function () {
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const app = document.getElementById("app");
-  const PAGE = 100;
+  // Parts: clusters (members, palettes, pairs) by cluster id, documents' texts by number.
+  const full = {}, texts = {}, requested = {}, failed = [];
+  let waiting = 0;
+  window.dedupPart = (kind, number, items) => {
+    if (kind === "clusters") for (const cluster of items) full[cluster.id] = cluster;
+    else for (const [at, text] of items) texts[at] = text;
+    waiting -= 1;
+    redraw();
+  };
+  function request(kind, number) {
+    const name = `${kind}-${String(number).padStart(4, "0")}.js`;
+    if (requested[name]) return;
+    requested[name] = true;
+    waiting += 1;
+    const script = document.createElement("script");
+    script.src = `${data.parts_folder}/${name}`;
+    script.onerror = () => { failed.push(`${data.parts_folder}/${name}`); waiting -= 1; redraw(); };
+    document.head.append(script);
+  }
+  const clusterOf = (row) => full[row.id] || (request("clusters", row.part), null);
+  const textOf = (number) => texts[number] ?? (request("documents", data.documents[number].part), null);
+  function loading() {
+    if (failed.length) return el("p", {class: "notice", id: "part-missing"},
+      `${failed[0]} could not be read: keep the folder ${data.parts_folder} beside index.html (copy or move both).`);
+    return el("p", {class: "muted loading"}, "loading…");
+  }
+  const PAGE = 100, PAIRS = 50;
   const COLOURS = ["#ffe066", "#a5d8ff", "#b2f2bb", "#ffc9c9", "#d0bfff", "#ffd8a8",
     "#99e9f2", "#eebefa", "#c0eb75", "#fcc2d7", "#e9ecef", "#ffec99"];
   const state = {query: "", source: "", minSize: 2, minSim: 0, sort: "size", desc: true, page: 0, open: null,
@@ -81,32 +108,63 @@
     return folded.get(member);
   }
 
-  function matches(cluster) {
-    if (cluster.members.length < state.minSize || cluster.best < state.minSim) return false;
-    if (state.source && !cluster.sources.includes(state.source)) return false;
+  // A search of the text loads every part of clusters; until one has come, its clusters are
+  // left out of the list, which says so.
+  function matches(row) {
+    if (row.size < state.minSize || row.best < state.minSim) return false;
+    if (state.source && !row.sources.includes(state.source)) return false;
     if (!state.query) return true;
     const q = state.query.toLowerCase();
+    if (row.id.toLowerCase() === q) return true;
+    const cluster = clusterOf(row);
+    if (!cluster) return false;
     const f = fold(state.query);
-    return cluster.id.toLowerCase() === q || cluster.members.some((m) =>
+    return cluster.members.some((m) =>
       (m.title || "").toLowerCase().includes(q) || m.path.toLowerCase().includes(q) ||
       m.source.toLowerCase().includes(q) || (f !== "" && foldedText(m).includes(f)));
   }
 
   function sorted(list) {
-    const key = {size: (c) => c.members.length, similarity: (c) => c.best, id: (c) => Number(c.id.slice(1))}[state.sort];
+    const key = {size: (c) => c.size, similarity: (c) => c.best, id: (c) => Number(c.id.slice(1))}[state.sort];
     return list.slice().sort((a, b) => (state.desc ? key(b) - key(a) : key(a) - key(b)) || Number(a.id.slice(1)) - Number(b.id.slice(1)));
   }
 
-  function memberView(member, cluster) {
-    const text = el("div", {class: "text"});
+  // A text with its marks ([start, end, colour, title], by start), in blocks of some BLOCK
+  // characters cut after a line break: the browser lays out only the blocks in sight
+  // (content-visibility), so a view of two whole books opens as fast as one of two passages.
+  const BLOCK = 2000;
+  function painted(text, marks) {
+    const node = el("div", {class: "text"});
+    let block = null, held = 0;
+    const put = (from, to, mark) => {
+      while (from < to) {
+        if (!block) { block = el("div", {class: "block"}); node.append(block); held = 0; }
+        let cut = to;
+        if (held + (to - from) > BLOCK) {
+          const line = text.indexOf("\n", from + Math.max(0, BLOCK - held));
+          if (line >= 0 && line + 1 < to) cut = line + 1;
+        }
+        const piece = text.slice(from, cut);
+        block.append(mark ? el("mark", {style: `background:${COLOURS[mark[2] % COLOURS.length]}`, ...(mark[3] ? {title: mark[3]} : {})}, piece) : piece);
+        held += cut - from;
+        if (cut < to) block = null;
+        from = cut;
+      }
+    };
     let at = 0;
-    for (const [start, end, colour] of member.spans) {
+    for (const mark of marks) {
+      const [start, end] = mark;
       if (start < at) continue;
-      if (start > at) text.append(member.text.slice(at, start));
-      text.append(el("mark", {style: `background:${COLOURS[colour % COLOURS.length]}`}, member.text.slice(start, end)));
+      put(at, start, null);
+      put(start, end, mark);
       at = end;
     }
-    if (at < member.text.length) text.append(member.text.slice(at));
+    put(at, text.length, null);
+    return node;
+  }
+
+  function memberView(member, cluster) {
+    const text = painted(member.text, member.spans.map(([start, end, colour]) => [start, end, colour, null]));
     const where = member.record === null ? member.path : `${member.path} #${member.record}`;
     const head = el("div", {class: "head"},
       el("b", {}, member.source), ` · ${where} · `, el("b", {}, member.title || "(no chapter)"),
@@ -121,8 +179,14 @@
   function clusterView(cluster) {
     // Each side by where it is, so that two pairs from the same two chapters differ.
     const names = cluster.members.map((m) => `${m.source}: ${m.title || m.path} (${m.start}–${m.end})`);
-    const pairs = table(["pair", "Jaccard", "containment", "identical characters"],
-      cluster.pairs.map(([a, b, j, c, n]) => [`${names[a]} ↔ ${names[b]}`, j.toFixed(3), c.toFixed(3), fmt(n)]));
+    // A giant cluster's pairs are thousands of rows: the first PAIRS, and the rest on asking.
+    const pairTable = (count) => table(["pair", "Jaccard", "containment", "identical characters"],
+      cluster.pairs.slice(0, count).map(([a, b, j, c, n]) => [`${names[a]} ↔ ${names[b]}`, j.toFixed(3), c.toFixed(3), fmt(n)]));
+    const pairs = el("div", {}, pairTable(PAIRS));
+    if (cluster.pairs.length > PAIRS) {
+      pairs.append(el("button", {id: "all-pairs", onclick: (e) => { e.stopPropagation(); pairs.replaceChildren(pairTable(cluster.pairs.length)); }},
+        `show all ${fmt(cluster.pairs.length)} pairs`));
+    }
     return el("div", {class: "view", id: "view"},
       el("h2", {}, `${cluster.id}: ${cluster.members.length} passages from ${cluster.sources.join(", ")}`),
       pairs, el("p", {class: "muted"}, "Same colour = same shared text, aligned across members (from the representative's point of view)."),
@@ -185,28 +249,18 @@
     return section;
   }
 
-  function painted(text, spans) {
-    const node = el("div", {class: "text"});
-    let at = 0;
-    for (const [start, end, colour, identical] of spans.slice().sort((x, y) => x[0] - y[0])) {
-      if (start < at) continue;
-      if (start > at) node.append(text.slice(at, start));
-      node.append(el("mark", {style: `background:${COLOURS[colour % COLOURS.length]}`, title: `span ${colour + 1}: ${fmt(identical)} identical characters`}, text.slice(start, end)));
-      at = end;
-    }
-    if (at < text.length) node.append(text.slice(at));
-    return node;
-  }
-
   function matchView(m) {
     const [id, a, b, ca, cb, identical, spans] = m;
     const side = (d, share, which) => {
+      const text = textOf(which ? b : a);
       const where = d.record === null ? d.path : `${d.path} #${d.record}`;
-      const marks = spans.map((s, n) => which ? [s[2], s[3], n, s[4]] : [s[0], s[1], n, s[4]]);
+      const title = (n) => `span ${n + 1}: ${fmt(spans[n][4])} identical characters`;
+      const marks = spans.map((s, n) => which ? [s[2], s[3], n, title(n)] : [s[0], s[1], n, title(n)])
+        .sort((x, y) => x[0] - y[0]);
       return el("div", {class: "member", "data-document": d.id},
         el("div", {class: "head"}, el("b", {}, d.source), ` · ${where} · `, el("b", {}, d.title || "(no chapter)"),
           ` · characters ${d.start}–${d.end}`, el("br"), `${pct(share, 1)} of its story characters shared`),
-        painted(d.text, marks));
+        text === null ? loading() : painted(text, marks));
     };
     return el("div", {class: "view", id: "match-view"},
       el("h2", {}, `${id}: ${spans.length} shared span${spans.length === 1 ? "" : "s"}, ${fmt(identical)} identical characters`),
@@ -233,6 +287,12 @@
         `No source named “${state.source}” in this report: choose one of the sources listed.`));
     }
     const shown = sorted(data.clusters.filter(matches));
+    if (state.query && waiting) {
+      const parts = data.parts.clusters || 0;
+      const here = new Set(Object.values(full).map((c) => c.id)).size;
+      section.append(el("p", {class: "notice", id: "searching"},
+        `Searching the text: ${fmt(here)} of ${fmt(data.clusters.length)} clusters loaded from ${fmt(parts)} parts…`));
+    }
     if (state.open) {
       // The open cluster's page is shown, whatever page was; if it is not in the list, say why.
       const at = shown.findIndex((c) => c.id === state.open);
@@ -253,14 +313,16 @@
         el("th", {class: "left"}, "sources"), el("th", {class: "left"}, "chapter"), el("th", {class: "left"}, "begins")));
     const page = shown.slice(state.page * PAGE, (state.page + 1) * PAGE);
     for (const cluster of page) {
-      const rep = cluster.members.find((m) => m.representative);
       const row = el("tr", {class: "row" + (state.open === cluster.id ? " open" : ""), "data-cluster": cluster.id,
         onclick: () => { state.open = state.open === cluster.id ? null : cluster.id; draw(); }},
-        el("td", {class: "left"}, cluster.id + (cluster.giant ? " (giant: likely boilerplate)" : "")), el("td", {}, cluster.members.length), el("td", {}, cluster.best.toFixed(2)),
-        el("td", {class: "left"}, cluster.sources.join(", ")), el("td", {class: "left"}, rep.title || ""),
-        el("td", {class: "left"}, rep.text.replace(/\s+/g, "").slice(0, 24) + "…"));
+        el("td", {class: "left"}, cluster.id + (cluster.giant ? " (giant: likely boilerplate)" : "")), el("td", {}, cluster.size), el("td", {}, cluster.best.toFixed(2)),
+        el("td", {class: "left"}, cluster.sources.join(", ")), el("td", {class: "left"}, cluster.title || ""),
+        el("td", {class: "left"}, cluster.begins + "…"));
       rows.append(row);
-      if (state.open === cluster.id) rows.append(el("tr", {}, el("td", {colspan: "6", class: "left"}, clusterView(cluster))));
+      if (state.open === cluster.id) {
+        const whole = clusterOf(cluster);
+        rows.append(el("tr", {}, el("td", {colspan: "6", class: "left"}, whole ? clusterView(whole) : loading())));
+      }
     }
     section.append(el("p", {class: "muted", id: "shown-count"}, `${fmt(shown.length)} of ${fmt(data.clusters.length)} clusters shown`), rows);
     if (data.clusters.length < data.clusters_total) {
@@ -317,10 +379,20 @@
     drawnHash = hash;
     return opened;
   }
+  // The open view is scrolled to once it is drawn: at once, or when its part has come.
+  let scrollTo = null;
   function show() {
     fromHash();
-    const opened = draw();
-    if (opened) { const view = document.getElementById(opened); if (view) view.scrollIntoView(); }
+    scrollTo = draw();
+    scrolled();
+  }
+  function scrolled() {
+    const view = scrollTo && document.getElementById(scrollTo);
+    if (view) { view.scrollIntoView(); scrollTo = null; }
+  }
+  function redraw() {
+    draw();
+    scrolled();
   }
   window.addEventListener("hashchange", () => { if (location.hash.slice(1) !== drawnHash) show(); });
   show();
