@@ -33,7 +33,6 @@ from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
 from dedup.offset_steps import original_offsets
-from dedup.progress import progress
 
 T = TypeVar("T")
 
@@ -89,7 +88,6 @@ def align_pairs(
     texts: NormalizedTexts,
     config: AlignConfig,
     engine: Threads,
-    show_progress: bool = False,
 ) -> AlignedPairs:
     """Every pair of documents aligned, in chunks on the engine's threads; the same spans in
     the same order whatever their number."""
@@ -118,9 +116,7 @@ def align_pairs(
             config.min_identical,
         )
 
-    parts = list(
-        progress(engine.in_threads(run, chunks), "align", "part", len(chunks), show_progress)
-    )
+    parts = list(engine.in_threads(run, chunks))
     spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
     # back in the order of the pairs (each pair's spans are in order along a already)
     return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])

@@ -35,6 +35,7 @@ from dedup.matches import (
 )
 from dedup.models import Cluster, InputFile, Report, Skipped, Summary
 from dedup.normalize.repeated_lines import RepeatedLines
+from dedup.progress import counted
 from dedup.read import FoundFile, discover_inputs
 from dedup.report import DEFAULT_FORMATS, write_report
 from dedup.report.folder import ReportFolder
@@ -76,6 +77,7 @@ def scan_files(
         # read -> segment -> normalize -> fingerprint, one task per file, each stage timed
         # in the workers and summed
         prepared = prepare_all(files, config, timer, engine, repeated)
+        bars = config.show_progress
         passages = prepared.passages()
         with timer("candidates"):
             candidates = find_candidates(
@@ -85,7 +87,7 @@ def scan_files(
                 passages.spans,
                 config.threshold,
                 config.num_perm,
-                engine,
+                counted(engine, "candidates", "band", bars),
             )
         with timer("verify"):
             verified = verify_candidates(
@@ -96,7 +98,7 @@ def scan_files(
                 config.ngram,
                 config.threshold,
                 config.containment,
-                engine,
+                counted(engine, "verify", "chunk", bars),
             )
         with timer("align"):
             # Documents (chapters, records) that share seeds or verified passages are
@@ -107,7 +109,11 @@ def scan_files(
             texts = NormalizedTexts.of(passages.texts, leader, passages.alignment)
             passages.let_go_of_texts()
             aligned = align_pairs(
-                document_pairs, documents, texts, config.align, engine, config.show_progress
+                document_pairs,
+                documents,
+                texts,
+                config.align,
+                counted(engine, "align", "part", bars),
             )
             del texts
             shared = original_spans(aligned, documents, passages.spans, passages.alignment)

@@ -4,10 +4,14 @@ with its unit; none unless asked (the CLI asks when standard error is a terminal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from dedup.engine.base import Threads
 
 T = TypeVar("T")
 
@@ -15,3 +19,22 @@ T = TypeVar("T")
 def progress(items: Iterable[T], stage: str, unit: str, total: int, shown: bool) -> Iterator[T]:
     """``items``, counted on a bar named ``stage`` while they are gone through."""
     return iter(tqdm(items, desc=stage, unit=unit, total=total, disable=not shown, leave=False))
+
+
+@dataclass(frozen=True, slots=True)
+class CountedThreads:
+    """An engine's threads, each run of chunks on them counted on a bar named ``stage``: a
+    stage that runs its loops there (candidates, verify, align) shows how far it is."""
+
+    threads: Threads
+    stage: str
+    unit: str
+    shown: bool
+
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
+        done = self.threads.in_threads(function, items)
+        return progress(done, self.stage, self.unit, len(items), self.shown)
+
+
+def counted(threads: Threads, stage: str, unit: str, shown: bool) -> Threads:
+    return CountedThreads(threads, stage, unit, shown) if shown else threads

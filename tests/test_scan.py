@@ -496,6 +496,9 @@ def test_every_long_stage_shows_its_progress(
     for stage, unit in (
         ("learn site lines", "file"),
         ("read+fingerprint", "file"),
+        ("candidates", "band"),
+        ("verify", "chunk"),
+        ("align", "part"),
         ("document texts", "file"),
         ("writing report", "cluster"),
     ):
