@@ -143,6 +143,14 @@ def _matching_options() -> list[Any]:
             "to be reported as a match.",
         ),
         click.option(
+            "--every-pair",
+            is_flag=True,
+            default=_defaults.every_pair,
+            help="Align every pair of documents that share text, not only each copy with "
+            "the one its group keeps: a match for every two copies (N copies of a chapter "
+            "make N(N-1)/2 matches rather than N-1).",
+        ),
+        click.option(
             "--passage-chars",
             type=click.IntRange(50),
             default=_defaults.passage_chars,

@@ -92,6 +92,9 @@ class AlignConfig:
     seed_chars: int = 8
     max_gap: int = 32
     min_identical: int = 45
+    # Every candidate pair of documents aligned, rather than each copy with its group's kept
+    # document only (dedup.matches.align_through_groups).
+    every_pair: bool = False
 
 
 SEED_CHARS = AlignConfig().seed_chars
@@ -143,6 +146,7 @@ class ScanConfig:
     keep: str = "longest"
     max_cluster_size: int = 200
     min_match_chars: int = 45
+    every_pair: bool = False
     jobs: int = field(default=0, compare=False)
     engine: str = field(default="local", compare=False)
     # Any: a distributed.Client is taken too, and dask is an optional extra.
@@ -249,7 +253,7 @@ class ScanConfig:
 
     @property
     def align(self) -> AlignConfig:
-        return AlignConfig(min_identical=self.min_match_chars)
+        return AlignConfig(min_identical=self.min_match_chars, every_pair=self.every_pair)
 
     @property
     def cluster(self) -> ClusterConfig:

@@ -370,3 +370,18 @@ def _slot(keys: npt.NDArray[np.int64], key: int) -> int:
     while keys[slot] != -1 and keys[slot] != key:
         slot = (slot + 1) & mask
     return int(slot)
+
+
+def verified_between(
+    pairs: npt.NDArray[np.int64], documents: DocumentRuns, verified: SimilarityTable
+) -> npt.NDArray[np.int64]:
+    """For each pair (a, b), a < b, of documents: how many verified passage pairs join them."""
+    count = max(1, len(documents))
+    one, two = documents.of_passage[verified.first], documents.of_passage[verified.second]
+    apart = one != two
+    codes = np.minimum(one, two)[apart] * count + np.maximum(one, two)[apart]
+    known, counts = np.unique(codes, return_counts=True)
+    wanted = pairs[:, 0] * count + pairs[:, 1]
+    at = np.minimum(np.searchsorted(known, wanted), max(0, len(known) - 1))
+    found = (known[at] == wanted) if len(known) else np.zeros(len(wanted), dtype=np.bool_)
+    return np.where(found, counts[at] if len(known) else 0, 0).astype(np.int64)

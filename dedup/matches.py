@@ -1,5 +1,13 @@
-"""Match stage: every candidate pair of documents aligned (dedup.align), the shared spans mapped
+"""Match stage: candidate pairs of documents aligned (dedup.align), the shared spans mapped
 back to the original text, and the documents that are copies of one another grouped.
+
+- Copies are aligned once each (``align_through_groups``), not with one another: a chapter
+  that 17 sites carry is 16 alignments with the copy its group keeps, not 136. Each document
+  is aligned first with the one it shares most verified passages with; documents those
+  alignments join into groups are then aligned with their group's kept document, and every
+  other candidate pair (of documents in different groups, or in none) as it is. Groups come
+  out as aligning every pair would make them: a pair skipped is one whose documents a chain
+  of copies joins already. ``--every-pair`` aligns every candidate pair.
 
 - Alignment runs on the normalized texts, which the scan holds once per distinct passage text
   (a document is its passages' texts one after another), in chunks of pairs the engine runs
@@ -16,9 +24,9 @@ back to the original text, and the documents that are copies of one another grou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +39,14 @@ from dedup.documents import DocumentRuns, PassageAlignment
 from dedup.engine.base import Threads
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
-from dedup.models import DocumentGroup, Match, MatchedDocument, SharedSpan, made_in_bulk
+from dedup.models import (
+    DocumentGroup,
+    Match,
+    MatchedDocument,
+    SharedSpan,
+    made_in_bulk,
+    reading_order,
+)
 from dedup.offset_steps import original_offsets
 
 T = TypeVar("T")
@@ -80,6 +95,106 @@ class AlignedPairs:
 
     pairs: npt.NDArray[np.int64]  # (a, b) documents, a < b
     spans: npt.NDArray[np.int64]
+
+
+def align_through_groups(
+    pairs: npt.NDArray[np.int64],
+    strength: npt.NDArray[np.int64],
+    preferred: npt.NDArray[np.int64],
+    documents: DocumentRuns,
+    texts: NormalizedTexts,
+    config: AlignConfig,
+    engine: Threads,
+) -> AlignedPairs:
+    """The candidate ``pairs`` (sorted (a, b), a < b) aligned, each copy with its group's
+    kept document rather than with every other copy (every pair, with ``config.every_pair``).
+    ``strength``: the verified passage pairs joining each pair's documents; ``preferred``:
+    each document's place in the order ``--keep`` prefers them (0 first)."""
+    if config.every_pair or not len(pairs):
+        return align_pairs(pairs, documents, texts, config, engine)
+    count = len(documents)
+    probe = _strongest_pairs(pairs, strength, count)
+    aligned = align_pairs(pairs[probe], documents, texts, config, engine)
+    group = _groups(aligned, documents.story_chars)
+    kept = _kept_of_groups(group, preferred)
+    # The rest: pairs whose documents no copies join yet, and each copy with its group's kept
+    # document. Groups joined by the rest have their members aligned with the new kept one.
+    rest = pairs[~probe]
+    wanted = np.concatenate((rest[group[rest[:, 0]] != group[rest[:, 1]]], _to_kept(group, kept)))
+    while len(wanted := _not_aligned(wanted, aligned.pairs, count)):
+        aligned = _joined(aligned, align_pairs(wanted, documents, texts, config, engine))
+        group = _groups(aligned, documents.story_chars)
+        wanted = _to_kept(group, _kept_of_groups(group, preferred))
+    return aligned
+
+
+def _strongest_pairs(
+    pairs: npt.NDArray[np.int64], strength: npt.NDArray[np.int64], count: int
+) -> npt.NDArray[np.bool_]:
+    """Each document's pair with the most verified passage pairs (the lower partner of equal
+    ones), where it has one with any: a flag per pair. (The partner --keep prefers among the
+    strong ones was tried: a page then met the whole chapter more often, which joins no
+    group, and more pairs were aligned.)"""
+    number = np.arange(len(pairs))
+    side = np.concatenate((pairs[:, 0], pairs[:, 1]))
+    partner = np.concatenate((pairs[:, 1], pairs[:, 0]))
+    score = np.concatenate((strength, strength))
+    of = np.concatenate((number, number))
+    order = np.lexsort((partner, -score, side))
+    firsts = order[np.append(True, side[order][1:] != side[order][:-1])]
+    chosen = np.zeros(len(pairs), dtype=np.bool_)
+    chosen[of[firsts[score[firsts] > 0]]] = True
+    return chosen
+
+
+def _groups(aligned: AlignedPairs, story: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Each document's group (a document of its own, if none): documents joined by aligned
+    pairs whose spans cover GROUP_COVERAGE of both, as document_groups joins matches."""
+    rows = aligned.spans
+    shared = np.zeros((len(aligned.pairs), 2), dtype=np.int64)
+    np.add.at(shared[:, 0], rows[:, 0], rows[:, 2] - rows[:, 1])
+    np.add.at(shared[:, 1], rows[:, 0], rows[:, 4] - rows[:, 3])
+    pairs = aligned.pairs
+    cover_a = shared[:, 0] / np.maximum(1, story[pairs[:, 0]])
+    cover_b = shared[:, 1] / np.maximum(1, story[pairs[:, 1]])
+    close = pairs[np.minimum(cover_a, cover_b) >= GROUP_COVERAGE]
+    return components(close[:, 0], close[:, 1], len(story))
+
+
+def _kept_of_groups(
+    group: npt.NDArray[np.int64], preferred: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """For each document, the one its group keeps (the first ``preferred``)."""
+    order = np.lexsort((preferred, group))
+    firsts = order[np.append(True, group[order][1:] != group[order][:-1])]
+    kept_of = np.empty(int(group.max()) + 1 if len(group) else 0, dtype=np.int64)
+    kept_of[group[firsts]] = firsts
+    return kept_of[group]
+
+
+def _to_kept(group: npt.NDArray[np.int64], kept: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Pairs (a, b), a < b, of each document of a group with the one the group keeps."""
+    members = np.flatnonzero(kept != np.arange(len(group)))
+    return np.column_stack((np.minimum(members, kept[members]), np.maximum(members, kept[members])))
+
+
+def _not_aligned(
+    wanted: npt.NDArray[np.int64], done: npt.NDArray[np.int64], count: int
+) -> npt.NDArray[np.int64]:
+    """The pairs of ``wanted`` not in ``done``, once each, sorted."""
+    codes = np.setdiff1d(wanted[:, 0] * count + wanted[:, 1], done[:, 0] * count + done[:, 1])
+    return np.column_stack((codes // count, codes % count))
+
+
+def _joined(one: AlignedPairs, two: AlignedPairs) -> AlignedPairs:
+    """Both sets of aligned pairs as one, the pairs sorted and the spans in their order."""
+    pairs = np.concatenate((one.pairs, two.pairs))
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    place = np.empty(len(pairs), dtype=np.int64)
+    place[order] = np.arange(len(pairs))
+    spans = np.concatenate((one.spans, two.spans))
+    spans[:, 0] = place[np.concatenate((one.spans[:, 0], two.spans[:, 0] + len(one.pairs)))]
+    return AlignedPairs(pairs[order], spans[np.argsort(spans[:, 0], kind="stable")])
 
 
 def align_pairs(
@@ -313,11 +428,38 @@ def document_groups(matches: Sequence[Match], keep: str) -> list[DocumentGroup]:
 
 def _kept(group: Sequence[MatchedDocument], keep: str) -> MatchedDocument:
     """The document a group keeps, by the keep policy (as dedup.cluster chooses a member);
-    ``group`` is in reading order, and ties go to the first."""
+    ties go to the first in reading order."""
+    key = keep_key(keep)
+    return min(group, key=lambda d: key(d.source, d.story_chars, d.sort_key))
+
+
+def keep_key(keep: str) -> Callable[[str, int, tuple[Any, ...]], tuple[Any, ...]]:
+    """The sort key of a document by the keep policy, from its source, story characters and
+    reading order: the one a group keeps sorts first."""
     if keep == "first":
-        return group[0]
+        return lambda _source, _story, order: (order,)
     names: list[str] = []
     if keep.startswith("source:"):
         names = [name.strip() for name in keep.removeprefix("source:").split(",")]
     rank = {name: position for position, name in enumerate(names)}
-    return min(group, key=lambda d: (rank.get(d.source, len(rank)), -d.story_chars))
+    return lambda source, story, order: (rank.get(source, len(rank)), -story, order)
+
+
+def keep_order(documents: DocumentRuns, spans: SpanTable, keep: str) -> npt.NDArray[np.int64]:
+    """Each document's place in the order the keep policy prefers them (0 first), as
+    ``_kept`` chooses among them (a document's span is its passages' from first to last)."""
+    key = keep_key(keep)
+    keys = []
+    for row, story, start, end in zip(
+        spans.document[documents.first].tolist(),
+        documents.story_chars.tolist(),
+        spans.start[documents.first].tolist(),
+        spans.end[documents.end - 1].tolist(),
+        strict=True,
+    ):
+        source, path, record, _record_id = spans.documents[row]
+        keys.append(key(source, story, reading_order(path, record, start, end)))
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    place = np.empty(len(keys), dtype=np.int64)
+    place[order] = np.arange(len(keys))
+    return place

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
@@ -570,3 +570,29 @@ class Report:
             if lines is not None:
                 lines.write(json.dumps(cluster.to_dict(lines_text), ensure_ascii=False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
+
+
+def document_overlap(report: Report) -> dict[tuple[str, str], list[int]]:
+    """For each two sources, by name (a source with itself too): [copies, partial]. Copies are the
+    pairs of documents of one group, matched with each other or not (a scan matches each
+    copy with the one its group keeps); partial, the matches between documents of no group in
+    common."""
+    between: dict[tuple[str, str], list[int]] = {}
+    group_of: dict[str, str] = {}
+    for group in report.document_groups:
+        group_of.update((document, group.id) for document in group.documents)
+    source_of = {document.id: document.source for document in report.documents}
+    for group in report.document_groups:
+        held = Counter(source_of[document] for document in group.documents)
+        names = sorted(held)
+        for position, one in enumerate(names):
+            for two in names[position:]:
+                pairs = held[one] * (held[one] - 1) // 2 if one == two else held[one] * held[two]
+                if pairs:
+                    between.setdefault((one, two), [0, 0])[0] += pairs
+    for match in report.matches:
+        if group_of.get(match.a.id, "a") == group_of.get(match.b.id, "b"):
+            continue
+        one, two = sorted((match.a.source, match.b.source))
+        between.setdefault((one, two), [0, 0])[1] += 1
+    return between

@@ -21,15 +21,16 @@ from dedup.arrays import sorted_unique
 from dedup.candidates import find_candidates
 from dedup.cluster import check_kept_sources, cluster_pairs
 from dedup.config import ScanConfig
-from dedup.documents import candidate_documents, document_runs
+from dedup.documents import candidate_documents, document_runs, verified_between
 from dedup.engine.base import engine_for
 from dedup.engine.gather import prepare_all
 from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, members_of, read_documents
 from dedup.engine.memory import collector_paused
 from dedup.matches import (
     NormalizedTexts,
-    align_pairs,
+    align_through_groups,
     document_groups,
+    keep_order,
     matches_of,
     original_spans,
 )
@@ -108,8 +109,10 @@ def scan_files(
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
             texts = NormalizedTexts.of(passages.texts, leader, passages.alignment)
             passages.let_go_of_texts()
-            aligned = align_pairs(
+            aligned = align_through_groups(
                 document_pairs,
+                verified_between(document_pairs, documents, verified),
+                keep_order(documents, passages.spans, config.keep),
                 documents,
                 texts,
                 config.align,
@@ -161,7 +164,7 @@ def scan_files(
     summary = replace(
         summary,
         documents=len(documents),
-        document_pairs_aligned=len(document_pairs),
+        document_pairs_aligned=len(aligned.pairs),
         document_matches=len(matches),
         matched_documents=len({d.id for m in matches for d in (m.a, m.b)}),
         document_groups=len(groups),

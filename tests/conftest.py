@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
+
+from benchmarks.quality import variants
+from dedup.read.decode import decode_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "corpus_samples"
@@ -41,3 +45,39 @@ def hongloumeng_simplified() -> str:
 def hongloumeng_big5_bytes() -> bytes:
     """The same chapters from an independent Traditional scan, Big5-HKSCS."""
     return (SAMPLES / "site-tw/hongloumeng-big5.txt").read_bytes()
+
+
+def _pieces(samples: Path, least: int = 1000) -> list[tuple[str, str]]:
+    """(name, text) of the sample sites' plain-text books cut at paragraph ends into pieces
+    of ``least`` characters or more (the pages of a site that pages its chapters)."""
+    found = []
+    for path in sorted(samples.glob("site-*/*.txt")):
+        text = decode_bytes(path.read_bytes()).text
+        piece: list[str] = []
+        for paragraph in text.splitlines():
+            piece.append(paragraph)
+            if sum(map(len, piece)) >= least:
+                found.append((f"{path.parent.name}-{path.stem}-{len(found):03d}", "\n".join(piece)))
+                piece = []
+    return found
+
+
+@pytest.fixture(scope="session")
+def mirror_dump(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four sites carrying the sample books a page (file) each, as mirror sites do: one verbatim,
+    one with its own ads and line wraps, one in Taiwan script, one with typos (and each
+    leaving some chapters out): a scan with work for many tasks, and near copies to find."""
+    dump = tmp_path_factory.mktemp("mirror")
+    rng = random.Random(21)
+    sites = {
+        "site-a": lambda text: text,
+        "site-b": lambda text: variants.rewrapped(variants.with_ads(text, rng), rng),
+        "site-c": lambda text: variants.convert(text, "s2tw"),
+        "site-d": lambda text: variants.typos(text, rng, 0.02),
+    }
+    for site, vary in sites.items():
+        (dump / site).mkdir()
+        for name, text in _pieces(samples):
+            if site == "site-a" or rng.random() < 0.8:
+                (dump / site / f"{name}.txt").write_text(vary(text), "utf-8")
+    return dump

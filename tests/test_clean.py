@@ -337,3 +337,27 @@ def test_parquet_and_zstd_files_are_written_back_in_their_formats(
     with zstandard.ZstdDecompressor().stream_reader(left) as reader:
         text = reader.read().decode("gb18030")
     assert text == "第二章 别处\n" + other  # the copied chapter gone, heading and all
+
+
+def test_a_report_of_copies_matched_with_their_kept_one_cleans_as_every_pair_does(
+    mirror_dump: Path, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    report = tmp_path / "report"
+    scanned = runner.invoke(cli, ["scan", str(mirror_dump), "-o", str(report), "-q"])
+    assert scanned.exit_code == 0, scanned.output
+    for by in ("document", "passage"):
+        direct = tmp_path / f"direct-{by}"
+        clean([mirror_dump], direct, by=by)  # aligns every pair
+        acted = runner.invoke(
+            cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / by), "--by", by]
+        )
+        assert acted.exit_code == 0, acted.output
+        assert _tree(tmp_path / by) == _tree(direct)
+        assert len(_tree(direct)) < sum(1 for path in mirror_dump.rglob("*.txt"))
+    # another choice of the copy to keep needs matches the report does not hold
+    other = runner.invoke(
+        cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / "f"), "--keep", "first"]
+    )
+    assert other.exit_code != 0 and not (tmp_path / "f").exists()
+    assert "--keep longest" in other.stderr and "--every-pair" in other.stderr

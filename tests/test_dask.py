@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -24,9 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 import dedup
-from benchmarks.quality import variants
 from dedup.cli import cli
-from dedup.read.decode import decode_bytes
 from tests.processes import alive, descendants
 
 distributed = pytest.importorskip("distributed")
@@ -104,42 +101,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield started
     finally:
         _stop_cluster(started)
-
-
-def _pieces(samples: Path, least: int = 1000) -> list[tuple[str, str]]:
-    """(name, text) of the sample sites' plain-text books cut at paragraph ends into pieces
-    of ``least`` characters or more (the pages of a site that pages its chapters)."""
-    found = []
-    for path in sorted(samples.glob("site-*/*.txt")):
-        text = decode_bytes(path.read_bytes()).text
-        piece: list[str] = []
-        for paragraph in text.splitlines():
-            piece.append(paragraph)
-            if sum(map(len, piece)) >= least:
-                found.append((f"{path.parent.name}-{path.stem}-{len(found):03d}", "\n".join(piece)))
-                piece = []
-    return found
-
-
-@pytest.fixture(scope="module")
-def mirror_dump(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four sites carrying the sample books a page (file) each, as mirror sites do: one verbatim,
-    one with its own ads and line wraps, one in Taiwan script, one with typos (and each
-    leaving some chapters out): a scan with work for many tasks, and near copies to find."""
-    dump = tmp_path_factory.mktemp("mirror")
-    rng = random.Random(21)
-    sites = {
-        "site-a": lambda text: text,
-        "site-b": lambda text: variants.rewrapped(variants.with_ads(text, rng), rng),
-        "site-c": lambda text: variants.convert(text, "s2tw"),
-        "site-d": lambda text: variants.typos(text, rng, 0.02),
-    }
-    for site, vary in sites.items():
-        (dump / site).mkdir()
-        for name, text in _pieces(samples):
-            if site == "site-a" or rng.random() < 0.8:
-                (dump / site / f"{name}.txt").write_text(vary(text), "utf-8")
-    return dump
 
 
 @pytest.fixture(scope="module")

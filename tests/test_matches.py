@@ -253,3 +253,74 @@ def test_documents_in_an_archive_match_as_the_files_do(tmp_path: Path, samples: 
     assert zipped.matches and sorted(map(str, shape(zipped))) == sorted(map(str, shape(plain)))
     for match in zipped.matches:
         assert "samples.zip!/" in match.a.path and match.a.text
+
+
+@pytest.fixture(scope="module")
+def both_ways(mirror_dump: Path) -> tuple[dedup.Report, dedup.Report]:
+    """The mirror dump scanned as a scan does (each copy aligned with the one its group
+    keeps) and with every pair aligned."""
+    return dedup.scan([mirror_dump], jobs=2), dedup.scan([mirror_dump], jobs=1, every_pair=True)
+
+
+def test_copies_are_aligned_with_the_one_their_group_keeps(
+    both_ways: tuple[dedup.Report, dedup.Report],
+) -> None:
+    linked, every = both_ways
+    # fewer alignments and matches, the same groups and clusters
+    assert linked.summary.document_pairs_aligned < 0.8 * every.summary.document_pairs_aligned
+    assert len(linked.matches) < 0.8 * len(every.matches)
+    assert len(linked.document_groups) >= 40
+    assert linked.document_groups == every.document_groups
+    assert linked.clusters == every.clusters
+    # each match as aligning every pair finds it
+    found = {(m.a.id, m.b.id): m for m in every.matches}
+    assert all(found[(m.a.id, m.b.id)] == m for m in linked.matches)
+    # each copy matched with the one its group keeps, and that match covers most of both
+    matched = {frozenset((m.a.id, m.b.id)): m for m in linked.matches}
+    for group in linked.document_groups:
+        for document in group.documents:
+            if document != group.representative:
+                assert frozenset((document, group.representative)) in matched
+    # the matches left out are between two documents of one group only
+    group_of = {d: g.id for g in linked.document_groups for d in g.documents}
+    for pair, match in found.items():
+        if frozenset(pair) not in matched:
+            assert group_of.get(match.a.id) is not None
+            assert group_of.get(match.a.id) == group_of.get(match.b.id)
+
+
+def test_copies_between_sources_count_every_pair_in_a_group(
+    both_ways: tuple[dedup.Report, dedup.Report],
+) -> None:
+    from dedup.models import document_overlap
+    from dedup.report.terminal import format_summary
+
+    linked, every = both_ways
+    overlap = document_overlap(linked)
+    assert overlap == document_overlap(every)
+    # site-a carries every page and site-c converts them all: each of site-c's pages is a
+    # copy of site-a's, whether its match is with site-a's page or not
+    pages_c = sum(1 for entry in linked.inputs if entry.source == "site-c")
+    assert overlap[("site-a", "site-c")][0] >= 0.9 * pages_c
+    shown = format_summary(linked)
+    assert "documents shared between sources" in shown
+    assert f"site-a ↔ site-c: {overlap[('site-a', 'site-c')][0]:,} copies" in shown
+
+
+def test_every_pair_on_the_command_line(mirror_dump: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dedup.cli import cli
+
+    for name, extra in (("linked", []), ("every", ["--every-pair"])):
+        result = CliRunner().invoke(
+            cli, ["scan", str(mirror_dump), "-o", str(tmp_path / name), "-q", *extra]
+        )
+        assert result.exit_code == 0, result.output
+    linked, every = (
+        json.loads((tmp_path / name / "report.json").read_text("utf-8"))
+        for name in ("linked", "every")
+    )
+    assert linked["options"]["every_pair"] is False and every["options"]["every_pair"] is True
+    assert len(linked["matches"]) < len(every["matches"])
+    assert linked["document_groups"] == every["document_groups"]

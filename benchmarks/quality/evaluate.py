@@ -153,14 +153,18 @@ def report_pairs(report: dedup.Report, root: Path) -> set[Pair]:
 
 
 def match_pairs(report: dedup.Report, root: Path) -> set[Pair]:
-    """Files linked by dedup's document matches: a match joins a document of each."""
-    return {
-        frozenset(
-            Path(document.path).relative_to(root).as_posix() for document in (match.a, match.b)
-        )
-        for match in report.matches
-        if match.a.path != match.b.path
+    """Files linked by dedup's document matches: a match joins a document of each, and a
+    group of copies every two of its documents (a scan matches each copy with the one its
+    group keeps, not with every other)."""
+    path_of = {
+        document.id: Path(document.path).relative_to(root).as_posix()
+        for document in report.documents
     }
+    linked = {frozenset((path_of[m.a.id], path_of[m.b.id])) for m in report.matches}
+    for group in report.document_groups:
+        files = sorted({path_of[document] for document in group.documents})
+        linked |= {frozenset(pair) for pair in itertools.combinations(files, 2)}
+    return {pair for pair in linked if len(pair) == 2}
 
 
 def passage_scores(

@@ -172,7 +172,9 @@ def clean(
         )
     found, skipped = discover_inputs(roots, config.follow_links)
     with CleanFolder(Path(out), roots, options.force) as folder:
-        report = scan_files(found, skipped, config)
+        # Every pair of copies aligned: which of them a copy leaves out is decided document by
+        # document, against every one kept before it (dedup.clean.choose).
+        report = scan_files(found, skipped, dataclasses.replace(config, every_pair=True))
         return _write_copy(report, found, skipped, roots, folder, config, options)
 
 
@@ -190,6 +192,7 @@ def clean_from_report(
 
     options = dataclasses.replace(options or CleanConfig(), **choices)
     report = load_report(Path(report_folder) / "report.json")
+    _check_matches_serve(report, options.keep, report_folder)
     config = _config_of(report.options)
     sources: dict[str, str] = {}
     for entry in report.inputs:
@@ -208,6 +211,22 @@ def clean_from_report(
     with CleanFolder(Path(out), paths, options.force) as folder:
         skipped = [*report.skipped, *gone]
         return _write_copy(report, found, skipped, roots, folder, config, options)
+
+
+def _check_matches_serve(report: Report, keep: str, folder: str | os.PathLike[str]) -> None:
+    """A report whose copies are matched with the document their group keeps (not with
+    every other copy) serves a clean that keeps the same: each copy it leaves out has its
+    match with the kept one. For another choice it lacks the matches, and says how to get
+    them. (Reports made before the option aligned every pair.)"""
+    if report.options.get("every_pair", True) or report.options.get("keep") == keep:
+        return
+    made = report.options.get("keep")
+    raise ConfigError(
+        f"{shown(str(folder))}: the report matches each copy with the document its group keeps "
+        f"by --keep {made}, so it cannot say which copies --keep {keep} leaves out; clean with "
+        f"--keep {made}, or clean the dump itself (dedup clean DUMP... --keep {keep}), or scan "
+        "it again with --every-pair"
+    )
 
 
 def _as_given(root: str, paths: Sequence[str]) -> str:

@@ -373,8 +373,10 @@ def query(
     """What the files under ``paths`` share with the files stored in ``index``: the report a
     scan of both would give, cut to the pairs and matches between a queried file and a
     stored one (and, ``within``, between two queried files too). A stored file of the same
-    path as a queried one is left out: the queried one stands for it."""
-    config = config or ScanConfig()
+    path as a queried one is left out: the queried one stands for it. Every pair of copies
+    is aligned (``every_pair``): a queried copy whose group keeps another queried copy would
+    otherwise be matched with that one alone, and the cut would leave it none."""
+    config = dataclasses.replace(config or ScanConfig(), every_pair=True)
     found, skipped = discover_inputs(path_list(paths), config.follow_links)
     if source is not None:
         found = [dataclasses.replace(file, source=source) for file in found]

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from dedup.arrays import key_counts
 from dedup.config import Script
-from dedup.models import Cluster, Report, source_counts
+from dedup.models import Cluster, Report, document_overlap, source_counts
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
 from dedup.report.palette import cluster_palette, normalized_texts
 
@@ -165,11 +165,13 @@ def document_data(report: Report) -> dict[str, Any]:
     for match in report.matches:
         one, two = sorted((match.a.source, match.b.source))
         between[(one, two)] += 1
+    copies = document_overlap(report)
     return {
         "documents": documents,
         "matches": matches,
         "matches_total": len(report.matches),
         "match_overlap": [[a, b, n] for (a, b), n in sorted(between.items())],
+        "copy_overlap": [[a, b, n[0]] for (a, b), n in sorted(copies.items()) if n[0]],
     }
 
 

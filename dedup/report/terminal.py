@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dedup.display import printable
-from dedup.models import Report, Summary, source_counts
+from dedup.models import Report, Summary, document_overlap, source_counts
 from dedup.report.palette import Span
 
 if TYPE_CHECKING:
@@ -143,13 +143,10 @@ def _document_lines(report: Report) -> list[str]:
 
     if not report.matches:
         return []
-    between: dict[tuple[str, str], list[int]] = {}
-    for match in report.matches:
-        key = tuple(sorted((match.a.source, match.b.source)))
-        counts = between.setdefault((key[0], key[1]), [0, 0])
-        counts[min(match.coverage_a, match.coverage_b) < GROUP_COVERAGE] += 1
-    lines = ["", f"documents shared between sources (copy: a match covering {GROUP_COVERAGE:.0%} "
-             "of both; partial: less)"]  # fmt: skip
+    between = document_overlap(report)
+    lines = ["", "documents shared between sources (copies: two documents of one group of "
+             f"copies, joined by matches covering {GROUP_COVERAGE:.0%} of both; partial: a "
+             "match covering less)"]  # fmt: skip
     ranked = sorted(between.items(), key=lambda item: (-sum(item[1]), item[0]))
     for (one, two), (copies, partly) in ranked[:TOP_DOCUMENTS]:
         where = one if one == two else f"{one} ↔ {two}"
