@@ -22,6 +22,7 @@ from dedup.clean import clean
 from dedup.cli import cli
 from dedup.errors import ConfigError, ReportFolderError
 from dedup.read.decode import decode_bytes
+from tests.reports import folder_files
 
 
 @pytest.fixture
@@ -57,14 +58,6 @@ def collection(samples: Path, tmp_path: Path) -> Path:
     )
     (mixed / "seed.txt.gz").write_bytes(gzip.compress(seed.encode("utf-8"), mtime=0))
     return folder
-
-
-def _tree(folder: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(folder).as_posix(): path.read_bytes()
-        for path in sorted(folder.rglob("*"))
-        if path.is_file()
-    }
 
 
 def _text(path: Path) -> str:
@@ -132,7 +125,7 @@ def test_the_copy_is_the_same_whatever_the_jobs_and_the_path_order(
     clean(sites, one, dedup.ScanConfig(jobs=1))
     two = tmp_path / "two"
     clean(list(reversed(sites)), two, dedup.ScanConfig(jobs=2))
-    assert _tree(one) == _tree(two)
+    assert folder_files(one) == folder_files(two)
     assert sorted(p.name for p in one.iterdir() if p.is_dir()) == [s.name for s in sites]
 
 
@@ -243,7 +236,7 @@ def test_from_a_reviewed_report_it_writes_the_same_copy(collection: Path, tmp_pa
     clean([collection], direct)
     acted = runner.invoke(cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / "r")])
     assert acted.exit_code == 0, acted.output
-    assert _tree(tmp_path / "r") == _tree(direct)
+    assert folder_files(tmp_path / "r") == folder_files(direct)
     # a file changed since the report is copied as it is now, not cut where it used to be
     changed = collection / "site-tw" / "000.txt"
     changed.write_bytes(b"\n" * 5 + changed.read_bytes())
@@ -353,8 +346,8 @@ def test_a_report_of_copies_matched_with_their_kept_one_cleans_as_every_pair_doe
             cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / by), "--by", by]
         )
         assert acted.exit_code == 0, acted.output
-        assert _tree(tmp_path / by) == _tree(direct)
-        assert len(_tree(direct)) < sum(1 for path in mirror_dump.rglob("*.txt"))
+        assert folder_files(tmp_path / by) == folder_files(direct)
+        assert len(folder_files(direct)) < sum(1 for path in mirror_dump.rglob("*.txt"))
     # another choice of the copy to keep needs matches the report does not hold
     other = runner.invoke(
         cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / "f"), "--keep", "first"]

@@ -75,3 +75,33 @@ def test_a_url_that_cannot_be_read_is_named(url: str, says: str, tmp_path: Path)
     assert result.exit_code == 1
     assert f"dedup: error: {url}: " in result.stderr and says in result.stderr
     assert not (tmp_path / "report").exists()
+
+
+def test_a_url_file_changed_while_it_is_scanned_is_left_out(
+    memory_dump: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dedup import pipeline
+    from dedup.engine import gather, member_texts
+    from dedup.read.location import url_stamp
+
+    changing = f"{memory_dump}/site-qidian/hongloumeng.txt"
+    memory = fsspec.filesystem("memory")
+    before = url_stamp(changing)
+    assert before is not None and before[0] == memory.size("/samples/site-qidian/hongloumeng.txt")
+    assert url_stamp(f"{memory_dump}/no-such-file.txt") is None
+    first_pass = gather.prepare_all
+
+    def then_edit(*args: object, **kwargs: object) -> object:
+        prepared = first_pass(*args, **kwargs)  # type: ignore[arg-type]
+        text = memory.cat("/samples/site-qidian/hongloumeng.txt").decode("utf-8")
+        memory.pipe("/samples/site-qidian/hongloumeng.txt", ("（作者修改）" + text).encode("utf-8"))
+        return prepared
+
+    monkeypatch.setattr(pipeline, "prepare_all", then_edit)
+    report = dedup.scan([memory_dump], jobs=1)
+    assert url_stamp(changing) != before
+    changed = [e.path for e in report.skipped if e.reason == member_texts.CHANGED_WHILE_SCANNING]
+    assert changed == ["memory:///samples/site-qidian/hongloumeng.txt"]
+    assert report.clusters and all(
+        member.path != changed[0] for cluster in report.clusters for member in cluster.members
+    )

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from dedup.codepoints import code_points
 from dedup.kernels import compiled
 from dedup.read.discover import file_stamp
+from dedup.read.location import is_url
 
 __all__ = ["NOT_IN_BYTES", "byte_offsets", "texts_at"]
 
@@ -101,7 +102,7 @@ def texts_at(
     """The UTF-8 texts at ``byte_starts[i]:byte_ends[i]`` of the file at ``path``, each
     ``lengths[i]`` characters long; None when the file is no longer as it was when it was
     scanned (``stamp``), or its bytes there no longer decode to texts of those lengths."""
-    if stamp is None or file_stamp(path) != stamp:
+    if stamp is None or is_url(path) or file_stamp(path) != stamp:
         return None
     try:
         with (

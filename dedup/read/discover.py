@@ -10,7 +10,7 @@ from pathlib import Path, PurePath
 from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.models import Skipped
-from dedup.read.location import is_url, url_files
+from dedup.read.location import is_url, url_files, url_stamp
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
 FORMATS = {
@@ -209,11 +209,14 @@ def _add_url(
         source = shown(below[0])
     else:
         source = shown(url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 2 else ".")
-    found.setdefault(url, FoundFile(where, source, kind[0], url, kind[1], None))
+    found.setdefault(url, FoundFile(where, source, kind[0], url, kind[1], url_stamp(url)))
 
 
 def file_stamp(path: str) -> tuple[int, int] | None:
-    """(size, modification time in ns) of ``path``; None if it cannot be read."""
+    """(size, modification time in ns) of ``path``; None if it cannot be read. For a URL,
+    its size and a digest of its change fields (dedup.read.location.url_stamp)."""
+    if is_url(path):
+        return url_stamp(path)
     try:
         status = os.stat(path)
     except OSError:

@@ -2,12 +2,15 @@
 dump/``, ``gcs://``, ``file://``, ``memory://``), read through fsspec, which is installed with
 the dask extra (a URL's own filesystem, such as s3fs, is the user's to install).
 
-A URL's files are listed and read through fsspec alone: nothing is copied to disk first. They
-have no stamp (dedup.read.discover.FoundFile.stamp): a change while the scan runs is not
-detected, and their member texts are read again rather than by their bytes."""
+A URL's files are listed and read through fsspec alone: nothing is copied to disk first. Their
+stamp (dedup.read.discover.FoundFile.stamp) is their size and a digest of what their
+filesystem says of their last change (modification time, ETag, checksum), so a file changed
+while the scan runs is found out as a local one is; their member texts are read again rather
+than by their bytes."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from typing import Any, BinaryIO
@@ -57,6 +60,27 @@ def size_of(where: str) -> int:
         return os.path.getsize(where)
     filesystem, path = _filesystem(where)
     return int(filesystem.size(path))
+
+
+# What filesystems say of a file's last change: local and memory (mtime, created), S3
+# (LastModified, ETag), GCS (updated, md5Hash, generation), Azure (last_modified, etag).
+_CHANGE_FIELDS = (
+    "mtime", "created", "LastModified", "last_modified", "updated", "ETag", "etag", "md5Hash",
+    "generation", "checksum",
+)  # fmt: skip
+
+
+def url_stamp(url: str) -> tuple[int, int] | None:
+    """(size, a digest of its change fields) of the file at ``url``; None if it cannot be
+    asked. A filesystem that tells no change field has its files stamped by size alone."""
+    try:
+        filesystem, path = _filesystem(url)
+        info = filesystem.info(path)
+    except (InputPathError, OSError, ValueError):
+        return None
+    said = repr([(name, str(info[name])) for name in _CHANGE_FIELDS if name in info])
+    digest = int.from_bytes(hashlib.sha256(said.encode("utf-8")).digest()[:7], "big")
+    return int(info.get("size") or 0), digest
 
 
 def url_files(url: str) -> list[tuple[str, tuple[str, ...]]]:
