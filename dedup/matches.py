@@ -52,6 +52,7 @@ from dedup.offset_steps import original_offsets
 T = TypeVar("T")
 
 GROUP_COVERAGE = 0.8
+PROBE_ROUNDS = 2  # a third round finds next to nothing more (docs/performance.md)
 _CHUNKS = 64  # pairs are aligned in this many chunks, across the threads
 
 
@@ -113,14 +114,24 @@ def align_through_groups(
     if config.every_pair or not len(pairs):
         return align_pairs(pairs, documents, texts, config, engine)
     count = len(documents)
-    probe = _strongest_pairs(pairs, strength, count)
-    aligned = align_pairs(pairs[probe], documents, texts, config, engine)
-    group = _groups(aligned, documents.story_chars)
-    kept = _kept_of_groups(group, preferred)
+    aligned = AlignedPairs(np.empty((0, 2), dtype=np.int64), np.empty((0, 6), dtype=np.int64))
+    group = np.arange(count)
+    waiting = np.ones(len(pairs), dtype=np.bool_)
+    # Rounds of each document with its strongest candidate in another group: a copy whose
+    # strongest partner was a page of it, or a copy with too many changes, joins its group
+    # in a later round rather than being aligned with every member of it.
+    for _round in range(PROBE_ROUNDS):
+        across = waiting & (group[pairs[:, 0]] != group[pairs[:, 1]])
+        probe = _strongest_pairs(pairs, np.where(across, strength, 0), count)
+        if not probe.any():
+            break
+        aligned = _joined(aligned, align_pairs(pairs[probe], documents, texts, config, engine))
+        waiting &= ~probe
+        group = _groups(aligned, documents.story_chars)
     # The rest: pairs whose documents no copies join yet, and each copy with its group's kept
     # document. Groups joined by the rest have their members aligned with the new kept one.
-    rest = pairs[~probe]
-    wanted = np.concatenate((rest[group[rest[:, 0]] != group[rest[:, 1]]], _to_kept(group, kept)))
+    rest = pairs[waiting & (group[pairs[:, 0]] != group[pairs[:, 1]])]
+    wanted = np.concatenate((rest, _to_kept(group, _kept_of_groups(group, preferred))))
     while len(wanted := _not_aligned(wanted, aligned.pairs, count)):
         aligned = _joined(aligned, align_pairs(wanted, documents, texts, config, engine))
         group = _groups(aligned, documents.story_chars)
