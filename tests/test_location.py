@@ -105,3 +105,25 @@ def test_a_url_file_changed_while_it_is_scanned_is_left_out(
     assert report.clusters and all(
         member.path != changed[0] for cluster in report.clusters for member in cluster.members
     )
+
+
+def test_a_report_inside_a_url_dump_is_left_out(
+    memory_dump: str, samples: Path, tmp_path: Path
+) -> None:
+    without = dedup.scan([memory_dump], jobs=1)
+    written = tmp_path / "report"
+    dedup.report.write_report(without, written)
+    memory = fsspec.filesystem("memory")
+    for path in sorted(written.rglob("*")):
+        if path.is_file():
+            relative = path.relative_to(written).as_posix()
+            memory.pipe(f"/samples/site-qidian/last-scan/{relative}", path.read_bytes())
+    memory.pipe("/samples/site-tw/.dedup-clean", b"")
+    memory.pipe("/samples/site-tw/removed.jsonl", b'{"removed": "x"}\n')
+    again = dedup.scan([memory_dump], jobs=1)
+    left_out = [(entry.path, entry.reason) for entry in again.skipped]
+    assert ("memory:///samples/site-qidian/last-scan", "a report dedup wrote: left out (its "
+            "tables are not a source)") in left_out  # fmt: skip
+    assert not any("removed.jsonl" in path or "index_data" in path for path, _ in left_out)
+    assert again.inputs == without.inputs and again.clusters == without.clusters
+    assert again.matches == without.matches

@@ -10,7 +10,7 @@ from pathlib import Path, PurePath
 from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.models import Skipped
-from dedup.read.location import is_url, url_files, url_stamp
+from dedup.read.location import is_url, open_input, url_files, url_stamp
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
 FORMATS = {
@@ -77,12 +77,20 @@ def is_report_folder(folder: Path | str) -> bool:
     folder = Path(folder)
     if os.path.lexists(folder / WRITING_MARKER):
         return True
+    return _is_report_json(str(folder / "report.json"))
+
+
+def _is_report_json(where: str) -> bool:
+    """Whether the file at ``where`` (a path or a URL) begins as a dedup report.json does."""
     try:
-        with open(folder / "report.json", "rb") as handle:
+        with open_input(where) as handle:
             head = handle.read(128)
     except OSError:
         return False
     return head.replace(b" ", b"").replace(b"\n", b"").startswith(b'{"report_format":')
+
+
+_REPORT_LEFT_OUT = "a report dedup wrote: left out (its tables are not a source)"
 
 
 def discover_inputs(
@@ -99,7 +107,7 @@ def discover_inputs(
     roots = sorted(set(paths))
     for given in roots:
         if is_url(given):
-            for url, below in url_files(given):
+            for url, below in _url_inputs(url_files(given), skipped):
                 _add_url(url, below, found, skipped)
             continue
         root = Path(given)
@@ -145,9 +153,7 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                 dirnames.remove(dirname)  # the report this very run is about to write
             elif is_report_folder(subdir):
                 dirnames.remove(dirname)
-                _skip(
-                    skipped, subdir, "a report dedup wrote: left out (its tables are not a source)"
-                )
+                _skip(skipped, subdir, _REPORT_LEFT_OUT)
             elif subdir.is_symlink() and not follow_links:
                 dirnames.remove(dirname)
                 _skip(
@@ -193,6 +199,34 @@ def _format_of(name: str) -> tuple[str, str | None] | str:
         squeezed = ", ".join(COMPRESSIONS)
         return f"not a supported format (supported: {known}, each also as {squeezed})"
     return file_format, compression
+
+
+def _url_inputs(
+    files: list[tuple[str, tuple[str, ...]]], skipped: dict[str, Skipped]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """The files under a URL that are inputs, as _walk finds them in a folder: a report
+    dedup wrote (or is writing) is left out and listed, and so are a cleaned copy's lists
+    and a report's lock."""
+    reports: set[tuple[str, ...]] = set()
+    cleaned: set[tuple[str, ...]] = set()
+    for url, below in files:
+        folder, name = below[:-1], below[-1] if below else ""
+        if name == WRITING_MARKER or (name == "report.json" and _is_report_json(url)):
+            reports.add(folder)
+        elif name == CLEAN_MARKER:
+            cleaned.add(folder)
+    inputs = []
+    for url, below in files:
+        folder, name = below[:-1], below[-1] if below else ""
+        report = next((below[:n] for n in range(len(below)) if below[:n] in reports), None)
+        if report is not None:
+            where = shown(url[: len(url) - len("/".join(below[len(report) :])) - 1])
+            skipped[where] = Skipped(where, _REPORT_LEFT_OUT)
+        elif folder in cleaned and name in (CLEAN_MARKER, REMOVED_JSONL, REMOVED_CSV):
+            continue
+        elif not (name.startswith(".") and name.endswith(LOCK_SUFFIX)):
+            inputs.append((url, below))
+    return inputs
 
 
 def _add_url(
