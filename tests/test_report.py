@@ -309,6 +309,13 @@ def test_a_match_opens_side_by_side_in_a_real_browser(in_repo: Path, tmp_path: P
     everything = _chromium(tmp_path, page, "--dump-dom")
     assert f"{total} of {total} matches shown" in everything
     assert everything.index('id="documents"') < everything.index('id="cluster-list"')
+    # pairs of copies between sources, from the groups: site-tw's copies of site-qidian's
+    copies = everything.split('id="copy-matrix"', 1)[1].split("</table>", 1)[0]
+    cells = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row) for row in copies.split("<tr")[1:]]
+    header, rows = cells[0][1:], {row[0]: row[1:] for row in cells[1:]}
+    pairs = dedup.models.document_overlap(load_report(out / "report.json"))
+    shared = pairs[("site-qidian", "site-tw")][0]
+    assert shared > 0 and rows["site-qidian"][header.index("site-tw")] == f"{shared:,}"
     between = sum(
         {m["a"]["source"], m["b"]["source"]} == {"site-qidian", "site-tw"}
         for m in report["matches"]
@@ -530,7 +537,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     here = report_json._write_pages_and_tables
     parent = os.getpid()
 
-    def failing_in_the_copy(*arguments: Any) -> list[Path]:
+    def failing_in_the_copy(*arguments: Any) -> None:
         if os.getpid() != parent:
             (tmp_path / "the copy ran").touch()
             raise OSError("no space left on device")
