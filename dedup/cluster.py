@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from dedup.arrays import objects, sorted_unique
 from dedup.columns import Similarity, SimilarityTable
+from dedup.config import kept_sources
 from dedup.kernels import compiled
 from dedup.models import Cluster, InputFile, Pair, Passage, made_in_bulk
 
@@ -157,8 +158,7 @@ def _representatives(
         return chosen
     preference = np.zeros(len(members), dtype=np.int64)
     if keep.startswith("source:"):
-        names = [name.strip() for name in keep.removeprefix("source:").split(",")]
-        ranks = {name: position for position, name in enumerate(names)}
+        ranks = {name: position for position, name in enumerate(kept_sources(keep))}
         preference = np.array([ranks.get(m.source, len(ranks)) for m in members], dtype=np.int64)
     cluster_of = np.repeat(np.arange(len(starts)), np.diff(starts, append=len(by_cluster)))
     best = np.lexsort((rank[by_cluster], -length[by_cluster], preference[by_cluster], cluster_of))
@@ -192,7 +192,7 @@ def check_kept_sources(keep: str, inputs: Sequence[InputFile]) -> None:
     would otherwise fall back to the longest member without a word)."""
     if not keep.startswith("source:"):
         return
-    named = [name.strip() for name in keep.removeprefix("source:").split(",") if name.strip()]
+    named = kept_sources(keep)
     present = {source for entry in inputs for source in entry.source_passages()}
     missing = [name for name in named if name not in present]
     if not missing:

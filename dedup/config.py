@@ -100,6 +100,13 @@ class AlignConfig:
 SEED_CHARS = AlignConfig().seed_chars
 
 
+def kept_sources(keep: str) -> list[str]:
+    """The sources ``--keep source:A,B`` names, in order (none for another policy)."""
+    if not keep.startswith("source:"):
+        return []
+    return [name.strip() for name in keep.removeprefix("source:").split(",") if name.strip()]
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """The cluster stage's part: the representative's policy and the giant-cluster size."""
@@ -192,9 +199,7 @@ class ScanConfig:
                 f"unknown normalization step {', '.join(unknown)}; the steps are "
                 + ", ".join(NORMALIZE_STEPS)
             )
-        if self.keep not in ("longest", "first") and not (
-            self.keep.startswith("source:") and self.keep.removeprefix("source:").strip(", ")
-        ):
+        if self.keep not in ("longest", "first") and not kept_sources(self.keep):
             raise ConfigError(
                 f"keep must be longest, first or source:NAME[,NAME...], not {self.keep!r}"
             )

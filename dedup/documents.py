@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import key_counts
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
@@ -379,9 +380,11 @@ def verified_between(
     count = max(1, len(documents))
     one, two = documents.of_passage[verified.first], documents.of_passage[verified.second]
     apart = one != two
-    codes = np.minimum(one, two)[apart] * count + np.maximum(one, two)[apart]
-    known, counts = np.unique(codes, return_counts=True)
+    known, counts = key_counts([np.minimum(one, two)[apart] * count + np.maximum(one, two)[apart]])
     wanted = pairs[:, 0] * count + pairs[:, 1]
-    at = np.minimum(np.searchsorted(known, wanted), max(0, len(known) - 1))
-    found = (known[at] == wanted) if len(known) else np.zeros(len(wanted), dtype=np.bool_)
-    return np.where(found, counts[at] if len(known) else 0, 0).astype(np.int64)
+    at = np.searchsorted(known, wanted)
+    found = at < len(known)
+    found[found] = known[at[found]] == wanted[found]
+    strength = np.zeros(len(pairs), dtype=np.int64)
+    strength[found] = counts[at[found]]
+    return strength

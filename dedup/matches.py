@@ -34,7 +34,7 @@ import numpy.typing as npt
 from dedup.align import seed_table, spans_with_table
 from dedup.cluster import components
 from dedup.columns import SpanTable
-from dedup.config import AlignConfig
+from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
 from dedup.engine.base import Threads
 from dedup.kernels import compiled
@@ -449,10 +449,7 @@ def keep_key(keep: str) -> Callable[[str, int, tuple[Any, ...]], tuple[Any, ...]
     reading order: the one a group keeps sorts first."""
     if keep == "first":
         return lambda _source, _story, order: (order,)
-    names: list[str] = []
-    if keep.startswith("source:"):
-        names = [name.strip() for name in keep.removeprefix("source:").split(",")]
-    rank = {name: position for position, name in enumerate(names)}
+    rank = {name: position for position, name in enumerate(kept_sources(keep))}
     return lambda source, story, order: (rank.get(source, len(rank)), -story, order)
 
 

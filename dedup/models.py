@@ -591,7 +591,8 @@ def document_overlap(report: Report) -> dict[tuple[str, str], list[int]]:
                 if pairs:
                     between.setdefault((one, two), [0, 0])[0] += pairs
     for match in report.matches:
-        if group_of.get(match.a.id, "a") == group_of.get(match.b.id, "b"):
+        of_a = group_of.get(match.a.id)
+        if of_a is not None and of_a == group_of.get(match.b.id):
             continue
         one, two = sorted((match.a.source, match.b.source))
         between.setdefault((one, two), [0, 0])[1] += 1

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dedup.config import kept_sources
 from dedup.errors import ConfigError
+from dedup.matches import keep_key
 from dedup.models import InputFile, Match, MatchedDocument, Report
 
 # A document at least this much covered by a kept one is a copy of it: the share that makes a
@@ -187,14 +189,10 @@ def preference(
     longest of those), ``cleanest`` (from the file whose normalization removed the fewest ads,
     site lines and censorship placeholders per passage, and converted the fewest passages
     from the other script; then the longest). Ties go to reading order."""
-    if keep == "longest":
-        return lambda d: (-d.story_chars, d.sort_key)
-    if keep == "first":
-        return lambda d: (d.sort_key,)
-    if keep.startswith("source:"):
-        wanted = [name.strip() for name in keep.removeprefix("source:").split(",") if name.strip()]
-        place = {name: number for number, name in enumerate(wanted)}
-        return lambda d: (place.get(d.source, len(place)), -d.story_chars, d.sort_key)
+    if keep in ("longest", "first") or kept_sources(keep):
+        # the order a scan's groups keep by (a report's kept document is the one clean keeps)
+        key = keep_key(keep)
+        return lambda d: key(d.source, d.story_chars, d.sort_key)
     if keep == "cleanest":
         noise = {entry.path: _noise(entry) for entry in inputs}
         return lambda d: (
