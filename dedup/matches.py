@@ -53,7 +53,8 @@ T = TypeVar("T")
 
 GROUP_COVERAGE = 0.8
 PROBE_ROUNDS = 2  # a third round finds next to nothing more (docs/performance.md)
-_CHUNKS = 64  # pairs are aligned in this many chunks, across the threads
+_CHUNKS = 64  # pairs are aligned in about this many chunks, across the threads
+_TABLE_COST = 4  # a held character costs about this many scanned ones (its seed table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +225,8 @@ def align_pairs(
     hold_a = story[pairs[:, 0]] >= story[pairs[:, 1]] if len(pairs) else np.ones(0, np.bool_)
     held = np.where(hold_a, pairs[:, 0], pairs[:, 1]) if len(pairs) else pairs[:, 0]
     order = np.lexsort((np.arange(len(pairs)), held))
-    chunks = [chunk for chunk in np.array_split(order, _CHUNKS) if len(chunk)]
+    scanned = np.where(hold_a, pairs[:, 1], pairs[:, 0]) if len(pairs) else held
+    chunks = _chunks(order, held, story[scanned], story[held])
 
     def run(chunk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         return _align_chunk(
@@ -246,6 +248,37 @@ def align_pairs(
     spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
     # back in the order of the pairs (each pair's spans are in order along a already)
     return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])
+
+
+def _chunks(
+    order: npt.NDArray[np.int64],
+    held: npt.NDArray[np.int64],
+    scanned_chars: npt.NDArray[np.int64],
+    held_chars: npt.NDArray[np.int64],
+) -> list[npt.NDArray[np.int64]]:
+    """The pairs in ``order`` (grouped by the document held) cut into about _CHUNKS runs of
+    like cost: a held document's seed table is built once per chunk, so its pairs are cut
+    apart only where each piece scans more than twice what building the table costs (an
+    even cut had a book's table built in most chunks, which took longer than aligning)."""
+    in_order = held[order]
+    first_of_run = np.append(True, in_order[1:] != in_order[:-1])[: len(order)]
+    table_cost = _TABLE_COST * held_chars[order]
+    target = (scanned_chars[order].sum() + table_cost[first_of_run].sum()) / _CHUNKS
+    held_of, scans, tables = in_order.tolist(), scanned_chars[order].tolist(), table_cost.tolist()
+    chunks, begin, cost, since_table = [], 0, 0.0, 0
+    for index, (document, scan, table) in enumerate(zip(held_of, scans, tables, strict=True)):
+        new_run = index == 0 or document != held_of[index - 1]
+        if index > begin and cost >= target and (new_run or since_table >= 2 * table):
+            chunks.append(order[begin:index])
+            begin, cost = index, 0.0
+            new_run = True  # the next chunk builds its table again
+        if new_run:
+            cost, since_table = cost + table, 0
+        cost += scan
+        since_table += scan
+    if begin < len(order):
+        chunks.append(order[begin:])
+    return chunks
 
 
 @compiled

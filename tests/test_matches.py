@@ -3,6 +3,7 @@ chapters split into pages, the seeds, determinism; on the repo's real text."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -324,3 +325,37 @@ def test_every_pair_on_the_command_line(mirror_dump: Path, tmp_path: Path) -> No
     assert linked["options"]["every_pair"] is False and every["options"]["every_pair"] is True
     assert len(linked["matches"]) < len(every["matches"])
     assert linked["document_groups"] == every["document_groups"]
+
+
+def test_matches_do_not_depend_on_how_pairs_are_chunked(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dedup import matches
+
+    found = []
+    for chunks in (1, 7, 500):
+        monkeypatch.setattr(matches, "_CHUNKS", chunks)
+        found.append(dedup.scan([samples], jobs=2, every_pair=True).matches)
+    assert found[0] and found[0] == found[1] == found[2]
+
+
+def test_pairs_are_chunked_whole_by_held_document_unless_each_piece_pays_for_its_table() -> None:
+    import numpy as np
+
+    from dedup.matches import _CHUNKS, _TABLE_COST, _chunks
+
+    rng = np.random.default_rng(3)
+    held = np.sort(rng.integers(0, 40, 3000))
+    held[:1500] = 0  # one document held by half the pairs: cut into pieces
+    order = np.arange(len(held))
+    scanned_chars = rng.integers(1_000, 8_000, len(held))
+    held_chars = np.full(len(held), 200_000)
+    held_chars[held == 30] = 5_000_000  # a book whose table costs more than its pairs scan
+    chunks = _chunks(order, held, scanned_chars, held_chars)
+    assert np.array_equal(np.concatenate(chunks), order)
+    assert 10 <= len(chunks) <= 2 * _CHUNKS  # enough to keep the threads busy to the end
+    for chunk, after in itertools.pairwise(chunks):
+        if held[chunk[-1]] == held[after[0]]:  # a document's pairs cut apart
+            table = _TABLE_COST * held_chars[after[0]]
+            assert scanned_chars[chunk][held[chunk] == held[after[0]]].sum() >= 2 * table
+    assert sum(1 for chunk in chunks if 30 in held[chunk]) == 1
