@@ -5,12 +5,9 @@ its passages, which come in reading order. Its normalized text is its passages' 
 another (each without the characters it shares with the one before, under
 ``--passage-overlap``).
 
-Which pairs to align (retrieval): two documents are aligned when a passage of one and a
-passage of the other share at least ``MIN_SHARED_SEEDS`` winnowed seeds (dedup.align),
-wherever their passage cuts fall, or a verified passage pair (LSH's, or an exact copy). Seeds
-count within a pair of passages, not over the whole of two documents: two books without
-headings share a couple of stock phrases somewhere by chance, and aligning them found
-nothing (docs/performance.md). A seed held by more than ``MAX_SEED_DOCUMENTS``
+Which pairs to align (retrieval): two documents are aligned when they share at least
+``MIN_SHARED_SEEDS`` winnowed seeds (dedup.align), wherever their passage cuts fall, or a
+verified passage pair (LSH's, or an exact copy). A seed held by more than ``MAX_SEED_DOCUMENTS``
 documents (a stock phrase, a site's slogan) proposes no pair: its documents still meet through
 their other seeds.
 """
@@ -239,11 +236,10 @@ def _text_pair_counts(
     known: npt.NDArray[np.int64],
     least: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) that share at least
-    ``least`` seeds, and how many (``seeds`` sorted, then by passage: a seed once per pair); a
-    seed of more than ``most`` documents counts for none. The ``known`` pairs (a _key_set)
-    count ``least`` from the start, their seeds not counted: a verified pair proposes its
-    documents anyway."""
+    """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) and how many seeds each
+    pair shares (``seeds`` sorted, then by passage: a seed once per pair); a seed of more than
+    ``most`` documents counts for none. The ``known`` pairs (a _key_set) count ``least`` from
+    the start, their seeds not counted: a verified pair proposes its documents anyway."""
     texts = holder_start.shape[0]
     keys, counts, used = _new_counter()
     for code in known:
@@ -275,7 +271,7 @@ def _text_pair_counts(
                 if known[_slot(known, code)] == code:
                     continue
                 keys, counts, used = _counted(keys, counts, used, code, 1)
-    return _entries(keys, counts, least)
+    return _entries(keys, counts, 0)
 
 
 @compiled
