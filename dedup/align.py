@@ -33,6 +33,8 @@ from dedup.kernels.rows import sort_rows, stable_order, with_room_for_rows
 WINNOW_WINDOW = 16  # chosen by the quality benchmark (docs/quality.md)
 MAX_SEED_REPEATS = 16
 _SKIP_AFTER = 4  # seed lengths: an identical stretch this long is not looked into for others
+_STRIDE = 4  # positions between seeds looked up far from any stretch found (_identical_runs)
+_LOOK_BACK = 2  # chains' reaches looked back from a seed held there
 
 _MULTIPLIER = np.uint64(0x100000001B3)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -184,7 +186,7 @@ def spans_with_table(
     none = np.empty((0, 5), dtype=np.int64)
     if scanned.shape[0] < k or held.shape[0] < k:
         return none
-    runs = _identical_runs(scanned, held, table, k)
+    runs = _identical_runs(scanned, held, table, k, max_gap)
     if runs.shape[0] == 0:
         return none
     if held_is_a:
@@ -196,17 +198,40 @@ def spans_with_table(
 
 
 @compiled
+def _held_slot(table: SeedTable, key: np.uint64) -> np.int64:
+    """The slot of ``key`` in a seed table, or -1 where the held document does not have the
+    string or has it too often to seed."""
+    keys, heads, repeats = table[0], table[1], table[2]
+    mask = np.uint64(keys.shape[0] - 1)
+    slot = _mixed(key) & mask
+    while heads[slot] != -1 and keys[slot] != key:
+        slot = (slot + np.uint64(1)) & mask
+    if heads[slot] == -1 or repeats[slot] > MAX_SEED_REPEATS:
+        return np.int64(-1)
+    return np.int64(slot)  # not int(): numba would type int(a uint64) and -1 as one float
+
+
+@compiled
 def _identical_runs(
     scanned: npt.NDArray[np.uint32],
     held: npt.NDArray[np.uint32],
     table: SeedTable,
     k: int,
+    max_gap: int,
 ) -> Spans:
     """Rows (scanned start, held start, length, informative) of the identical stretches seeds
     grow into, sorted; informative: the length less the strings inside it too common to seed
-    (a run through "nbsp;nbsp;..." or a laugh is long, and says nothing)."""
-    keys, heads, repeats, following, common = table
-    mask = np.uint64(keys.shape[0] - 1)
+    (a run through "nbsp;nbsp;..." or a laugh is long, and says nothing).
+
+    Far from any stretch found, seeds are looked up only every _STRIDE positions: a stretch of
+    ``k + _STRIDE - 1`` characters or more holds one of them; from the first held, every
+    position from ``_LOOK_BACK`` chains' reach before it is looked up, so the shorter
+    stretches a chain begins with are found too. What is passed over is a stretch too short to
+    hold a strided seed with none found near it, which no span is made of unless others as
+    short follow it (docs/performance.md: most pairs across groups share little, and looking
+    up each of their positions was most of the alignment's time)."""
+    heads, following, common = table[1], table[3], table[4]
+    reach = max_gap + k  # how far from a stretch the next one of its chain may begin
     # Where the last stretch on each diagonal ended along scanned.
     # Diagonals are many (every offset of a long held document) but few have a seed: a small
     # table of them, not an array over all (which a book-length document made costly to
@@ -218,12 +243,18 @@ def _identical_runs(
     count = 0
     hashes = _kmer_hashes(scanned, k)
     start = 0
+    near_until = 0  # positions before this are near a stretch found, or a seed held
     while start < hashes.shape[0]:
-        key = hashes[start]
-        slot = _mixed(key) & mask
-        while heads[slot] != -1 and keys[slot] != key:
-            slot = (slot + np.uint64(1)) & mask
-        if heads[slot] == -1 or repeats[slot] > MAX_SEED_REPEATS:
+        if start >= near_until:
+            probe = start
+            while probe < hashes.shape[0] and _held_slot(table, hashes[probe]) == -1:
+                probe += _STRIDE
+            if probe >= hashes.shape[0]:
+                break
+            start = max(start, probe - _LOOK_BACK * reach)
+            near_until = probe + 1
+        slot = _held_slot(table, hashes[start])
+        if slot == -1:
             start += 1
             continue
         furthest = start  # where the longest stretch found from here ends
@@ -261,6 +292,7 @@ def _identical_runs(
                     count += 1
                     reached_at[at] = start + length
                     furthest = max(furthest, start + length)
+                    near_until = max(near_until, start + length + reach)
             other = following[other]
         # Inside a long identical stretch, a seed on another diagonal could only make a span
         # that overlaps this one, which the filter cuts away: the scan goes on near its end

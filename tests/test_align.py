@@ -48,6 +48,24 @@ def test_typos_renamed_characters_and_a_censored_word_are_bridged(
     assert 590 <= identical < 600
 
 
+def test_a_scene_that_begins_with_short_stretches_is_found_from_its_first_character(
+    hongloumeng_simplified: str, seed_simplified: str
+) -> None:
+    # Far from any stretch found, seeds are looked up every few positions only: the scene's
+    # first stretches (9 and 10 characters between changed ones), too short to hold one of
+    # those, are found by looking back from the long stretch after them.
+    source = _story(hongloumeng_simplified)[3000:3400]
+    copy = source.copy()
+    copy[9] = ord("甴")
+    copy[20] = ord("甴")
+    host = _story(seed_simplified)
+    for at in range(700, 708):  # every offset of the scene against the strided lookups
+        b = np.concatenate((host[:at], copy, host[at : at + 900]))
+        (span,) = align(b, source, CONFIG).tolist()  # the host is the side scanned
+        assert span[:4] == [at, at + 400, 0, 400]
+        assert span[4] == 398
+
+
 def test_different_novels_with_similar_battle_scenes_share_no_span(
     seed_simplified: str, seed_with_ads: str, seed_traditional: str
 ) -> None:
