@@ -127,3 +127,28 @@ def test_a_report_inside_a_url_dump_is_left_out(
     assert not any("removed.jsonl" in path or "index_data" in path for path, _ in left_out)
     assert again.inputs == without.inputs and again.clusters == without.clusters
     assert again.matches == without.matches
+
+
+def test_member_texts_of_a_url_file_are_read_back_by_their_bytes(
+    memory_dump: str, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dedup.engine import member_texts
+
+    on_disk = _on_disk(samples)
+    read_again: list[str] = []
+    whole_file = member_texts.passage_texts
+
+    def counted(file: object, *args: object) -> object:
+        read_again.append(file.path)  # type: ignore[attr-defined]
+        return whole_file(file, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(member_texts, "passage_texts", counted)
+    report = dedup.scan([memory_dump], jobs=1)
+    assert report.to_json().replace("memory:///samples/", "SAMPLES/") == on_disk
+    # the plain UTF-8 text files are read by their bytes; the JSON Lines dump and the files in
+    # other encodings are read again whole
+    assert sorted(read_again) == [
+        "memory:///samples/site-gbk/002.txt",
+        "memory:///samples/site-mirror/dump.jsonl",
+        "memory:///samples/site-tw/hongloumeng-big5.txt",
+    ]

@@ -18,9 +18,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.codepoints import code_points
+from dedup.errors import InputPathError
 from dedup.kernels import compiled
 from dedup.read.discover import file_stamp
-from dedup.read.location import is_url
+from dedup.read.location import is_url, read_ranges
 
 __all__ = ["NOT_IN_BYTES", "byte_offsets", "texts_at"]
 
@@ -102,20 +103,24 @@ def texts_at(
     """The UTF-8 texts at ``byte_starts[i]:byte_ends[i]`` of the file at ``path``, each
     ``lengths[i]`` characters long; None when the file is no longer as it was when it was
     scanned (``stamp``), or its bytes there no longer decode to texts of those lengths."""
-    if stamp is None or is_url(path) or file_stamp(path) != stamp:
+    if stamp is None or file_stamp(path) != stamp:
         return None
     try:
-        with (
-            open(path, "rb") as handle,
-            mapped(handle.fileno()) as data,
-        ):
-            if len(data) != stamp[0]:
-                return None
-            texts = [
-                data[start:end].decode("utf-8")
-                for start, end in zip(byte_starts, byte_ends, strict=True)
-            ]
-    except (OSError, ValueError):  # ValueError: an empty file; UnicodeDecodeError is one too
+        if is_url(path):
+            texts = [chunk.decode("utf-8") for chunk in read_ranges(path, byte_starts, byte_ends)]
+        else:
+            with (
+                open(path, "rb") as handle,
+                mapped(handle.fileno()) as data,
+            ):
+                if len(data) != stamp[0]:
+                    return None
+                texts = [
+                    data[start:end].decode("utf-8")
+                    for start, end in zip(byte_starts, byte_ends, strict=True)
+                ]
+    # ValueError: an empty file, or a URL's filesystem refusing (UnicodeDecodeError is one too)
+    except (OSError, ValueError, InputPathError):
         return None
     if list(map(len, texts)) != list(lengths):
         return None

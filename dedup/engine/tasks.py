@@ -33,7 +33,6 @@ from dedup.read import (
     ReadResult,
     read_file,
 )
-from dedup.read.location import is_url
 from dedup.segment import (
     ChapterTable,
 )
@@ -98,8 +97,6 @@ def _whole_size(file: FoundFile) -> int | None:
     """The size in bytes of ``file`` when its one input is all of its bytes as they are on
     disk (not an archive's entry, not compressed), else None."""
     if file.format != "txt" or file.compression is not None or file.stamp is None:
-        return None
-    if is_url(file.fs_path):  # its bytes are not read back (dedup.engine.byte_spans)
         return None
     return file.stamp[0]
 

@@ -5,14 +5,16 @@ the dask extra (a URL's own filesystem, such as s3fs, is the user's to install).
 A URL's files are listed and read through fsspec alone: nothing is copied to disk first. Their
 stamp (dedup.read.discover.FoundFile.stamp) is their size and a digest of what their
 filesystem says of their last change (modification time, ETag, checksum), so a file changed
-while the scan runs is found out as a local one is; their member texts are read again rather
-than by their bytes."""
+while the scan runs is found out as a local one is; the member texts of a plain UTF-8 file are
+read back by their bytes, as a local file's are, in ranges asked of its filesystem at once
+(:func:`read_ranges`)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from dedup.errors import InputPathError
@@ -33,6 +35,14 @@ def open_input(where: str) -> BinaryIO:
 
     opened: BinaryIO = fsspec.open(where, "rb").open()
     return opened
+
+
+def read_ranges(url: str, starts: Sequence[int], ends: Sequence[int]) -> list[bytes]:
+    """The bytes ``starts[i]:ends[i]`` of the file at ``url``, asked of its filesystem in one
+    call (fsspec's ``cat_ranges``, which S3's and other object stores' filesystems make as
+    requests at once, rather than reading the whole file again)."""
+    filesystem, path = _filesystem(url)
+    return list(filesystem.cat_ranges([path] * len(starts), list(starts), list(ends)))
 
 
 def read_all(where: str) -> bytes:
