@@ -102,6 +102,7 @@ def scan_files(
                 counted(engine, "verify", "chunk", bars),
             )
         with timer("align"):
+            engine.compiled_ahead()
             # Documents (chapters, records) that share seeds or verified passages are
             # aligned on their normalized texts, held once per distinct passage text.
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)

@@ -161,3 +161,31 @@ def test_cached_loops_are_keyed_by_all_of_dedups_sources(monkeypatch: pytest.Mon
     assert jit.sources_digest() in key
     monkeypatch.setattr(jit, "sources_digest", lambda: "an edited dedup")
     assert cache._index_key(signature, codegen) != key
+
+
+def test_a_first_run_compiles_the_alignment_in_a_process_of_its_own(
+    samples: Path, tmp_path: Path
+) -> None:
+    """On a first run a forked process compiles the align stage's loops while the scan
+    compiles and runs the stages before; the scan then loads them from numba's cache rather
+    than compiling them again, and the process is gone when the scan returns."""
+    script = (
+        "import multiprocessing, sys\n"
+        "import dedup\n"
+        "from dedup.documents import _text_pair_counts\n"
+        "from dedup.matches import _align_chunk\n"
+        "report = dedup.scan([sys.argv[1]], jobs=2)\n"
+        "print(len(report.matches) > 0, multiprocessing.active_children())\n"
+        "for loop in (_align_chunk, _text_pair_counts):\n"
+        "    print(sum(loop.stats.cache_hits.values()), sum(loop.stats.cache_misses.values()))\n"
+    )
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(samples)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["True []", "1 0", "1 0"]

@@ -61,6 +61,11 @@ class Engine(Protocol):
         over data only this process holds)."""
         ...
 
+    def compiled_ahead(self) -> None:
+        """Wait for the align stage's loops where the engine has them compiled meanwhile
+        (a first run's, on the local engine); at once elsewhere."""
+        ...
+
 
 def engine_for(config: ScanConfig, files: int) -> Engine:
     """The engine ``config`` asks for, for a scan of ``files`` files (not started yet)."""

@@ -185,6 +185,10 @@ class DaskEngine:
         only this process has)."""
         return in_threads(function, items, self.config.worker_count)
 
+    def compiled_ahead(self) -> None:
+        """Nothing compiles ahead on a cluster: this process compiles the alignment's loops
+        when it reaches them."""
+
     def _submit(
         self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
     ) -> tuple[list[tuple[Any, ...]], list[Future[Any] | None]]:

@@ -14,12 +14,23 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from types import TracebackType
 from typing import Any, TypeVar
 
+import numpy as np
+
 from dedup.codepoints import code_points
+from dedup.columns import Similarity, SimilarityTable, SpanTable
 from dedup.config import ScanConfig
+from dedup.documents import (
+    PassageAlignment,
+    candidate_documents,
+    document_runs,
+    verified_between,
+)
 from dedup.engine.base import in_threads
 from dedup.engine.lifetime import die_with_parent
 from dedup.fingerprint import signatures
-from dedup.models import Document
+from dedup.kernels.jit import compiled_before
+from dedup.matches import NormalizedTexts, align_through_groups, keep_order, original_spans
+from dedup.models import Document, PassageSpan
 from dedup.normalize import (
     line_key_array,
     normalize,
@@ -47,10 +58,16 @@ class LocalEngine:
             "1 process" if self.workers == 1 else f"{self.workers} processes"
         )
         self.pool: ProcessPoolExecutor | None = None
+        self.ahead: CompilingAhead | None = None
 
     def __enter__(self) -> LocalEngine:
         if self.workers > 1:
-            warm_up(self.config)
+            self.ahead = CompilingAhead(self.config)
+            try:
+                warm_up(self.config)
+            except BaseException:  # an interrupt while compiling: __exit__ is not called
+                self.ahead.stop()
+                raise
             # fork where the platform has it: a library caller's script needs no __main__
             # guard, and workers start with the lookup tables built and the loops compiled.
             methods = multiprocessing.get_all_start_methods()
@@ -69,6 +86,9 @@ class LocalEngine:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        if self.ahead is not None:
+            self.ahead.stop()
+            self.ahead = None
         if self.pool is None:
             return
         if error is not None:
@@ -96,6 +116,11 @@ class LocalEngine:
             return map(function, *arguments)
         return self.pool.map(function, *arguments, chunksize=1)
 
+    def compiled_ahead(self) -> None:
+        """Wait for the align stage's loops, on a first run compiled meanwhile elsewhere."""
+        if self.ahead is not None:
+            self.ahead.wait()
+
     def in_any_order(
         self, function: Callable[..., T], *arguments: Iterable[Any]
     ) -> Iterator[tuple[int, T]]:
@@ -116,6 +141,91 @@ class LocalEngine:
         scan has workers: for compiled loops that release the GIL, over data only this
         process holds (the alignment of document pairs)."""
         return in_threads(function, items, self.config.worker_count)
+
+
+def warm_up_alignment(config: ScanConfig) -> None:
+    """Compile the align stage's loops (or load them from numba's cache) on two made-up
+    documents of two passages each, with the types a scan gives them: what a first run's
+    process compiling ahead does (:class:`CompilingAhead`)."""
+    text = "他说什么著书一路预热" * 12
+    texts = [text, text[::-1], text, text[:60] + "甴" + text[61:]]
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    alignment = PassageAlignment(
+        lengths,
+        np.zeros(4, dtype=np.int64),
+        np.ones(int(lengths.sum()), dtype=np.uint8),
+        np.empty((0, 2), dtype=np.int64),
+        np.array([7, 9, 7, 9, 8], dtype=np.uint32),
+        np.array([0, 1, 2, 3, 3], dtype=np.int64),
+    )
+    spans = SpanTable.of(
+        [
+            PassageSpan("warm-up", path, None, None, None, start, start + len(t))
+            for path, start, t in (
+                ("a", 0, texts[0]),
+                ("a", 120, texts[1]),
+                ("b", 0, texts[2]),
+                ("b", 120, texts[3]),
+            )
+        ]
+    )
+    documents = document_runs(spans, np.array([0, 0, 1, 1], dtype=np.int64), alignment)
+    leader = np.array([0, 1, 0, 3], dtype=np.int64)
+    verified = SimilarityTable.of([Similarity(1, 3, 0.6, 0.6, 0.6, 90)])
+    pairs = candidate_documents(documents, leader, alignment, verified)
+    aligned = align_through_groups(
+        pairs,
+        verified_between(pairs, documents, verified),
+        keep_order(documents, spans, config.keep),
+        documents,
+        NormalizedTexts.of(texts, leader, alignment),
+        config.align,
+        _HERE,
+    )
+    original_spans(aligned, documents, spans, alignment)
+
+
+class _ThisThread:
+    def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
+        return map(function, items)
+
+
+_HERE = _ThisThread()
+
+
+class CompilingAhead:
+    """On a first run (nothing compiled for these sources yet), a forked process compiles the
+    align stage's loops into numba's cache while this one compiles the workers' and runs the
+    stages before alignment: about half of a first run's compiling, done meanwhile on the
+    other core (docs/performance.md). :meth:`wait` before the align stage; the process dies
+    with this one, and is stopped with the engine."""
+
+    def __init__(self, config: ScanConfig) -> None:
+        self.process: multiprocessing.process.BaseProcess | None = None
+        if compiled_before() or "fork" not in multiprocessing.get_all_start_methods():
+            return
+        context = multiprocessing.get_context("fork")
+        self.process = context.Process(
+            target=_compile_ahead, args=(config, os.getpid()), daemon=True
+        )
+        self.process.start()
+
+    def wait(self) -> None:
+        """Until the loops are compiled (a process that failed has this one compile them)."""
+        if self.process is not None:
+            self.process.join()
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.join()
+            self.process = None
+
+
+def _compile_ahead(config: ScanConfig, parent: int) -> None:
+    die_with_parent(parent)
+    warm_up_alignment(config)
 
 
 def warm_up(config: ScanConfig) -> None:
