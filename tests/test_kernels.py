@@ -123,12 +123,7 @@ def test_a_fresh_cache_is_known_as_such(tmp_path: Path) -> None:
         "fnv1a(np.uint64(1), np.uint64(2))\n"
         "print(before, compiled_before())\n"
     )
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=environment
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True"]
+    assert _with_a_fresh_cache(script, tmp_path).split() == ["False", "True"]
 
 
 def test_loops_compiled_for_other_sources_do_not_count(
@@ -179,13 +174,22 @@ def test_a_first_run_compiles_the_alignment_in_a_process_of_its_own(
         "for loop in (_align_chunk, _text_pair_counts):\n"
         "    print(sum(loop.stats.cache_hits.values()), sum(loop.stats.cache_misses.values()))\n"
     )
+    assert _with_a_fresh_cache(script, tmp_path, str(samples)).splitlines() == [
+        "True []",
+        "1 0",
+        "1 0",
+    ]
+
+
+def _with_a_fresh_cache(script: str, tmp_path: Path, *arguments: str) -> str:
+    """What ``script`` prints, run in a process of its own with an empty numba cache."""
     environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run(
-        [sys.executable, "-c", script, str(samples)],
+        [sys.executable, "-c", script, *arguments],
         capture_output=True,
         text=True,
         env=environment,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["True []", "1 0", "1 0"]
+    return done.stdout
