@@ -155,7 +155,12 @@ def verify_table(
 ) -> SimilarityTable:
     """:func:`verify_pairs`, as a table; with ``threads``, a chunk of the texts (their
     shingle sets) or of the pairs (their scores) at a time on each (the loops release the
-    GIL), the same table whatever their number."""
+    GIL), the same table whatever their number.
+
+    Every text's shingle set is held (a pair may join any two), but each text's keys in order,
+    which its identical characters need, only while the pairs it is first of are scored: the
+    pairs go by their first text, a block of texts at a time, so that verification holds
+    about 8 bytes a character of text rather than 16 (the scan's peak: docs/performance.md)."""
     if not len(pairs):
         return SimilarityTable.of([])
     run = threads.in_threads if threads is not None else map
@@ -166,20 +171,32 @@ def verify_table(
         batch[start : start + _TEXTS_AT_ONCE] for start in range(0, len(batch), _TEXTS_AT_ONCE)
     ]
     lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-    keys, offsets, unique, unique_offsets = _joined(
+    unique, unique_offsets = _joined_sets(
         run(lambda chunk: _shingle_sets(chunk, ngram), text_chunks), lengths, ngram
     )
-    starts = range(0, len(local), _PAIRS_AT_ONCE)
-    scored = list(
-        run(
-            lambda start: _score_pairs(
-                local[start : start + _PAIRS_AT_ONCE],
-                keys, offsets, unique, unique_offsets, lengths, ngram,
-            ),
-            list(starts),
-        )
-    )  # fmt: skip
-    jaccard, contained, identical = (np.concatenate(part) for part in zip(*scored, strict=True))
+    order = np.argsort(local[:, 0], kind="stable")
+    by_first = local[order]
+    firsts = range(0, len(batch), _FIRSTS_AT_ONCE)
+    bounds = np.searchsorted(by_first[:, 0], [*firsts, len(batch)])
+
+    def score(
+        block: int,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        first = firsts[block]
+        keys, offsets = shingle_key_batch(batch[first : first + _FIRSTS_AT_ONCE], ngram)
+        return _score_pairs(
+            by_first[bounds[block] : bounds[block + 1]],
+            first, keys, offsets, unique, unique_offsets, lengths, ngram,
+        )  # fmt: skip
+
+    scored = [part for part in run(score, range(len(firsts))) if len(part[0])]
+    jaccard, contained = np.empty(len(pairs)), np.empty(len(pairs))
+    identical = np.empty(len(pairs), dtype=np.int64)
+    if scored:
+        for into, part in zip(
+            (jaccard, contained, identical), zip(*scored, strict=True), strict=True
+        ):
+            into[order] = np.concatenate(part)
     passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
     table = SignatureTable.of(signatures).settled()  # read by several threads next
     kept = pairs[passed]
@@ -200,45 +217,40 @@ def verify_table(
     )
 
 
-# Texts (shingle sets made) and pairs (scored) in a chunk: each chunk is a task for one of
-# the engine's threads, and chunks of this size keep the join cheap.
+# Texts (shingle sets made), first texts (their keys made, their pairs scored) and pairs
+# (their estimates) in a chunk: each chunk is a task for one of the engine's threads, and
+# chunks of this size keep the join cheap.
 _TEXTS_AT_ONCE = 20_000
+_FIRSTS_AT_ONCE = 5_000
 _PAIRS_AT_ONCE = 50_000
 
 
-def _shingle_sets(
-    chunk: Sequence[str], ngram: int
-) -> tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]:
-    """The shingle keys of each text of ``chunk``, and each text's set of them (sorted)."""
+def _shingle_sets(chunk: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """Each text's set of shingle keys (sorted), in one array with their offsets."""
     keys, offsets = shingle_key_batch(chunk, ngram)
-    unique, unique_offsets = _sorted_unique_batch(keys, offsets)
-    return keys, offsets, unique, unique_offsets
+    return _sorted_unique_batch(keys, offsets)
 
 
-def _joined(
-    chunks: Iterable[tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]],
+def _joined_sets(
+    chunks: Iterable[tuple[Keys, npt.NDArray[np.int64]]],
     lengths: npt.NDArray[np.int64],
     ngram: int,
-) -> tuple[Keys, npt.NDArray[np.int64], Keys, npt.NDArray[np.int64]]:
-    """The chunks' shingle keys and sets (text t's at ``keys[offsets[t]:offsets[t + 1]]``),
-    chunk after chunk, as one: copied into arrays made for all of them as each chunk comes,
-    and let go of, so that the keys are held about once, not twice (all the chunks and their
-    join). The sets take at most as many slots as the keys; the slots left over are never
-    touched, so they take no memory."""
-    offsets = shingle_offsets(lengths, ngram)
-    keys = np.empty(int(offsets[-1]), dtype=np.uint64)
-    unique = np.empty(int(offsets[-1]), dtype=np.uint64)
+) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """The chunks' shingle sets (text t's at ``unique[offsets[t]:offsets[t + 1]]``), chunk
+    after chunk, as one: copied into an array made for all of them as each chunk comes, and
+    let go of, so that they are held about once, not twice. The sets take at most as many
+    slots as the texts have shingles; the slots left over are never touched, so they take no
+    memory."""
+    unique = np.empty(int(shingle_offsets(lengths, ngram)[-1]), dtype=np.uint64)
     unique_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     text = 0
-    for chunk_keys, chunk_offsets, chunk_unique, chunk_unique_offsets in chunks:
-        count = len(chunk_offsets) - 1
-        start, stop = int(offsets[text]), int(offsets[text + count])
-        keys[start:stop] = chunk_keys
+    for chunk_unique, chunk_unique_offsets in chunks:
+        count = len(chunk_unique_offsets) - 1
         base = int(unique_offsets[text])
         unique[base : base + len(chunk_unique)] = chunk_unique
         unique_offsets[text + 1 : text + count + 1] = chunk_unique_offsets[1:] + base
         text += count
-    return keys, offsets, unique[: int(unique_offsets[-1])], unique_offsets
+    return unique[: int(unique_offsets[-1])], unique_offsets
 
 
 @compiled
@@ -262,6 +274,7 @@ def _sorted_unique_batch(
 @compiled
 def _score_pairs(
     pairs: npt.NDArray[np.int64],
+    first_base: int,
     keys: Keys,
     offsets: npt.NDArray[np.int64],
     unique: Keys,
@@ -270,7 +283,8 @@ def _score_pairs(
     ngram: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Jaccard similarity and containment of each pair's shingle sets, and the characters of
-    the first passage covered by a shingle the second has (as ``covered_chars``). The second
+    the first passage covered by a shingle the second has (as ``covered_chars``): ``keys`` and
+    ``offsets`` are those of the first texts from ``first_base`` on. The second
     passage's keys go into a stamped set (dedup.kernels.tables: never cleared, the stamp is the
     pair's number), and the first's are looked up in it:
     the branches of a sorted merge or a binary search are unpredictable and cost more."""
@@ -306,8 +320,9 @@ def _score_pairs(
         width = min(ngram, length)
         for position in range(length):
             covered[position] = False
-        for start in range(offsets[first + 1] - offsets[first]):
-            if stamped_has(slots, stamps, mask, stamp, keys[offsets[first] + start]):
+        own = first - first_base
+        for start in range(offsets[own + 1] - offsets[own]):
+            if stamped_has(slots, stamps, mask, stamp, keys[offsets[own] + start]):
                 for position in range(start, start + width):
                     covered[position] = True
         total = 0

@@ -296,8 +296,9 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
         def in_threads(self, function: Any, items: Any) -> Any:
             return in_threads(function, items, 3)
 
-    # Chunks of a few texts and pairs: every join of chunks is exercised.
+    # Chunks of a few texts, first texts and pairs: every join of chunks is exercised.
     monkeypatch.setattr(verify, "_TEXTS_AT_ONCE", 7)
+    monkeypatch.setattr(verify, "_FIRSTS_AT_ONCE", 5)
     monkeypatch.setattr(verify, "_PAIRS_AT_ONCE", 11)
     chunked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
     assert list(chunked) == list(whole)
