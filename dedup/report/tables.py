@@ -91,8 +91,8 @@ def _match_rows(report: Report) -> Iterator[list[object]]:
     group_of = {d: g.id for g in report.document_groups for d in g.documents}
     for number, match in enumerate(report.matches, start=1):
         first = match.spans[0]
-        excerpts = [
-            document.text[start - document.start : end - document.start][:EXCERPT_CHARS]
+        excerpts = [  # sliced to the excerpt at once: a first span can be a whole book
+            document.text[start - document.start : min(end, start + EXCERPT_CHARS) - document.start]
             for document, start, end in (
                 (match.a, first.a_start, first.a_end),
                 (match.b, first.b_start, first.b_end),
