@@ -566,9 +566,12 @@ class Report:
         out.write(',\n  "clusters": [')
         for number, cluster in enumerate(self.clusters if clusters is None else clusters):
             out.write(",\n" if number else "\n")
-            out.write(json.dumps(cluster.to_dict(), ensure_ascii=False))
+            data = cluster.to_dict()
+            out.write(json.dumps(data, ensure_ascii=False))
             if lines is not None:
-                lines.write(json.dumps(cluster.to_dict(lines_text), ensure_ascii=False) + "\n")
+                # the same cluster but for its members' text: its pairs are not made again
+                members = [member.to_dict(lines_text) for member in cluster.members]
+                lines.write(json.dumps({**data, "members": members}, ensure_ascii=False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
 
 
