@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import logging  # noqa: F401 - its fork hooks registered before ours (see _forking)
 import os
 import signal
 import sys
@@ -46,14 +47,17 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
     Python code is running, and an exception raised in a callback that C code called (numba's
     compiler handing llvmlite its object code, importlib's module-lock cleanup) is printed as
     "Exception ignored" and lost: the run would go on. There the interrupt is raised again a
-    moment later instead, once that callback has returned. (Other callbacks, such as the
-    logging module's fork handlers, can still swallow one: the run then ends normally.)
+    moment later instead, once that callback has returned; and so it is while this process
+    forks (a worker, the report's writer), whose fork hooks (the logging module's) are such
+    callbacks too.
 
     Nor is it raised while numba compiles (its compiler lock held by this thread): raised
     between the lock's acquire and the ``with`` block it guards, the interrupt left the lock
     held for ever, and the next thread to compile (the alignment's) waited on it for ever;
     it is raised once the loop is compiled, a few seconds at most."""
-    if frame is not None and (_in_a_callback_from_c(frame) or _compiling()):
+    if frame is not None and (
+        _in_a_callback_from_c(frame) or _compiling() or _forking or frame.f_code in _FORK_HOOKS
+    ):
         signal.signal(signal.SIGALRM, interrupted)
         signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
         return
@@ -63,6 +67,26 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
 _RETRY_SECONDS = 0.01
 # Python functions that C code calls back, where an exception cannot propagate.
 _CALLBACK_FILES = ("llvmlite", "<frozen importlib._bootstrap>", "weakref")
+
+
+# Whether this process is forking: set before the fork hooks registered earlier run (they
+# run in the reverse order), cleared after theirs have (in the order registered).
+_forking = False
+
+
+def _fork_starts() -> None:
+    global _forking
+    _forking = True
+
+
+def _fork_ends() -> None:
+    global _forking
+    _forking = False
+
+
+# An interrupt can come inside these two as well, before or after the flag is changed.
+_FORK_HOOKS = (_fork_starts.__code__, _fork_ends.__code__)
+os.register_at_fork(before=_fork_starts, after_in_parent=_fork_ends, after_in_child=_fork_ends)
 
 
 def _compiling() -> bool:
