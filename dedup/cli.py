@@ -282,8 +282,9 @@ def output_options(function: F) -> F:
                 show_default=True,
                 callback=_formats,
                 help="Outputs, comma-separated: html (index.html), csv (matches.csv, "
-                "clusters.csv, pairs.csv), jsonl (clusters.jsonl), text (summary on stdout) or "
-                "json (summary as JSON on stdout). report.json is always written.",
+                "clusters.csv), pairs (pairs.csv: every verified pair, a row each), jsonl "
+                "(clusters.jsonl), text (summary on stdout) or json (summary as JSON on "
+                "stdout). report.json is always written.",
             ),
             click.option(
                 "--full-text",

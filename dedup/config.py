@@ -24,7 +24,7 @@ NORMALIZE_STEPS = (
     "variants",
 )
 # What --format can ask for (the report's files: report.json and run.json are always written).
-FORMATS = ("html", "csv", "jsonl", "text", "json")
+FORMATS = ("html", "csv", "pairs", "jsonl", "text", "json")
 DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
 DEFAULT_TEXT_FIELDS = ("content", "text", "body")
 DEFAULT_TITLE_FIELDS = ("title", "chapter", "chapter_title")

@@ -119,9 +119,16 @@ class Passage(PassageSpan):
     document: str
 
     def to_dict(self, text: MemberText = "none") -> dict[str, Any]:
-        """The member as reports write it: report.json without its text (its document holds
-        it, once), clusters.jsonl with an excerpt or, asked for, the whole text."""
-        data = {**located(self), "document": self.document}
+        """The member as reports write it: its id, source, document and span (its document
+        has the rest of where it is, and its text, once); in report.json without its text,
+        in clusters.jsonl with an excerpt or, asked for, the whole text."""
+        data = {
+            "id": self.id,
+            "source": self.source,
+            "document": self.document,
+            "start": self.start,
+            "end": self.end,
+        }
         if text == "excerpt":
             data["excerpt"] = self.text[:EXCERPT_CHARS]
         elif text == "full":
@@ -129,9 +136,9 @@ class Passage(PassageSpan):
         return data
 
 
-# report.json's format: 2 since members are written without their text, which their
-# documents hold (docs/report-format.md).
-REPORT_FORMAT = 2
+# report.json's format (docs/report-format.md): 3 since members name their document rather
+# than repeat where it is, pairs are rows of member numbers and matches name their documents.
+REPORT_FORMAT = 3
 # How much of a member's text a report line carries: none (report.json, whose documents hold
 # it), an excerpt (clusters.jsonl, clusters.csv), or all of it (with --full-text).
 MemberText = Literal["none", "excerpt", "full"]
@@ -171,21 +178,6 @@ def _slot_setters(cls: type) -> tuple[Any, ...]:
         next(k.__dict__[field.name] for k in cls.__mro__ if field.name in k.__dict__).__set__
         for field in fields(cls)
     )
-
-
-def located(where: Passage | MatchedDocument) -> dict[str, Any]:
-    """Where a passage or a document is, as reports write it (its text apart)."""
-    return {
-        "id": where.id,
-        "source": where.source,
-        "path": where.path,
-        "record": where.record,
-        "record_id": where.record_id,
-        "chapter": where.chapter,
-        "title": where.title,
-        "start": where.start,
-        "end": where.end,
-    }
 
 
 def reading_order(path: str, record: int | None, start: int, end: int) -> tuple[str, int, int, int]:
@@ -264,11 +256,26 @@ class Pair:
         return {
             "a": self.a,
             "b": self.b,
-            "jaccard": round(self.jaccard, 4),
-            "containment": round(self.containment, 4),
-            "minhash_jaccard": round(self.minhash_jaccard, 4),
-            "identical_chars": self.identical_chars,
+            **dict(zip(PAIR_VALUES, self.values(), strict=True)),
         }
+
+    def values(self) -> list[float | int]:
+        """Its measures as reports write them (rounded to 4 decimals), in PAIR_VALUES' order."""
+        return [
+            round(self.jaccard, 4),
+            round(self.containment, 4),
+            round(self.minhash_jaccard, 4),
+            self.identical_chars,
+        ]
+
+    def to_row(self, numbers: dict[str, int]) -> list[float | int]:
+        """The pair as a cluster in a report lists it: its members' numbers in the cluster
+        (``numbers``, by id), then its values."""
+        return [numbers[self.a], numbers[self.b], *self.values()]
+
+
+# A pair's measures, in the order its rows list them after the two members' numbers.
+PAIR_VALUES = ("jaccard", "containment", "minhash_jaccard", "identical_chars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,8 +300,15 @@ class Cluster:
             "giant": self.giant,
             "linked_through_others": list(self.linked_through_others),
             "members": [member.to_dict(text) for member in self.members],
-            "pairs": [pair.to_dict() for pair in self.pairs],
+            "pairs": self.pair_rows(),
         }
+
+    def pair_rows(self) -> list[list[float | int]]:
+        """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
+        identical_chars]``, ``a`` and ``b`` numbers of ``members`` (from 0): a cluster of k
+        near copies has about k²/2 pairs, and ids in each would make them most of a report."""
+        numbers = {member.id: number for number, member in enumerate(self.members)}
+        return [pair.to_row(numbers) for pair in self.pairs]
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +335,18 @@ class MatchedDocument:
         return reading_order(self.path, self.record, self.start, self.end)
 
     def location(self) -> dict[str, Any]:
-        return located(self)
+        """Where it is, as reports write it (its text apart)."""
+        return {
+            "id": self.id,
+            "source": self.source,
+            "path": self.path,
+            "record": self.record,
+            "record_id": self.record_id,
+            "chapter": self.chapter,
+            "title": self.title,
+            "start": self.start,
+            "end": self.end,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.location(), "story_chars": self.story_chars, "text": self.text}
@@ -372,8 +397,8 @@ class Match:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "a": self.a.location(),
-            "b": self.b.location(),
+            "a": self.a.id,
+            "b": self.b.id,
             "shared_chars_a": self.shared_chars_a,
             "shared_chars_b": self.shared_chars_b,
             "coverage_a": round(self.coverage_a, 4),

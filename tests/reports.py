@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dedup.models import PAIR_VALUES
+
 
 def folder_files(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (the page's parts too), by its path inside it."""
@@ -22,7 +24,8 @@ def member_text(report: dict[str, Any], member: dict[str, Any]) -> str:
 
 
 def with_member_texts(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The report's clusters, each member with its ``text``."""
+    """The report's clusters as a script joins them: each member with where its document is
+    (path, record, chapter, ...) and its ``text``; each pair as a dict of member ids."""
     documents = {d["id"]: d for d in report["documents"]}
     clusters = []
     for cluster in report["clusters"]:
@@ -31,6 +34,12 @@ def with_member_texts(report: dict[str, Any]) -> list[dict[str, Any]]:
             document = documents[member["document"]]
             offset = document["start"]
             text = document["text"][member["start"] - offset : member["end"] - offset]
-            members.append({**member, "text": text})
-        clusters.append({**cluster, "members": members})
+            where = {k: document[k] for k in ("path", "record", "record_id", "chapter", "title")}
+            members.append({**where, **member, "text": text})
+        pairs = [
+            {"a": members[a]["id"], "b": members[b]["id"]}
+            | dict(zip(PAIR_VALUES, values, strict=True))
+            for a, b, *values in cluster["pairs"]
+        ]
+        clusters.append({**cluster, "members": members, "pairs": pairs})
     return clusters

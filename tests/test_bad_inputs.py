@@ -18,6 +18,7 @@ import dedup
 from dedup.cli import cli
 from dedup.config import ScanConfig
 from dedup.read import discover_inputs, read_file
+from tests.reports import with_member_texts
 
 
 def _read(path: Path, **options: object) -> list:  # type: ignore[type-arg]
@@ -47,7 +48,7 @@ def test_lone_surrogates_in_json_fields_become_replacement_characters(
     assert report["clusters"], "the record's text still matches the other site"
     (entry,) = [e for e in report["inputs"] if e["path"].endswith("dump.jsonl")]
     assert any("lone surrogates" in warning for warning in entry["warnings"])
-    titles = {m["title"] for c in report["clusters"] for m in c["members"]}
+    titles = {m["title"] for c in with_member_texts(report) for m in c["members"]}
     assert "x\ufffd" in titles
     for name in ("clusters.csv", "clusters.jsonl", "index.html"):
         (out / name).read_text("utf-8")  # valid UTF-8 throughout
@@ -66,7 +67,7 @@ def test_file_and_folder_names_that_are_not_utf8_are_read_and_shown_escaped(
     result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text("utf-8"))
-    paths = {m["path"] for c in report["clusters"] for m in c["members"]}
+    paths = {m["path"] for c in with_member_texts(report) for m in c["members"]}
     assert f"{dump.as_posix()}/site-\\xff/ch\\xfe.txt" in paths
     assert {m["source"] for c in report["clusters"] for m in c["members"]} == {
         "site-a",
@@ -291,7 +292,8 @@ def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplifie
             assert not value.startswith(("=", "+", "-", "@")), value
     assert {row["record_id"] for row in rows} == {"'@SUM(1+1)", "'+1"}
     report = json.loads((out / "report.json").read_text("utf-8"))
-    assert {m["record_id"] for c in report["clusters"] for m in c["members"]} == {"@SUM(1+1)", "+1"}
+    members = [m for c in with_member_texts(report) for m in c["members"]]
+    assert {m["record_id"] for m in members} == {"@SUM(1+1)", "+1"}
 
 
 def test_a_streamed_jsonl_says_how_many_warnings_it_did_not_list(

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from dedup import __version__
 from dedup.cli import cli, main
+from tests.reports import with_member_texts
 from tests.test_scan import EXPECTED_FILE_PAIRS
 
 
@@ -28,7 +29,7 @@ def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) ->
     report = json.loads((out / "report.json").read_text("utf-8"))
     linked = {
         pair
-        for cluster in report["clusters"]
+        for cluster in with_member_texts(report)
         for pair in itertools.combinations(
             sorted({m["path"].split("corpus_samples/")[1] for m in cluster["members"]}), 2
         )
@@ -353,10 +354,11 @@ def test_scan_leads_with_documents_and_writes_matches_csv(samples: Path, tmp_pat
     with open(out / "matches.csv", encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(report["matches"]) == 7
+    documents = {d["id"]: d for d in report["documents"]}
     for row, match in zip(rows, report["matches"], strict=True):
-        assert row["a_path"] == match["a"]["path"] and row["b_path"] == match["b"]["path"]
+        document = documents[match["a"]]
+        assert row["a_path"] == document["path"] and row["b_path"] == documents[match["b"]]["path"]
         assert float(row["coverage_a"]) == match["coverage_a"]
-        document = next(d for d in report["documents"] if d["id"] == match["a"]["id"])
         span = match["spans"][0]
         shared = document["text"][
             span["a_start"] - document["start"] : span["a_end"] - document["start"]

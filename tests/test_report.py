@@ -40,13 +40,18 @@ def in_repo(samples: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("name", ["clusters.csv", "pairs.csv", "clusters.jsonl"])
 def test_tables_match_the_golden_files(in_repo: Path, tmp_path: Path, name: str) -> None:
-    result = CliRunner().invoke(cli, ["scan", *PAIR, "-o", str(tmp_path), "-q", "-j", "1"])
+    formats = ["--format", "csv,pairs,jsonl"]
+    result = CliRunner().invoke(
+        cli, ["scan", *PAIR, "-o", str(tmp_path), "-q", "-j", "1", *formats]
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / name).read_bytes() == (GOLDEN / name).read_bytes()
 
 
 def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: Path) -> None:
-    CliRunner().invoke(cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-q", "-j", "1"])
+    formats = ["--format", "csv,pairs,jsonl"]
+    scan = ["scan", "corpus_samples", "-o", str(tmp_path), "-q", "-j", "1", *formats]
+    assert CliRunner().invoke(cli, scan).exit_code == 0
     raw = (tmp_path / "clusters.csv").read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # the BOM Excel needs to read UTF-8
     rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
@@ -59,7 +64,11 @@ def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: 
     assert [int(row["characters"]) for row in rows] == [len(m["text"]) for m in members]
     assert max(int(row["characters"]) for row in rows) > 80
     pairs = list(csv.DictReader(io.StringIO((tmp_path / "pairs.csv").read_text("utf-8-sig"))))
-    assert len(pairs) == sum(len(c["pairs"]) for c in report["clusters"])
+    assert pairs == [
+        {"cluster": c["id"], **{name: str(value) for name, value in pair.items()}}
+        for c in clusters
+        for pair in c["pairs"]
+    ]
     lines = (tmp_path / "clusters.jsonl").read_text("utf-8").splitlines()
     texts = {m["id"]: m["text"] for m in members}
     excerpted = [
@@ -188,7 +197,7 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
     assert report["options"]["threshold"] == 0.95
     assert all(
         p["jaccard"] >= 0.95 or p["containment"] >= 0.99
-        for c in report["clusters"]
+        for c in with_member_texts(report)
         for p in c["pairs"]
     )
     lower = runner.invoke(cli, ["report", str(tmp_path), "--threshold", "0.3"])
@@ -316,17 +325,17 @@ def test_a_match_opens_side_by_side_in_a_real_browser(in_repo: Path, tmp_path: P
     pairs = dedup.models.document_overlap(load_report(out / "report.json"))
     shared = pairs[("site-qidian", "site-tw")][0]
     assert shared > 0 and rows["site-qidian"][header.index("site-tw")] == f"{shared:,}"
+    source = {document["id"]: document["source"] for document in report["documents"]}
     between = sum(
-        {m["a"]["source"], m["b"]["source"]} == {"site-qidian", "site-tw"}
-        for m in report["matches"]
+        {source[m["a"]], source[m["b"]]} == {"site-qidian", "site-tw"} for m in report["matches"]
     )
     dom = _chromium(tmp_path, page + "#pair=site-qidian~site-tw&match=m4", "--dump-dom")
     assert f"{between} of {total} matches shown" in dom
     view = dom.split('id="match-view"', 1)[1]
     fourth = report["matches"][3]
-    assert {fourth["a"]["source"], fourth["b"]["source"]} == {"site-qidian", "site-tw"}
+    assert {source[fourth["a"]], source[fourth["b"]]} == {"site-qidian", "site-tw"}
     assert view.count('data-document="') == 2
-    assert f'data-document="{fourth["a"]["id"]}"' in view
+    assert f'data-document="{fourth["a"]}"' in view
     assert _marked_spans(view) == len(fourth["spans"])
     assert f"{fourth['identical_chars']:,} identical characters" in view
 
@@ -529,7 +538,8 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     from dedup.report import writer as report_json
 
     report = dedup.scan([str(samples)], jobs=1)
-    forked = report_json.write_report(report, tmp_path / "forked", two_processes=True)
+    formats = ("html", "csv", "pairs", "jsonl")
+    forked = report_json.write_report(report, tmp_path / "forked", formats, two_processes=True)
     files = folder_files(tmp_path / "forked")
     assert {"index.html", "clusters.csv", "pairs.csv", "report.json", "clusters.jsonl"} <= set(
         files
@@ -545,13 +555,15 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
 
     # The copy fails: this process writes its files itself, the same ones.
     monkeypatch.setattr(report_json, "_write_pages_and_tables", failing_in_the_copy)
-    recovered = report_json.write_report(report, tmp_path / "recovered", two_processes=True)
+    recovered = report_json.write_report(
+        report, tmp_path / "recovered", formats, two_processes=True
+    )
     assert recovered == [tmp_path / "recovered" / path.name for path in forked]
     assert (tmp_path / "the copy ran").exists()
     assert folder_files(tmp_path / "recovered") == files
     # A one-worker scan's report is written by this process alone (no copy of its memory).
     (tmp_path / "the copy ran").unlink()
-    report_json.write_report(report, tmp_path / "alone")
+    report_json.write_report(report, tmp_path / "alone", formats)
     assert not (tmp_path / "the copy ran").exists()
     assert folder_files(tmp_path / "alone") == files
 
@@ -560,7 +572,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
         self.process = None
 
     monkeypatch.setattr(report_json._ForkedWriter, "__init__", no_copy)
-    report_json.write_report(report, tmp_path / "here", two_processes=True)
+    report_json.write_report(report, tmp_path / "here", formats, two_processes=True)
     assert folder_files(tmp_path / "here") == files
 
 

@@ -39,11 +39,11 @@ def test_an_interrupt_while_writing_leaves_the_previous_report_whole(
     assert _scan(str(samples), "-o", str(out), "-q", "-j", "1").exit_code == 0
     before = folder_files(out)
 
-    def interrupted(report: Any, handle: Any) -> None:
+    def interrupted(report: Any, handle: Any, full_text: bool) -> None:
         handle.write("cluster,size\r\nc1,2\r\n")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tables, "write_pairs_csv", interrupted)
+    monkeypatch.setattr(tables, "write_clusters_csv", interrupted)
     result = _scan(str(samples), "-o", str(out), "-q", "-j", "1", "--threshold", "0.9")
     assert result.exit_code != 0
     assert folder_files(out) == before
@@ -58,7 +58,7 @@ def test_a_narrower_format_leaves_no_stalefolder_files(samples: Path, tmp_path: 
     out = tmp_path / "report"
     assert _scan(str(samples), "-o", str(out), "-q").exit_code == 0
     assert {"index.html", "clusters.jsonl"} <= set(folder_files(out))
-    assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv").exit_code == 0
+    assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv,pairs").exit_code == 0
     assert set(folder_files(out)) == {
         "report.json",
         "run.json",
@@ -66,6 +66,8 @@ def test_a_narrower_format_leaves_no_stalefolder_files(samples: Path, tmp_path: 
         "clusters.csv",
         "pairs.csv",
     }
+    assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv").exit_code == 0
+    assert set(folder_files(out)) == {"report.json", "run.json", "matches.csv", "clusters.csv"}
 
 
 def test_a_folder_of_other_files_is_never_replaced(samples: Path, tmp_path: Path) -> None:
@@ -161,9 +163,7 @@ def _run(dump: Path, out: Path) -> subprocess.Popen[bytes]:
 def _complete(out: Path) -> None:
     report = json.loads((out / "report.json").read_text("utf-8"))
     assert report["clusters"]
-    assert {"run.json", "index.html", "clusters.csv", "pairs.csv", "clusters.jsonl"} <= set(
-        folder_files(out)
-    )
+    assert {"run.json", "index.html", "clusters.csv", "clusters.jsonl"} <= set(folder_files(out))
     lines = (out / "clusters.jsonl").read_text("utf-8").splitlines()
     assert len(lines) == len(report["clusters"])
 

@@ -31,15 +31,32 @@ def _passage(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Pas
     return Passage(
         id=data["id"],
         source=data["source"],
-        path=data["path"],
-        record=data["record"],
-        chapter=data["chapter"],
-        title=data["title"],
+        path=holder.path,
+        record=holder.record,
+        chapter=holder.chapter,
+        title=holder.title,
         start=data["start"],
         end=data["end"],
         text=holder.text[data["start"] - holder.start : data["end"] - holder.start],
         document=holder.id,
-        record_id=data.get("record_id"),
+        record_id=holder.record_id,
+    )
+
+
+def _pair(row: list[Any], members: tuple[Passage, ...]) -> Pair:
+    a, b, *values = row
+    return Pair(members[a].id, members[b].id, *values)
+
+
+def _cluster(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Cluster:
+    members = tuple(_passage(member, documents) for member in data["members"])
+    return Cluster(
+        id=data["id"],
+        representative=data["representative"],
+        members=members,
+        pairs=tuple(_pair(row, members) for row in data["pairs"]),
+        linked_through_others=tuple(data.get("linked_through_others", ())),
+        giant=data.get("giant", False),
     )
 
 
@@ -49,8 +66,8 @@ def _documents(data: dict[str, Any]) -> dict[str, MatchedDocument]:
 
 def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match:
     return Match(
-        a=documents[data["a"]["id"]],
-        b=documents[data["b"]["id"]],
+        a=documents[data["a"]],
+        b=documents[data["b"]],
         shared_chars_a=data["shared_chars_a"],
         shared_chars_b=data["shared_chars_b"],
         coverage_a=data["coverage_a"],
@@ -81,17 +98,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
                 f"read (it reads format {REPORT_FORMAT}); scan again"
             )
         documents = _documents(data)
-        clusters = tuple(
-            Cluster(
-                id=cluster["id"],
-                representative=cluster["representative"],
-                members=tuple(_passage(member, documents) for member in cluster["members"]),
-                pairs=tuple(Pair(**pair) for pair in cluster["pairs"]),
-                linked_through_others=tuple(cluster.get("linked_through_others", ())),
-                giant=cluster.get("giant", False),
-            )
-            for cluster in data["clusters"]
-        )
+        clusters = tuple(_cluster(cluster, documents) for cluster in data["clusters"])
         return Report(
             dedup_version=data["dedup_version"],
             options=data["options"],
@@ -110,7 +117,14 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise DedupError(
             f"{path}: no report here; run dedup scan first, or give its --out folder"
         ) from error
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+    except (
+        json.JSONDecodeError,
+        KeyError,
+        IndexError,
+        TypeError,
+        AttributeError,
+        ValueError,
+    ) as error:
         raise DedupError(
             f"{path}: not a dedup report.json this version can read ({error}); scan again"
         ) from error

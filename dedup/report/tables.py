@@ -1,6 +1,8 @@
 """Files for spreadsheets and streaming tools: matches.csv (one row per pair of documents that
-share text), clusters.csv and pairs.csv (UTF-8 with a BOM, so Excel opens Chinese correctly) and
-clusters.jsonl (one cluster per line)."""
+share text), clusters.csv (one row per member) and, asked for, pairs.csv (one row per verified
+pair: millions for a large dump, more than a spreadsheet opens; report.json has them all),
+in UTF-8 with a BOM, so Excel opens Chinese correctly; clusters.jsonl (one cluster per
+line)."""
 
 from __future__ import annotations
 
@@ -142,11 +144,9 @@ Writer = Callable[[Report, TextIO, bool], None]
 def _writers(formats: set[str]) -> list[tuple[str, Writer]]:
     writers: list[tuple[str, Writer]] = []
     if "csv" in formats:
-        writers += [
-            (MATCHES_CSV, write_matches_csv),
-            (CLUSTERS_CSV, write_clusters_csv),
-            (PAIRS_CSV, write_pairs_csv),
-        ]
+        writers += [(MATCHES_CSV, write_matches_csv), (CLUSTERS_CSV, write_clusters_csv)]
+    if "pairs" in formats:
+        writers.append((PAIRS_CSV, write_pairs_csv))
     if "jsonl" in formats:
         writers.append((CLUSTERS_JSONL, write_clusters_jsonl))
     return writers
@@ -160,7 +160,7 @@ def table_names(formats: set[str]) -> list[str]:
 def write_table(report: Report, directory: Path, name: str, full_text: bool = False) -> Path:
     """One of the CSV and JSON Lines files, written row by row; members with an excerpt of
     their text, or, with ``full_text``, all of it."""
-    (write,) = [write for known, write in _writers({"csv", "jsonl"}) if known == name]
+    (write,) = [write for known, write in _writers({"csv", "pairs", "jsonl"}) if known == name]
     path = directory / name
     with open(path, "w", encoding="utf-8", newline="") as handle:
         write(report, handle, full_text)
