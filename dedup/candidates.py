@@ -15,7 +15,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import sorted_unique
+from dedup.arrays import concatenated, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.engine.base import Threads
 from dedup.fingerprint import SignatureTable
@@ -87,24 +87,48 @@ def candidate_pairs(
     """All pairs of passages that share at least one band, sorted and unique. With ``among``
     (sorted row numbers), only those rows take part; pairs are still of row numbers. Each band
     is taken from the signatures on its own, so no copy of all of them is made; with
-    ``threads``, a band on each (numpy's sorts and comparisons release the GIL)."""
+    ``threads``, a band on each (numpy's sorts and comparisons release the GIL). Near copies
+    share most of their bands, so each band's pairs are made unique and merged into those of
+    the bands before as they come: every band's pairs held at once were most of a scan's
+    peak memory (docs/performance.md)."""
     table = SignatureTable.of(signatures).settled()  # read by several threads next
     count = len(table)
 
-    def band_pairs(band: int) -> list[Pairs]:
-        return _bucket_pairs(_band_keys(table.columns(band * rows, (band + 1) * rows, among)))
+    def band_codes(band: int) -> npt.NDArray[np.int64]:
+        keys = _band_keys(table.columns(band * rows, (band + 1) * rows, among))
+        return _pair_codes(_bucket_pairs(keys), among, count)
 
     run = threads.in_threads if threads is not None else map
-    found = [pairs for band in run(band_pairs, list(range(bands))) for pairs in band]
-    if not found:
-        return np.empty((0, 2), dtype=np.int64)
-    pairs = np.concatenate(found).astype(np.int64)
-    if among is not None:
-        pairs = among[pairs]
-    pairs.sort(axis=1)
-    # One integer per pair: a 1-D unique is many times faster than unique over rows.
-    codes = sorted_unique(pairs[:, 0] * count + pairs[:, 1])
+    codes = np.empty(0, dtype=np.int64)
+    for found in run(band_codes, list(range(bands))):
+        codes = _merged(codes, found)
     return np.stack((codes // count, codes % count), axis=1)
+
+
+def _pair_codes(
+    found: list[Pairs], among: npt.NDArray[np.int64] | None, count: int
+) -> npt.NDArray[np.int64]:
+    """Pairs of positions (of ``among``'s rows, if given) as one integer per pair of rows,
+    ``low * count + high``, sorted and unique: a 1-D unique is many times faster than one
+    over rows, and takes half the memory."""
+    codes = []
+    while found:
+        pairs = found.pop()
+        low, high = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
+        if among is not None:  # sorted, so the lower position is the lower row
+            low, high = among[low], among[high]
+        codes.append(low.astype(np.int64) * count + high)
+    return sorted_unique(concatenated(codes, np.int64))
+
+
+def _merged(one: npt.NDArray[np.int64], two: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Two sorted arrays of unique values as one: a stable sort (timsort) of the two runs one
+    after the other merges them in one pass."""
+    joined = np.concatenate((one, two))
+    joined.sort(kind="stable")
+    if joined.size < 2:
+        return joined
+    return joined[np.concatenate(([True], joined[1:] != joined[:-1]))]
 
 
 def _bucket_pairs(keys: npt.NDArray[np.uint64]) -> list[Pairs]:

@@ -16,7 +16,7 @@ from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
 from dedup.columns import Similarity, SimilarityTable, SpanTable
 from dedup.engine.base import in_threads
-from dedup.fingerprint import shingles, signatures
+from dedup.fingerprint import SignatureTable, shingles, signatures
 from dedup.models import Cluster, Pair, Passage, PassageSpan
 from dedup.normalize import normalize
 from dedup.verify import identical_chars, verify_pairs, verify_table
@@ -323,3 +323,29 @@ def test_banding_on_threads_gives_the_same_pairs(seed_with_ads: str, seed_simpli
         candidate_pairs(sigs, bands, rows, among, Threads()),
         candidate_pairs(sigs, bands, rows, among),
     )
+
+
+def test_candidate_pairs_are_every_pair_sharing_a_band(
+    seed_with_ads: str, seed_simplified: str
+) -> None:
+    """Against pairs made one band at a time from a dict of buckets: bands merged as they
+    come give every pair once, among all passages or some."""
+    from itertools import combinations
+
+    from dedup.candidates import band_keys
+
+    texts = _windows(seed_with_ads) + _windows(seed_simplified)
+    texts += [text[3:] for text in texts] + [text[:-7] for text in texts]
+    sigs = signatures(texts, 3, 128, 1)
+    bands, rows = lsh_params(0.4, 128)
+    keys = band_keys(SignatureTable.of(sigs), bands, rows)
+    for among, least in ((np.arange(len(texts)), 20), (np.arange(1, len(texts), 2), 5)):
+        expected = set()
+        for band in range(bands):
+            buckets: dict[int, list[int]] = {}
+            for row in among.tolist():
+                buckets.setdefault(int(keys[row, band]), []).append(row)
+            expected |= {pair for rows_ in buckets.values() for pair in combinations(rows_, 2)}
+        found = candidate_pairs(sigs, bands, rows, among.astype(np.int64))
+        assert [tuple(pair) for pair in found.tolist()] == sorted(expected)
+        assert len(expected) > least
