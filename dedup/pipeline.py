@@ -108,6 +108,7 @@ def scan_files(
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)
             leader = candidates.leaders(len(passages.spans))
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
+            passages.let_go_of_seeds()
             texts = NormalizedTexts.of(passages.texts, leader, passages.alignment)
             passages.let_go_of_texts()
             aligned = align_through_groups(
@@ -121,6 +122,7 @@ def scan_files(
             )
             del texts
             shared = original_spans(aligned, documents, passages.spans, passages.alignment)
+            passages.let_go_of_alignment()
         with timer("document texts"):
             # Only the documents that match or hold passages that cluster are shown with
             # their text: read back now rather than carried through the scan.

@@ -105,6 +105,19 @@ class Passages:
         self.signatures = SignatureTable(self.signatures.num_perm)
         release_freed_memory()
 
+    def let_go_of_seeds(self) -> None:
+        """The winnowed seeds are done with once pairs of documents are chosen (about a
+        third of what the alignment holds per passage)."""
+        self.alignment = self.alignment.seeded_by(np.zeros(len(self.alignment), np.bool_))
+
+    def let_go_of_alignment(self) -> None:
+        """What the align stage needs of each passage (its offset steps above all, a byte a
+        normalized character) is done with once the spans are mapped back: free it before
+        the documents' texts are read back and the report made (on a 1 GB dump, about 0.7
+        GB)."""
+        self.alignment = PassageAlignment.empty()
+        release_freed_memory()
+
 
 def prepare_all(
     files: Sequence[FoundFile],
