@@ -56,7 +56,16 @@ def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> 
     out.write("\ufeff")  # so that spreadsheet programs read UTF-8
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
-    writer.writerows([spreadsheet_cell(value) for value in row] for row in rows)
+    # spreadsheet_cell inline (a table of a large dump has tens of millions of cells; the csv
+    # module writes None as an empty cell itself)
+    start = _FORMULA_START
+    writer.writerows(
+        [
+            "'" + value if isinstance(value, str) and value.startswith(start) else value
+            for value in row
+        ]
+        for row in rows
+    )
 
 
 def _cluster_rows(report: Report, full_text: bool) -> Iterator[list[object]]:
