@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from datasketch import MinHash
 
 from dedup.codepoints import code_points
 from dedup.kernels import compiled
@@ -66,9 +65,14 @@ def shingles(text: str, ngram: int) -> list[str]:
 
 @functools.cache
 def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
-    """The affine permutation parameters datasketch draws for ``(num_perm, seed)``."""
-    a, b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
-    return np.ascontiguousarray(a, dtype=np.uint32), np.ascontiguousarray(b, dtype=np.uint32)
+    """The affine permutation parameters ``datasketch.MinHash(num_perm, seed,
+    scheme="affine32").permutations`` draws (the test suite holds them equal), drawn the way
+    it draws them: importing datasketch, which imports its LSH and scipy with it, took about
+    a second of every scan."""
+    generator = np.random.RandomState(seed)
+    a = generator.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = generator.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    return np.ascontiguousarray(a), np.ascontiguousarray(b)
 
 
 def signatures(texts: Sequence[str], ngram: int, num_perm: int, seed: int) -> Signatures:

@@ -26,6 +26,34 @@ def test_signatures_match_datasketch_update_batch(
         assert np.array_equal(reference.hashvalues, signature)
 
 
+@pytest.mark.parametrize(("num_perm", "seed"), [(128, 1), (64, 7), (256, 0), (1, 2**32 - 1)])
+def test_permutations_are_those_datasketch_draws(num_perm: int, seed: int) -> None:
+    from dedup.fingerprint import permutations
+
+    a, b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
+    ours = permutations(num_perm, seed)
+    assert ours[0].dtype == ours[1].dtype == np.uint32
+    assert np.array_equal(ours[0], a) and np.array_equal(ours[1], b)
+
+
+def test_a_scan_does_not_import_datasketch() -> None:
+    """datasketch imports its LSH and scipy's integration with it: about a second of every
+    scan (numba imports a little of scipy itself)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    samples = Path(__file__).parents[1] / "corpus_samples"
+    script = (
+        "import sys, dedup; dedup.scan([sys.argv[1]], jobs=1); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'datasketch'))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script, str(samples)], capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == "[]"
+
+
 def test_signatures_work_with_datasketch_lsh(seed_simplified: str, seed_with_ads: str) -> None:
     texts = _passages(seed_simplified)[:3] + _passages(seed_with_ads)[:3]
     computed = signatures(texts, ngram=5, num_perm=128, seed=1)
