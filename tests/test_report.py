@@ -208,11 +208,11 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
         for member in cluster.members:
             assert len(member.text) == member.end - member.start > 0
     # a report.json of another format is refused with what to do, not misread
-    report["report_format"] = 1
+    report["report_format"] = 2  # as the version before wrote it
     (tmp_path / "report.json").write_text(json.dumps(report), "utf-8")
     older = runner.invoke(cli, ["report", str(tmp_path)])
     assert older.exit_code == 1
-    assert "report format 1" in older.stderr and "scan again" in older.stderr
+    assert "report format 2" in older.stderr and "scan again" in older.stderr
 
 
 HOSTILE = (
