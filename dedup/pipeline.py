@@ -41,7 +41,7 @@ from dedup.read import FoundFile, discover_inputs
 from dedup.report import DEFAULT_FORMATS, write_report
 from dedup.report.folder import ReportFolder
 from dedup.timing import StageTimer
-from dedup.verify import verify_candidates
+from dedup.verify import minhash_estimates, verify_candidates
 from dedup.version import __version__
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
@@ -91,15 +91,18 @@ def scan_files(
                 counted(engine, "candidates", "band", bars),
             )
         with timer("verify"):
+            verifying = counted(engine, "verify", "chunk", bars)
+            estimates = minhash_estimates(candidates.pairs, passages.signatures, verifying)
+            passages.let_go_of_signatures()
             verified = verify_candidates(
                 candidates.copies,
                 candidates.pairs,
                 passages.texts,
-                passages.signatures,
+                estimates,
                 config.ngram,
                 config.threshold,
                 config.containment,
-                counted(engine, "verify", "chunk", bars),
+                verifying,
             )
         with timer("align"):
             engine.compiled_ahead()

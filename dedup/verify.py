@@ -15,7 +15,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import sorted_unique
+from dedup.arrays import concatenated, sorted_unique
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import Threads
 from dedup.fingerprint import (
@@ -155,7 +155,39 @@ def verify_table(
 ) -> SimilarityTable:
     """:func:`verify_pairs`, as a table; with ``threads``, a chunk of the texts (their
     shingle sets) or of the pairs (their scores) at a time on each (the loops release the
-    GIL), the same table whatever their number.
+    GIL), the same table whatever their number."""
+    estimates = minhash_estimates(pairs, signatures, threads)
+    return verify_estimated(pairs, texts, estimates, ngram, threshold, containment, threads)
+
+
+def minhash_estimates(
+    pairs: npt.NDArray[np.int64],
+    signatures: npt.NDArray[np.uint32] | SignatureTable,
+    threads: Threads | None = None,
+) -> npt.NDArray[np.float64]:
+    """The MinHash estimate of each pair's Jaccard similarity: made before verification, so
+    that the signatures can go before the shingle sets are made (a scan's peak)."""
+    run = threads.in_threads if threads is not None else map
+    table = SignatureTable.of(signatures).settled()  # read by several threads next
+    estimated = list(
+        run(
+            lambda start: _estimates(pairs[start : start + _PAIRS_AT_ONCE], table),
+            list(range(0, len(pairs), _PAIRS_AT_ONCE)),
+        )
+    )
+    return concatenated(estimated, np.float64)
+
+
+def verify_estimated(
+    pairs: npt.NDArray[np.int64],
+    texts: Sequence[str],
+    estimates: npt.NDArray[np.float64],
+    ngram: int,
+    threshold: float,
+    containment: float,
+    threads: Threads | None = None,
+) -> SimilarityTable:
+    """:func:`verify_table`, given the pairs' MinHash ``estimates`` (:func:`minhash_estimates`).
 
     Every text's shingle set is held (a pair may join any two), but each text's keys in order,
     which its identical characters need, only while the pairs it is first of are scored: the
@@ -198,21 +230,12 @@ def verify_table(
         ):
             into[order] = np.concatenate(part)
     passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
-    table = SignatureTable.of(signatures).settled()  # read by several threads next
-    kept = pairs[passed]
-    estimated = list(
-        run(
-            lambda start: _estimates(kept[start : start + _PAIRS_AT_ONCE], table),
-            list(range(0, len(kept), _PAIRS_AT_ONCE)),
-        )
-    )
-    estimates = np.concatenate(estimated) if estimated else np.empty(0, dtype=np.float64)
     return SimilarityTable(
         pairs[passed, 0].astype(np.int64),
         pairs[passed, 1].astype(np.int64),
         jaccard[passed].astype(np.float64),
         contained[passed].astype(np.float64),
-        estimates.astype(np.float64),
+        estimates[passed].astype(np.float64),
         identical[passed].astype(np.int64),
     )
 
@@ -346,7 +369,7 @@ def verify_candidates(
     copies: SimilarityTable,
     pairs: npt.NDArray[np.int64],
     texts: Sequence[str | None],
-    signatures: SignatureTable,
+    estimates: npt.NDArray[np.float64],
     ngram: int,
     threshold: float,
     containment: float,
@@ -354,11 +377,11 @@ def verify_candidates(
 ) -> SimilarityTable:
     """The verified pairs: the exact copies' links (verified already), and the candidate
     ``pairs`` whose exact similarity passes ``threshold`` or ``containment`` (on ``threads``,
-    a chunk at a time)."""
-    similar = verify_table(
+    a chunk at a time); ``estimates``: their MinHash estimates (:func:`minhash_estimates`)."""
+    similar = verify_estimated(
         pairs,
         candidate_texts(texts, pairs),
-        signatures,
+        estimates,
         ngram,
         threshold,
         containment,

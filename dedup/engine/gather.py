@@ -94,6 +94,12 @@ class Passages:
     signatures: SignatureTable
     alignment: PassageAlignment  # of the whole dump: its indexes are of all passages
 
+    def let_go_of_signatures(self) -> None:
+        """Signatures are done with once the candidate pairs' MinHash estimates are made:
+        free them before verification makes its shingle sets."""
+        self.signatures = SignatureTable(self.signatures.num_perm)
+        release_freed_memory()
+
     def let_go_of_texts(self) -> None:
         """Normalized texts, hashes and signatures are done with once pairs are verified: free
         them before member texts are read back. They were unpickled on the pool's result
