@@ -6,14 +6,14 @@ many rows in one go, ``take`` a smaller table of them."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated, objects
-from dedup.models import DocumentKey, Passage, PassageSpan, made_in_bulk
+from dedup.models import CutPassage, DocumentKey, MatchedDocument, PassageSpan, made_in_bulk
 
 R = TypeVar("R")
 
@@ -116,12 +116,16 @@ class SpanTable(ColumnTable[PassageSpan]):
         ]
 
     def passages(
-        self, rows: npt.NDArray[np.int64], texts: Sequence[str], documents: Sequence[str]
-    ) -> list[Passage]:
-        """The passages of ``rows``, with their ``texts`` and the ids of the ``documents``
-        holding them (made column by column)."""
-        columns = {**self.row_fields(rows), "text": texts, "document": documents}
-        return made_in_bulk(Passage, *(columns[field.name] for field in fields(Passage)))
+        self, rows: npt.NDArray[np.int64], documents: Sequence[MatchedDocument]
+    ) -> list[CutPassage]:
+        """The passages of ``rows``, each with the document holding it, which its text is cut
+        from (made column by column)."""
+        columns = {
+            **self.row_fields(rows),
+            "document": [document.id for document in documents],
+            "holder": documents,
+        }
+        return made_in_bulk(CutPassage, *(columns[name] for name in CutPassage.SLOTS))
 
     def row_fields(self, rows: npt.NDArray[np.int64]) -> dict[str, list[Any]]:
         """The fields the passages of ``rows`` have, but their texts, as columns: Passage field

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
 from operator import attrgetter
-from typing import Any, Literal, TextIO, TypeVar
+from typing import Any, ClassVar, Literal, TextIO, TypeVar
 
 R = TypeVar("R")
 
@@ -147,6 +147,46 @@ MemberText = Literal["none", "excerpt", "full"]
 EXCERPT_CHARS = 80
 
 
+# The fields of a Passage, in order.
+PASSAGE_FIELDS = tuple(field.name for field in fields(Passage))
+
+
+class CutPassage(Passage):
+    """A passage as a scan makes it for a cluster: equal to the :class:`Passage` with the same
+    fields, its text among them, but that text is cut from its document's (``holder``) each
+    time it is read rather than held beside it. A member's text is its document's, and a
+    report holds both: on a 1 GB dump the members held a second copy of nearly all of its
+    text (docs/performance.md). Made by :func:`made_in_bulk`, one column per ``SLOTS``."""
+
+    __slots__ = ("holder",)
+    holder: MatchedDocument
+    SLOTS: ClassVar[tuple[str, ...]] = (*(n for n in PASSAGE_FIELDS if n != "text"), "holder")
+
+    @property
+    def text(self) -> str:
+        holder = self.holder
+        return holder.text[self.start - holder.start : self.end - holder.start]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Passage):
+            return NotImplemented
+        return _field_values(self) == _field_values(other)
+
+    __hash__ = Passage.__hash__
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the plain Passage it equals (its holder is not pickled with it)."""
+        return (_passage_of, (_field_values(self),))
+
+
+def _field_values(passage: Passage) -> tuple[Any, ...]:
+    return tuple(getattr(passage, name) for name in PASSAGE_FIELDS)
+
+
+def _passage_of(values: tuple[Any, ...]) -> Passage:
+    return Passage(**dict(zip(PASSAGE_FIELDS, values, strict=True)))
+
+
 # In a report a passage is a cluster "member"; the library uses both names for the same record.
 Member = Passage
 
@@ -159,7 +199,8 @@ Member = Passage
 # against the dataclass's __init__).
 def made_in_bulk(cls: type[R], *columns: Sequence[Any]) -> list[R]:
     """``[cls(*row) for row in zip(*columns)]`` for a frozen, slotted dataclass, one value
-    column per field, in the order of the fields."""
+    column per field, in the order of the fields (for a :class:`CutPassage`, of its
+    ``SLOTS``)."""
     setters = _slot_setters(cls)
     if len(columns) != len(setters):
         raise TypeError(f"{cls.__name__} has {len(setters)} fields, not {len(columns)}")
@@ -175,9 +216,9 @@ def made_in_bulk(cls: type[R], *columns: Sequence[Any]) -> list[R]:
 def _slot_setters(cls: type) -> tuple[Any, ...]:
     """Each field's slot setter, from the class that defines the slot (a base's, for the
     fields a subclass inherits)."""
+    names = getattr(cls, "SLOTS", None) or [field.name for field in fields(cls)]
     return tuple(
-        next(k.__dict__[field.name] for k in cls.__mro__ if field.name in k.__dict__).__set__
-        for field in fields(cls)
+        next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__).__set__ for name in names
     )
 
 

@@ -47,13 +47,43 @@ def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: P
     expected = [table[i] for i in rows.tolist()]
     assert list(taken) == expected == table.rows(rows)
     assert len(taken.documents) < len(table.documents)  # only the documents those rows use
-    texts = [f"text {i}" for i in rows.tolist()]
-    holders = [f"document {i}" for i in rows.tolist()]
-    passages = table.passages(rows, texts, holders)
+    # each held by a document of its own span, whose text is its text
+    holders = [span.as_document(0, f"{n}甲乙丙" * span.end) for n, span in enumerate(expected)]
+    passages = table.passages(rows, holders)
+    texts = [h.text[: s.end - s.start] for s, h in zip(expected, holders, strict=True)]
     assert passages == [
-        span.with_text(text, holder)
+        span.with_text(text, holder.id)
         for span, text, holder in zip(expected, texts, holders, strict=True)
     ]
+    assert [passage.text for passage in passages] == texts
+
+
+def test_a_cut_passage_is_the_passage_it_equals_but_holds_no_text_of_its_own(
+    seed_simplified: str,
+) -> None:
+    import pickle
+    from dataclasses import FrozenInstanceError
+
+    from dedup.models import CutPassage, Passage, made_in_bulk
+
+    span = PassageSpan("site", "a.txt", None, 2, "第三章", 100, 400)
+    holder = span.as_document(250, seed_simplified[:1000])
+    inner = PassageSpan("site", "a.txt", None, 2, "第三章", 150, 260)
+    columns = {
+        "source": ["site"], "path": ["a.txt"], "record": [None], "chapter": [2],
+        "title": ["第三章"], "start": [150], "end": [260], "record_id": [None],
+        "id": [inner.id], "document": [holder.id], "holder": [holder],
+    }  # fmt: skip
+    (cut,) = made_in_bulk(CutPassage, *(columns[name] for name in CutPassage.SLOTS))
+    plain = inner.with_text(seed_simplified[50:160], holder.id)
+    assert cut.text == plain.text and len(cut.text) == 110
+    assert cut == plain and plain == cut and hash(cut) == hash(plain)
+    assert cut != inner.with_text(seed_simplified[51:161], holder.id)
+    assert not hasattr(cut, "__dict__")  # slots only: the text is nowhere but in the holder
+    again = pickle.loads(pickle.dumps(cut))
+    assert type(again) is Passage and again == cut
+    with pytest.raises((FrozenInstanceError, AttributeError)):
+        cut.start = 0  # type: ignore[misc]
 
 
 def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified: str) -> None:

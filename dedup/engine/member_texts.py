@@ -48,24 +48,21 @@ def members_of(
     documents: DocumentRuns,
     read: Mapping[int, MatchedDocument],
 ) -> Members:
-    """The member passages of ``verified``, their text taken from the documents holding them
+    """The member passages of ``verified``, their text cut from the documents holding them
     (``read``: by their numbers in ``documents``, read by :func:`read_documents`). A passage
     whose document is not there (its file changed since it was scanned) is left out, with
     its pairs."""
     indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
-    starts, ends = spans.start[indexes].tolist(), spans.end[indexes].tolist()
     owners = documents.of_passage[indexes].tolist()
     kept: list[int] = []
-    texts: list[str] = []
-    holders: list[str] = []
-    for row, (owner, start, end) in enumerate(zip(owners, starts, ends, strict=True)):
+    holders: list[MatchedDocument] = []
+    for row, owner in enumerate(owners):
         document = read.get(owner)
         if document is not None:
             kept.append(row)
-            texts.append(document.text[start - document.start : end - document.start])
-            holders.append(document.id)
+            holders.append(document)
     rows = indexes[np.array(kept, dtype=np.int64)]
-    members = dict(zip(rows.tolist(), spans.passages(rows, texts, holders), strict=True))
+    members = dict(zip(rows.tolist(), spans.passages(rows, holders), strict=True))
     if len(rows) < len(indexes):
         verified = verified.where(np.isin(verified.first, rows) & np.isin(verified.second, rows))
     return Members(members, verified)

@@ -12,6 +12,7 @@ from dedup.errors import DedupError
 from dedup.models import (
     REPORT_FORMAT,
     Cluster,
+    CutPassage,
     DocumentGroup,
     InputFile,
     Match,
@@ -22,25 +23,26 @@ from dedup.models import (
     SharedSpan,
     Skipped,
     Summary,
+    made_in_bulk,
 )
 from dedup.version import __version__
 
 
-def _passage(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Passage:
-    holder = documents[data["document"]]
-    return Passage(
-        id=data["id"],
-        source=data["source"],
-        path=holder.path,
-        record=holder.record,
-        chapter=holder.chapter,
-        title=holder.title,
-        start=data["start"],
-        end=data["end"],
-        text=holder.text[data["start"] - holder.start : data["end"] - holder.start],
-        document=holder.id,
-        record_id=holder.record_id,
-    )
+def _members(data: list[dict[str, Any]], documents: dict[str, MatchedDocument]) -> list[Passage]:
+    """A cluster's members, each with its text cut from its document's, as a scan makes them."""
+    holders = [documents[member["document"]] for member in data]
+    columns: dict[str, list[Any]] = {
+        "id": [member["id"] for member in data],
+        "source": [member["source"] for member in data],
+        "start": [member["start"] for member in data],
+        "end": [member["end"] for member in data],
+        "document": [holder.id for holder in holders],
+        "holder": holders,
+    }
+    for name in ("path", "record", "chapter", "title", "record_id"):
+        columns[name] = [getattr(holder, name) for holder in holders]
+    members: list[Passage] = made_in_bulk(CutPassage, *(columns[name] for name in CutPassage.SLOTS))
+    return members
 
 
 def _pair(row: list[Any], members: tuple[Passage, ...]) -> Pair:
@@ -49,7 +51,7 @@ def _pair(row: list[Any], members: tuple[Passage, ...]) -> Pair:
 
 
 def _cluster(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Cluster:
-    members = tuple(_passage(member, documents) for member in data["members"])
+    members = tuple(_members(data["members"], documents))
     return Cluster(
         id=data["id"],
         representative=data["representative"],
