@@ -114,8 +114,15 @@ def terminate_as_interrupt() -> Iterator[None]:
     except ValueError:  # not the main thread: leave signals to whoever owns it
         yield
         return
+    alarm = signal.getsignal(signal.SIGALRM)
     try:
         yield
     finally:
+        # An interrupt put off a moment (see interrupted) whose moment comes after the run
+        # has ended is dropped: the run's work is done. Left armed, its timer went off while
+        # Python was ending, its handlers gone, and the system's default ended the process by
+        # SIGALRM.
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, alarm)
         for signum, handler in zip(_STOPPING, previous, strict=True):
             signal.signal(signum, handler)
