@@ -207,6 +207,12 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
     for cluster in rebuilt.clusters:
         for member in cluster.members:
             assert len(member.text) == member.end - member.start > 0
+    # read a line at a time as written, or whole when another tool laid it out otherwise
+    indented = tmp_path / "indented" / "report.json"
+    indented.parent.mkdir()
+    indented.write_text(json.dumps(report, ensure_ascii=False, indent=1), "utf-8")
+    assert load_report(indented) == rebuilt
+    assert rebuilt.to_json() == (tmp_path / "report.json").read_text("utf-8")
     # a report.json of another format is refused with what to do, not misread
     report["report_format"] = 2  # as the version before wrote it
     (tmp_path / "report.json").write_text(json.dumps(report), "utf-8")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from dedup.errors import DedupError
 from dedup.models import (
@@ -62,10 +63,6 @@ def _cluster(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Clu
     )
 
 
-def _documents(data: dict[str, Any]) -> dict[str, MatchedDocument]:
-    return {entry["id"]: MatchedDocument(**entry) for entry in data.get("documents", ())}
-
-
 def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match:
     return Match(
         a=documents[data["a"]],
@@ -89,32 +86,17 @@ def _group(data: dict[str, Any]) -> DocumentGroup:
 
 def load_report(path: str | os.PathLike[str]) -> Report:
     """Read a report.json written by ``write_report``: each cluster member with its text,
-    cut from its document's."""
+    cut from its document's. Read a line at a time, as it was written (a document, match,
+    group or cluster a line), so that the whole file's JSON is never held at once: a 1 GB
+    dump's report.json is about 2 GB, and its parsed tree several times that."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text("utf-8"))
-        if data.get("report_format") != REPORT_FORMAT:
-            raise DedupError(
-                f"{path}: written by dedup {data.get('dedup_version', '(unknown)')} in report "
-                f"format {data.get('report_format')}, which this version ({__version__}) does not "
-                f"read (it reads format {REPORT_FORMAT}); scan again"
-            )
-        documents = _documents(data)
-        clusters = tuple(_cluster(cluster, documents) for cluster in data["clusters"])
-        return Report(
-            dedup_version=data["dedup_version"],
-            options=data["options"],
-            summary=Summary(**data["summary"]),
-            inputs=tuple(
-                InputFile(**{**entry, "warnings": tuple(entry["warnings"])})
-                for entry in data["inputs"]
-            ),
-            skipped=tuple(Skipped(**entry) for entry in data["skipped"]),
-            clusters=clusters,
-            documents=tuple(documents.values()),
-            matches=tuple(_match(match, documents) for match in data.get("matches", ())),
-            document_groups=tuple(_group(group) for group in data.get("document_groups", ())),
-        )
+        with open(path, encoding="utf-8") as handle:
+            try:
+                return _report(_by_lines(handle), path)
+            except _NotByLines:  # laid out otherwise (re-indented by another tool, say)
+                handle.seek(0)
+                return _report(_by_keys(json.load(handle)), path)
     except FileNotFoundError as error:
         raise DedupError(
             f"{path}: no report here; run dedup scan first, or give its --out folder"
@@ -130,3 +112,100 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise DedupError(
             f"{path}: not a dedup report.json this version can read ({error}); scan again"
         ) from error
+
+
+# The lists of report.json, in the order Report.write_json writes them; the top level's other
+# keys come before them.
+_LISTS = ("documents", "matches", "document_groups", "clusters")
+
+
+class _NotByLines(ValueError):
+    """report.json is not laid out as Report.write_json lays it out."""
+
+
+def _by_lines(handle: TextIO) -> Iterator[tuple[str, Any]]:
+    """("top", the top level without its lists), then (list name, item) for each item, from
+    a report.json laid out as Report.write_json writes it: each list's opening on a line of
+    its own, then an item a line (JSON strings hold no raw line breaks)."""
+    head: list[str] = []
+    inside: str | None = None
+    started = False
+    for line in handle:
+        text = line.strip()
+        opening = _opening(text)
+        if opening is not None:
+            if not started:
+                yield "top", _parsed("".join(head).rstrip().rstrip(",") + "\n}")
+                started = True
+            inside = None if text.rstrip(",").endswith("[]") else opening
+        elif inside is not None:
+            if text.rstrip(",") == "]":
+                inside = None
+            else:
+                yield inside, _parsed(text.rstrip(","))
+        elif not started:
+            head.append(line)
+        elif text != "}":
+            raise _NotByLines(f"unexpected line: {text[:40]}")
+    if not started:
+        raise _NotByLines("no lists")
+
+
+def _opening(text: str) -> str | None:
+    for name in _LISTS:
+        if text.startswith(f'"{name}": ['):
+            return name
+    return None
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _NotByLines(str(error)) from error
+
+
+def _by_keys(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """The same as _by_lines, from report.json parsed whole."""
+    yield "top", {key: value for key, value in data.items() if key not in _LISTS}
+    for name in _LISTS:
+        for item in data.get(name, ()):
+            yield name, item
+
+
+def _report(parts: Iterator[tuple[str, Any]], path: Path) -> Report:
+    """The report from its top level and its lists' items, in file order (documents before
+    the matches and clusters that name them)."""
+    kind, data = next(parts)
+    if kind != "top" or data.get("report_format") != REPORT_FORMAT:
+        raise DedupError(
+            f"{path}: written by dedup {data.get('dedup_version', '(unknown)')} in report "
+            f"format {data.get('report_format')}, which this version ({__version__}) does not "
+            f"read (it reads format {REPORT_FORMAT}); scan again"
+        )
+    documents: dict[str, MatchedDocument] = {}
+    matches: list[Match] = []
+    groups: list[DocumentGroup] = []
+    clusters: list[Cluster] = []
+    for kind, item in parts:
+        if kind == "documents":
+            documents[item["id"]] = MatchedDocument(**item)
+        elif kind == "matches":
+            matches.append(_match(item, documents))
+        elif kind == "document_groups":
+            groups.append(_group(item))
+        else:
+            clusters.append(_cluster(item, documents))
+    return Report(
+        dedup_version=data["dedup_version"],
+        options=data["options"],
+        summary=Summary(**data["summary"]),
+        inputs=tuple(
+            InputFile(**{**entry, "warnings": tuple(entry["warnings"])}) for entry in data["inputs"]
+        ),
+        skipped=tuple(Skipped(**entry) for entry in data["skipped"]),
+        clusters=tuple(clusters),
+        documents=tuple(documents.values()),
+        matches=tuple(matches),
+        document_groups=tuple(groups),
+    )
