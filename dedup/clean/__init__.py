@@ -10,7 +10,6 @@ never leaves a DIR that looks complete.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import os
@@ -37,7 +36,7 @@ from dedup.read import FoundFile, discover_inputs
 from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
 from dedup.read.location import is_plain_file, open_input, read_all, size_of
 from dedup.report.folder import ReportFolder
-from dedup.report.tables import spreadsheet_cell
+from dedup.report.tables import write_csv
 
 __all__ = [
     "DEFAULT_COVERAGE", "CleanConfig", "CleanResult", "SourceTally", "clean",
@@ -376,23 +375,20 @@ def _write_lists(folder: Path, removed: Sequence[Removal]) -> None:
     with open(folder / REMOVED_JSONL, "w", encoding="utf-8", newline="\n") as lines:
         for removal in removed:
             lines.write(json.dumps(removal.to_dict(), ensure_ascii=False) + "\n")
+    rows = (
+        [
+            *(getattr(removal.removed, name) for name in _WHERE),
+            removal.removed.story_chars,
+            *(getattr(removal.kept, name) for name in _WHERE),
+            round(removal.coverage, 4),
+            removal.identical_chars,
+            *(removal.span or ("", "")),
+            *(removal.kept_span or ("", "")),
+        ]
+        for removal in removed
+    )
     with open(folder / REMOVED_CSV, "w", encoding="utf-8", newline="") as table:
-        table.write("\ufeff")
-        writer = csv.writer(table, lineterminator="\r\n")
-        writer.writerow(REMOVED_COLUMNS)
-        for removal in removed:
-            gone, kept = removal.removed, removal.kept
-            writer.writerow(
-                [
-                    *(spreadsheet_cell(getattr(gone, name)) for name in _WHERE),
-                    gone.story_chars,
-                    *(spreadsheet_cell(getattr(kept, name)) for name in _WHERE),
-                    round(removal.coverage, 4),
-                    removal.identical_chars,
-                    *(removal.span or ("", "")),
-                    *(removal.kept_span or ("", "")),
-                ]
-            )
+        write_csv(table, rows, REMOVED_COLUMNS)
 
 
 _WHERE = ("source", "path", "record", "chapter", "title", "start", "end")

@@ -44,20 +44,13 @@ PAIR_COLUMNS = [
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def spreadsheet_cell(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
-def _write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> None:
-    out.write("\ufeff")  # so that spreadsheet programs read UTF-8
+def write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> None:
+    """A CSV table as dedup writes them: a BOM, so that spreadsheet programs read UTF-8;
+    ``None`` as an empty cell; a cell that would read as a formula behind an apostrophe."""
+    out.write("\ufeff")
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
-    # spreadsheet_cell inline (a table of a large dump has tens of millions of cells; the csv
-    # module writes None as an empty cell itself)
+    # the guard inline, not a call per cell: a table of a large dump has tens of millions
     start = _FORMULA_START
     writer.writerows(
         [
@@ -128,16 +121,16 @@ def _match_rows(report: Report) -> Iterator[list[object]]:
 def write_matches_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
     """matches.csv: each match's first shared stretch is an excerpt on each side, whatever
     ``full_text`` says (report.json has every span of it)."""
-    _write_csv(out, _match_rows(report), MATCH_COLUMNS)
+    write_csv(out, _match_rows(report), MATCH_COLUMNS)
 
 
 def write_clusters_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
     header = CLUSTER_COLUMNS + ([FULL_TEXT_COLUMN] if full_text else [])
-    _write_csv(out, _cluster_rows(report, full_text), header)
+    write_csv(out, _cluster_rows(report, full_text), header)
 
 
 def write_pairs_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
-    _write_csv(out, _pair_rows(report), PAIR_COLUMNS)
+    write_csv(out, _pair_rows(report), PAIR_COLUMNS)
 
 
 def write_clusters_jsonl(report: Report, out: TextIO, full_text: bool = False) -> None:
