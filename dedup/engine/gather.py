@@ -101,14 +101,13 @@ class Passages:
         release_freed_memory()
 
     def let_go_of_texts(self) -> None:
-        """Normalized texts, hashes and signatures are done with once pairs are verified: free
-        them before member texts are read back. They were unpickled on the pool's result
+        """Normalized texts and hashes are done with once pairs are verified: free them before
+        member texts are read back. They were unpickled on the pool's result
         thread, whose malloc arena keeps their memory once freed, while member texts are made
         on this thread, from another arena: so the freed memory is handed back too (without
         it a 1 GB scan held both; docs/performance.md)."""
         self.texts = []
         self.hashes = self.hashes[:0]
-        self.signatures = SignatureTable(self.signatures.num_perm)
         release_freed_memory()
 
     def let_go_of_seeds(self) -> None:

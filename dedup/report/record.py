@@ -30,17 +30,12 @@ from dedup.version import __version__
 
 
 def _members(data: list[dict[str, Any]], documents: dict[str, MatchedDocument]) -> list[Passage]:
-    """A cluster's members, each with its text cut from its document's, as a scan makes them."""
+    """A cluster's members, each with its text cut from its document's, as a scan makes them:
+    what a member does not say of itself (its path, record, chapter, ...) is its document's."""
     holders = [documents[member["document"]] for member in data]
-    columns: dict[str, list[Any]] = {
-        "id": [member["id"] for member in data],
-        "source": [member["source"] for member in data],
-        "start": [member["start"] for member in data],
-        "end": [member["end"] for member in data],
-        "document": [holder.id for holder in holders],
-        "holder": holders,
-    }
-    for name in ("path", "record", "chapter", "title", "record_id"):
+    columns = {name: [member[name] for member in data] for name in ("id", "source", "start", "end")}
+    columns |= {"document": [holder.id for holder in holders], "holder": holders}
+    for name in set(CutPassage.SLOTS) - set(columns):
         columns[name] = [getattr(holder, name) for holder in holders]
     members: list[Passage] = made_in_bulk(CutPassage, *(columns[name] for name in CutPassage.SLOTS))
     return members
