@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import io
 
 import pytest
 
 from dedup.errors import DecodeFailure
-from dedup.read.decode import decode_bytes, plausibility
+from dedup.read.decode import Replacements, decode_bytes, decode_stream, plausibility
 
 
 def test_big5_fixture_is_not_utf8_and_decodes_as_big5(hongloumeng_big5_bytes: bytes) -> None:
@@ -85,3 +86,42 @@ def test_one_bad_sequence_names_its_offset_and_replace_reads_it(seed_simplified:
 def test_forced_encoding_that_does_not_fit(hongloumeng_big5_bytes: bytes) -> None:
     with pytest.raises(DecodeFailure, match="does not decode as utf-8"):
         decode_bytes(hongloumeng_big5_bytes, encoding="utf-8")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "gb18030", "big5hkscs"])
+def test_a_stream_says_where_a_bad_byte_is_when_chunks_cut_characters(
+    seed_simplified: str, encoding: str
+) -> None:
+    """Chunks of 1,001 bytes cut two- and three-byte characters: the decoder holds back the
+    cut start, and an offset counted from the chunk alone would be off by it."""
+    text = seed_simplified.encode(encoding, "ignore").decode(encoding)
+    # A bad byte in a chunk that starts with the end of a character cut by the chunk before.
+    middle = next(
+        middle
+        for middle in range(len(text) // 2, len(text))
+        if _cuts_a_character(text[:middle].encode(encoding), encoding)
+    )
+    before, after = text[:middle], text[middle:]
+    bad = len(before.encode(encoding))
+    data = before.encode(encoding) + b"\xff" + after.encode(encoding)
+    with pytest.raises(DecodeFailure, match=f"at byte offset {bad + 40};"):
+        list(
+            decode_stream(
+                data[:1001], io.BytesIO(data[1001:]), encoding, chunk_bytes=1001, start=40
+            )
+        )
+    replaced: list[Replacements] = []
+    chunks = decode_stream(
+        data[:1001], io.BytesIO(data[1001:]), encoding, "replace", 1001, replaced, start=40
+    )
+    assert "".join(chunks) == before + "\ufffd" + after
+    assert [(tally.count, tally.first) for tally in replaced] == [(1, bad + 40)]
+
+
+def _cuts_a_character(data: bytes, encoding: str) -> bool:
+    """Whether the last chunk boundary (every 1,001 bytes) in ``data`` cuts a character."""
+    try:
+        data[: len(data) - len(data) % 1001].decode(encoding)
+    except UnicodeDecodeError:
+        return True
+    return False

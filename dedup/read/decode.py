@@ -196,23 +196,27 @@ def decode_stream(
     errors: str = "strict",
     chunk_bytes: int = 1 << 20,
     replaced: list[Replacements] | None = None,
+    start: int = 0,
 ) -> Iterator[str]:
     """Decode ``head`` then the rest of the stream, a chunk at a time; with
-    ``errors="replace"``, what was replaced is appended to ``replaced`` at the end."""
+    ``errors="replace"``, what was replaced is appended to ``replaced`` at the end. Byte
+    offsets in messages count from ``start``, where the stream is in its file."""
     counting = errors == "replace"
     decoder = codecs.getincrementaldecoder(encoding)(_counting_errors() if counting else errors)
-    consumed = 0
+    consumed = start
     chunk = head
     tally = Replacements()
     while True:
-        tally.base = consumed
+        # Offsets in an error are in the bytes the decoder held back from the last chunk (the
+        # start of a character cut by the chunk's end) and this chunk.
+        tally.base = consumed - len(decoder.getstate()[0])
         if counting:
             _tallies.append(tally)
         try:
             text = decoder.decode(chunk, final=not chunk)
         except UnicodeDecodeError as error:
             raise DecodeFailure(
-                f"invalid {encoding} byte sequence at byte offset {consumed + error.start}; "
+                f"invalid {encoding} byte sequence at byte offset {tally.base + error.start}; "
                 "pass --errors replace to read it with replacement characters, or --encoding NAME"
             ) from error
         finally:
