@@ -38,6 +38,7 @@ from dedup.models import Cluster, InputFile, Report, Skipped, Summary
 from dedup.normalize.repeated_lines import RepeatedLines
 from dedup.progress import counted
 from dedup.read import FoundFile, discover_inputs
+from dedup.read.slices import most_tasks
 from dedup.report import DEFAULT_FORMATS, write_report
 from dedup.report.folder import ReportFolder
 from dedup.timing import StageTimer
@@ -74,7 +75,7 @@ def scan_files(
     (their files are not learned from again)."""
     timer = timer or StageTimer()
     started = time.perf_counter() if started is None else started
-    with collector_paused(), engine_for(config, len(files)) as engine:
+    with collector_paused(), engine_for(config, most_tasks(files, config)) as engine:
         # read -> segment -> normalize -> fingerprint, one task per file, each stage timed
         # in the workers and summed
         prepared = prepare_all(files, config, timer, engine, repeated)

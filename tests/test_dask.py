@@ -25,6 +25,7 @@ from click.testing import CliRunner
 import dedup
 from dedup.cli import cli
 from tests.processes import alive, descendants
+from tests.test_slices import mirror_records
 
 distributed = pytest.importorskip("distributed")
 
@@ -187,6 +188,29 @@ def _files_done(dask_scheduler: distributed.Scheduler) -> int:
         for task in dask_scheduler.tasks.values()
         if str(task.key).startswith("_task") and task.state == "memory"
     )
+
+
+def test_a_large_jsonl_file_is_shared_by_the_workers_in_slices(
+    cluster: Cluster, mirror_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slices are planned here, where the scan runs (the sizes patched here are all the
+    workers need: each is given its byte range)."""
+    from dedup.read import slices, streams
+
+    monkeypatch.setattr(streams, "STREAM_BYTES", 4096)
+    monkeypatch.setattr(slices, "SLICE_BYTES", 64 << 10)
+    path = tmp_path / "dump.jsonl"
+    path.write_text("\n".join(mirror_records(mirror_dump)), "utf-8")
+    local = dedup.scan([path], jobs=2, source_fields=("site",))
+    with cluster.client() as client, distributed.get_task_stream(client) as tasks:
+        on_cluster = dedup.scan([path], scheduler=cluster.address, source_fields=("site",))
+    assert on_cluster.to_json() == local.to_json()
+    assert len(on_cluster.document_groups) >= 40
+    # Counting the slices' lines, then learning and preparing them: three tasks a slice,
+    # on both workers.
+    ran = [task for task in tasks.data if task["key"].startswith("_task")]
+    assert len(ran) >= 3 * 10
+    assert len({task["worker"] for task in ran}) == 2
 
 
 def test_a_scheduler_lost_part_way_is_an_error_and_no_report(

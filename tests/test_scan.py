@@ -374,7 +374,9 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
     reads = []
     read_file = tasks.read_file
     monkeypatch.setattr(
-        tasks, "read_file", lambda file, config: reads.append(file) or read_file(file, config)
+        tasks,
+        "read_file",
+        lambda file, config, part=None: reads.append(file) or read_file(file, config, part),
     )
     at_once = tasks.learn_and_prepare(files[0], config)
     assert reads == [files[0]]

@@ -67,12 +67,13 @@ class Engine(Protocol):
         ...
 
 
-def engine_for(config: ScanConfig, files: int) -> Engine:
-    """The engine ``config`` asks for, for a scan of ``files`` files (not started yet)."""
+def engine_for(config: ScanConfig, tasks: int) -> Engine:
+    """The engine ``config`` asks for, for a scan of ``tasks`` tasks a pass (not started yet:
+    see dedup.read.slices.most_tasks)."""
     if config.engine_name == "local":
         from dedup.engine.local import LocalEngine
 
-        return LocalEngine(config, files)
+        return LocalEngine(config, tasks)
     from dedup.engine.dask_cluster import DaskEngine
 
     return DaskEngine(config)

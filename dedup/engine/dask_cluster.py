@@ -34,6 +34,7 @@ from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
 from dedup.read import FoundFile
 from dedup.read.location import exists, is_url
+from dedup.read.slices import FileSlice
 from dedup.version import __version__
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ T = TypeVar("T")
 # How long to try reaching a scheduler, and to wait for a first worker, before giving up.
 CONNECT_SECONDS = 10
 # Arguments this small are sent with each task rather than scattered to the workers once.
-_SENT_WITH_EACH = (int, float, str, bytes, bool, type(None), FoundFile, ScanConfig)
+_SENT_WITH_EACH = (int, float, str, bytes, bool, type(None), FoundFile, FileSlice, ScanConfig)
 
 
 class DaskEngine:

@@ -3,7 +3,7 @@ several files, then the main pass, each file's result merged as it arrives and l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 
@@ -17,7 +17,7 @@ from dedup.documents import PassageAlignment
 from dedup.engine.base import Engine
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
-from dedup.engine.tasks import PreparedFile, count_line_keys, second_pass
+from dedup.engine.tasks import PreparedFile, count_line_keys, joined_slices, second_pass
 from dedup.fingerprint import SignatureTable
 from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines, read_once, repeated_lines
@@ -25,6 +25,7 @@ from dedup.progress import progress
 from dedup.read import (
     FoundFile,
 )
+from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
 from dedup.timing import StageTimer
 
 
@@ -134,21 +135,34 @@ def prepare_all(
 ) -> Prepared:
     """Every file read, segmented, normalized and fingerprinted. First the lines each source
     repeats are learned from the files of sources with several (a file alone in its source is
-    learned from as it is prepared), then every file is prepared, in order. The sources in
+    learned from as it is prepared), then every file is prepared, in order; a large JSON Lines
+    file in slices, a task each (dedup.read.slices), joined again as one. The sources in
     ``known`` have their repeated lines learned already (an index's): their files are not
     learned from. Given ``each``, each file's result goes to it as it arrives instead of
     being merged (an index stores it and lets it go)."""
     known = known or {}
+    with timer("read"):
+        slices = _slices(files, config, engine)
+    # The tasks: a file, or a slice of one (the file's number, and the slice or None).
+    tasks = [(number, part) for number, parts in enumerate(slices) for part in (parts or (None,))]
     learning = "repeated-lines" not in config.skip_steps
     # True: the file is learned from as it is prepared, in one read of it.
     at_once = read_once(files, config) if learning else [False] * len(files)
-    at_once = [once and file.source not in known for file, once in zip(files, at_once, strict=True)]
-    apart = [
-        number
-        for number, once in enumerate(at_once)
-        if learning and not once and files[number].source not in known
+    at_once = [
+        once and file.source not in known and not parts
+        for file, once, parts in zip(files, at_once, slices, strict=True)
     ]
-    found = engine.map(count_line_keys, [files[number] for number in apart], repeat(config))
+    apart = [
+        task
+        for task, (number, _part) in enumerate(tasks)
+        if learning and not at_once[number] and files[number].source not in known
+    ]
+    found = engine.map(
+        count_line_keys,
+        [files[tasks[task][0]] for task in apart],
+        repeat(config),
+        [tasks[task][1] for task in apart],
+    )
     shown = config.show_progress
     learned = dict(
         zip(apart, progress(found, "learn site lines", "file", len(apart), shown), strict=True)
@@ -160,15 +174,16 @@ def prepare_all(
     scan = new_scan()
     results = engine.map(
         second_pass,
-        files,
+        [files[number] for number, _part in tasks],
         repeat(config),
-        at_once,
+        [at_once[number] for number, _part in tasks],
         repeat(repeated),
-        [learned[number].chapters if number in learned else () for number in range(len(files))],
+        [learned[task].chapters if task in learned else () for task in range(len(tasks))],
         [
-            CopyFilter(scan, number) if engine.hands_back_texts_once else None
-            for number in range(len(files))
+            CopyFilter(scan, task) if engine.hands_back_texts_once else None
+            for task in range(len(tasks))
         ],
+        [part for _number, part in tasks],
     )
     learned.clear()
     prepared = Prepared(SignatureTable(config.num_perm))
@@ -176,11 +191,14 @@ def prepare_all(
     # workers handed back too are let go of here, with their seeds, as each file arrives (in
     # file order), so that this process holds each text once, whatever the workers did.
     here = new_scan()
+    unit = "part" if len(tasks) > len(files) else "file"
     try:
         for number, (file, result) in enumerate(
             zip(
                 files,
-                progress(results, "read+fingerprint", "file", len(files), config.show_progress),
+                _by_file(
+                    progress(results, "read+fingerprint", unit, len(tasks), shown), slices, config
+                ),
                 strict=True,
             )
         ):
@@ -195,6 +213,41 @@ def prepare_all(
         forget_scan(scan)  # this process's table, when the files were prepared here
         forget_scan(here)
     return prepared
+
+
+def _slices(
+    files: Sequence[FoundFile], config: ScanConfig, engine: Engine
+) -> list[tuple[FileSlice, ...]]:
+    """Per file, the slices it is prepared in, their lines counted on the engine; none for a
+    file read whole."""
+    planned = [planned_slices(file, config) for file in files]
+    tasks = [(number, part) for number, parts in enumerate(planned) for part in parts]
+    if not tasks:
+        return planned
+    lines = engine.map(
+        count_lines,
+        [files[number] for number, _part in tasks],
+        [part for _n, part in tasks],
+        repeat(config),
+    )
+    counts: dict[int, list[int | None]] = {}
+    shown = config.show_progress
+    for (number, _part), count in zip(
+        tasks, progress(lines, "count lines", "slice", len(tasks), shown), strict=True
+    ):
+        counts.setdefault(number, []).append(count)
+    return [counted(parts, counts[number]) if parts else () for number, parts in enumerate(planned)]
+
+
+def _by_file(
+    results: Iterator[PreparedFile], slices: Sequence[tuple[FileSlice, ...]], config: ScanConfig
+) -> Iterator[PreparedFile]:
+    """The tasks' results, in order, as one a file: a file's slices joined."""
+    for parts in slices:
+        if not parts:
+            yield next(results)
+        else:
+            yield joined_slices([next(results) for _part in parts], config)
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

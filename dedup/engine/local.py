@@ -46,14 +46,15 @@ T = TypeVar("T")
 
 class LocalEngine:
     """Where a scan's per-file tasks run: a pool of ``workers`` processes, or this process
-    when one will do (``pool`` is None then). ``with LocalEngine(config, files) as engine:``
-    starts the pool; leaving the block stops it, at once after an error or an interrupt."""
+    when one will do (``pool`` is None then). ``with LocalEngine(config, tasks) as engine:``
+    starts the pool (no more workers than ``tasks``, the tasks of a pass); leaving the block
+    stops it, at once after an error or an interrupt."""
 
     hands_back_texts_once = True
 
-    def __init__(self, config: ScanConfig, files: int) -> None:
+    def __init__(self, config: ScanConfig, tasks: int) -> None:
         self.config = config
-        self.workers = min(config.worker_count, max(1, files))
+        self.workers = min(config.worker_count, max(1, tasks))
         self.description = "local, " + (
             "1 process" if self.workers == 1 else f"{self.workers} processes"
         )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
@@ -33,6 +34,8 @@ from dedup.read import (
     ReadResult,
     read_file,
 )
+from dedup.read.jsonl import StreamWarnings
+from dedup.read.slices import FileSlice
 from dedup.segment import (
     ChapterTable,
 )
@@ -55,6 +58,8 @@ class PreparedInput:
     # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
     byte_spans: npt.NDArray[np.int32]
     alignment: PassageAlignment
+    # Read as a stream, its warnings in parts: the slices of a file merge them (joined_slices).
+    stream_warnings: StreamWarnings | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +79,13 @@ def prepare_file(
     repeated: RepeatedLines | None = None,
     chapters: FileChapters = (),
     copies: CopyFilter | None = None,
+    part: FileSlice | None = None,
 ) -> PreparedFile:
-    """read -> segment -> normalize -> fingerprint for one file (every input inside it);
-    ``chapters`` are those the learn pass found in it, if it ran; with ``copies``, texts
-    handed back before are left out (see dedup.engine.copies)."""
+    """read -> segment -> normalize -> fingerprint for one file (every input inside it), or
+    for ``part`` of it; ``chapters`` are those the learn pass found in it, if it ran; with
+    ``copies``, texts handed back before are left out (see dedup.engine.copies)."""
     timer = StageTimer()
-    results = read_file(file, config)
+    results = read_file(file, config, part)
     prepared: list[PreparedInput] = []
     for number in itertools.count():
         with timer("read"):
@@ -167,7 +173,53 @@ def _prepare_input(
         len(lengths) - len(kept),
         byte_spans,
         alignment.kept(kept, handing_back),
+        result.warnings if isinstance(result.warnings, StreamWarnings) else None,
     )
+
+
+def joined_slices(parts: Sequence[PreparedFile], config: ScanConfig) -> PreparedFile:
+    """The slices of one file, each prepared by a task of its own (dedup.read.slices), as the
+    one input that preparing the file in one task hands back."""
+    inputs = [part.inputs[0] for part in parts]  # a slice is one input
+    seconds: dict[str, float] = {}
+    for part in parts:
+        for stage, spent in part.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + spent
+    skipped = next((item.skipped for item in inputs if item.skipped is not None), None)
+    if skipped is not None:  # the file changed since its slices were counted
+        return PreparedFile((_skipped_input(skipped, config),), seconds)
+    entries = [item.entry for item in inputs if item.entry is not None]
+    normalization: dict[str, int] = {}
+    for entry in entries:
+        for step, count in entry.normalization.items():
+            normalization[step] = normalization.get(step, 0) + count
+    warnings = StreamWarnings.merged(
+        [item.stream_warnings for item in inputs if item.stream_warnings is not None]
+    )
+    passages = SpanTable.concatenate([item.passages for item in inputs])
+    entry = replace(
+        entries[0],
+        records=sum(entry.records for entry in entries),
+        chapters=sum(entry.chapters for entry in entries),
+        passages=sum(entry.passages for entry in entries),
+        warnings=tuple(warnings.lines()),
+        normalization=dict(sorted(normalization.items())),
+    )
+    if config.source_fields:
+        entry = replace(entry, passages_by_source=_passages_by_source(passages, entry.source))
+    joined = PreparedInput(
+        entry,
+        None,
+        passages,
+        tuple(text for item in inputs for text in item.normalized),
+        concatenated([item.hashes for item in inputs], np.int64, columns=2),
+        concatenated([item.signatures for item in inputs], np.uint32, columns=config.num_perm),
+        sum(item.too_short for item in inputs),
+        concatenated([item.byte_spans for item in inputs], np.int32, columns=2),
+        PassageAlignment.concatenate([item.alignment for item in inputs]),
+        warnings,
+    )
+    return PreparedFile((joined,), seconds)
 
 
 def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
@@ -229,10 +281,13 @@ def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     )
 
 
-def count_line_keys(file: FoundFile, config: ScanConfig) -> LearnedFile:
-    """Per source: how many chapters, and in how many of them each line occurs."""
+def count_line_keys(
+    file: FoundFile, config: ScanConfig, part: FileSlice | None = None
+) -> LearnedFile:
+    """Per source: how many chapters, and in how many of them each line occurs (in ``part``
+    of the file, if given)."""
     started = time.perf_counter()
-    learned = learn_lines(read_file(file, config))
+    learned = learn_lines(read_file(file, config, part))
     return replace(learned, seconds=time.perf_counter() - started)
 
 
@@ -270,9 +325,11 @@ def second_pass(
     repeated: RepeatedLines,
     chapters: FileChapters,
     copies: CopyFilter | None,
+    part: FileSlice | None = None,
 ) -> PreparedFile:
-    """The main pass over one file: learned from as it is prepared when it is read once
-    (alone in its source), else prepared with what the learn pass found (if it ran)."""
+    """The main pass over one file (or ``part`` of it): learned from as it is prepared when
+    it is read once (alone in its source, not in slices), else prepared with what the learn
+    pass found (if it ran)."""
     if at_once:
         return learn_and_prepare(file, config, copies)
-    return prepare_file(file, config, repeated, chapters, copies)
+    return prepare_file(file, config, repeated, chapters, copies, part)

@@ -41,6 +41,7 @@ from dedup.pipeline import path_list, scan_files
 from dedup.progress import progress
 from dedup.read import FoundFile, discover_inputs, file_stamp
 from dedup.read.location import open_input, read_all
+from dedup.read.slices import most_tasks
 from dedup.report.rebuild import narrowed
 from dedup.timing import StageTimer
 from dedup.version import __version__
@@ -178,7 +179,7 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     """``files`` (all the files of their sources) prepared as a scan prepares them, each
     source's lines learned over all of its files, and each stored by ``writer`` as it comes
     (while the workers prepare the next)."""
-    with engine_for(config, len(files)) as engine:
+    with engine_for(config, most_tasks(files, config)) as engine:
         counted = engine.map(count_line_keys, files, repeat(config))
         shown = config.show_progress
         learned = repeated_lines(progress(counted, "learn site lines", "file", len(files), shown))
@@ -385,7 +386,7 @@ def query(
         options = _check_options(store, config)
         keys = _BandKeys(options)
         parts: list[npt.NDArray[np.int64]] = []
-        with engine_for(config, len(found)) as engine:
+        with engine_for(config, most_tasks(found, config)) as engine:
             each = lambda _file, result: parts.append(keys.of(result))  # noqa: E731
             prepare_all(found, config, StageTimer(), engine, each=each)
         wanted = np.concatenate(parts) if parts else np.empty((0, keys.bands), dtype=np.int64)

@@ -19,18 +19,19 @@ from dedup.read.decode import (
     decode_bytes,
     decode_stream,
     detect_encoding,
-    replacement_warning,
 )
 from dedup.read.discover import FoundFile, discover_inputs, file_stamp
 from dedup.read.epub import documents_from_epub
 from dedup.read.html import visible_text
 from dedup.read.jsonl import (
     RecordFields,
+    StreamWarnings,
     documents_from_json,
     documents_from_jsonl,
     documents_from_jsonl_stream,
     documents_from_records,
 )
+from dedup.read.slices import FileSlice
 from dedup.read.streams import Limits, RawInput
 from dedup.read.table import csv_rows, parquet_rows
 from dedup.read.txt import documents_from_text, documents_from_text_stream
@@ -63,11 +64,14 @@ class ReadResult:
     skipped: Skipped | None = None
 
 
-def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
+def read_file(
+    file: FoundFile, config: ScanConfig, part: FileSlice | None = None
+) -> Iterator[ReadResult]:
     """Every input inside ``file`` (one, unless it is an archive), read or skipped, one at a
-    time: an archive's entries are never all in memory together."""
+    time: an archive's entries are never all in memory together. Given ``part``, only that
+    slice of a large JSON Lines file, as a stream (dedup.read.slices)."""
     limits = Limits(config.max_file_mb * 1_000_000, config.max_whole_file_mb * 1_000_000)
-    for raw in raw_inputs(file, limits):
+    for raw in raw_inputs(file, limits, part):
         if isinstance(raw, Skipped):
             yield ReadResult(raw.path, file.source, file.format, "", (), (), raw)
         else:
@@ -76,33 +80,39 @@ def read_file(file: FoundFile, config: ScanConfig) -> Iterator[ReadResult]:
 
 def _read_stream(raw: RawInput, config: ScanConfig, fields: RecordFields) -> ReadResult:
     assert raw.rest is not None
+    part = raw.part
     try:
-        encoding = detect_encoding(raw.data, config.encoding)
+        encoding = detect_encoding(raw.data, config.encoding) if part is None else part.encoding
     except DecodeFailure as failure:
         return ReadResult(
             raw.path, raw.source, raw.format, "", (), (), Skipped(raw.path, str(failure))
         )
     replaced: list[Replacements] = []
-    warnings = raw.warnings  # the container's warnings come in as it is read, and the reader's
+    # The container's warnings come in as it is read, and the reader's.
+    warnings = StreamWarnings(raw.warnings)
+    start = 0 if part is None else part.start
     chunks = _then_replacements(
-        decode_stream(raw.data, raw.rest, encoding, config.errors, replaced=replaced),
+        decode_stream(raw.data, raw.rest, encoding, config.errors, replaced=replaced, start=start),
         replaced,
         warnings,
     )
     documents: Iterator[Document]
     if raw.format == "jsonl":
-        documents = documents_from_jsonl_stream(raw.path, raw.source, chunks, fields, warnings)
+        first_line = 0 if part is None else part.first_line
+        documents = documents_from_jsonl_stream(
+            raw.path, raw.source, chunks, fields, warnings, first_line
+        )
     else:
         documents = documents_from_text_stream(raw.path, raw.source, chunks)
     return ReadResult(raw.path, raw.source, raw.format, encoding, documents, warnings)
 
 
 def _then_replacements(
-    chunks: Iterator[str], replaced: list[Replacements], warnings: list[str]
+    chunks: Iterator[str], replaced: list[Replacements], warnings: StreamWarnings
 ) -> Iterator[str]:
     yield from chunks
     for tally in replaced:
-        warnings += replacement_warning(tally.count, tally.first)
+        warnings.add_replaced(tally.count, tally.first)
 
 
 def read_bytes(

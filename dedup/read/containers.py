@@ -20,14 +20,21 @@ from dedup.errors import InputTooLarge
 from dedup.models import Skipped
 from dedup.read.discover import FoundFile
 from dedup.read.location import open_input
+from dedup.read.slices import FileSlice, slice_input
 from dedup.read.streams import DAMAGE, Limits, RawInput, decompressed, raw_input, reason, too_large
 from dedup.read.zip import zip_entries
 
 
-def raw_inputs(file: FoundFile, limits: Limits) -> Iterator[RawInput | Skipped]:
-    """The inputs inside ``file``: itself, what its compression holds, or its archive entries."""
+def raw_inputs(
+    file: FoundFile, limits: Limits, part: FileSlice | None = None
+) -> Iterator[RawInput | Skipped]:
+    """The inputs inside ``file``: itself, what its compression holds, or its archive entries;
+    given ``part``, that slice of it."""
     try:
         with open_input(file.fs_path) as handle:
+            if part is not None:
+                yield slice_input(file, handle, part)
+                return
             if file.format == "zip":
                 yield from zip_entries(file, handle, limits)
                 return

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
 
 from dedup.errors import NotRecords
 from dedup.models import Document
-from dedup.read.decode import Decoded
+from dedup.read.decode import Decoded, replacement_warning
 
 MAX_LISTED_WARNINGS = 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -121,14 +121,72 @@ def documents_from_jsonl(
     return documents, capped(broken) + warnings
 
 
+@dataclass
+class StreamWarnings(Sequence[str]):
+    """What was wrong with an input read as a stream, gathered as it is read: the damage its
+    container reported, its records' problems (the first MAX_LISTED_WARNINGS listed, the rest
+    counted) and the invalid bytes replaced in decoding. Read as the list of warnings once the
+    stream is read through. Kept in these parts so that the slices of one file, read by
+    several workers (dedup.read.slices), merge into what one read of the file says."""
+
+    container: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
+    hidden: int = 0
+    replaced: int = 0
+    first_replaced: int = -1  # the byte offset of the first, in the whole file
+
+    def add(self, problems: Sequence[str]) -> None:
+        shown = problems[: max(0, MAX_LISTED_WARNINGS - len(self.listed))]
+        self.listed += shown
+        self.hidden += len(problems) - len(shown)
+
+    def add_replaced(self, count: int, first: int) -> None:
+        if count and not self.replaced:
+            self.first_replaced = first
+        self.replaced += count
+
+    @classmethod
+    def merged(cls, parts: Sequence[StreamWarnings]) -> StreamWarnings:
+        """The warnings of consecutive parts of one input, as if read in one go."""
+        merged = cls([line for part in parts for line in part.container])
+        for part in parts:
+            merged.add(part.listed)
+            merged.hidden += part.hidden
+            merged.add_replaced(part.replaced, part.first_replaced)
+        return merged
+
+    def lines(self) -> list[str]:
+        more = [f"... and {self.hidden:,} more like these"] if self.hidden else []
+        replaced = replacement_warning(self.replaced, self.first_replaced)
+        return [*self.container, *self.listed, *more, *replaced]
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self.lines()[index]
+
+    def __len__(self) -> int:
+        return len(self.lines())
+
+
 def documents_from_jsonl_stream(
-    path: str, source: str, chunks: Iterator[str], fields: RecordFields, warnings: list[str]
+    path: str,
+    source: str,
+    chunks: Iterator[str],
+    fields: RecordFields,
+    warnings: StreamWarnings,
+    first_line: int = 0,
 ) -> Iterator[Document]:
-    """A large JSON Lines file, a record at a time; problems are appended to ``warnings``."""
+    """A large JSON Lines file (or a slice of one, whose first line is record ``first_line``),
+    a record at a time; problems are added to ``warnings``."""
 
     def lines() -> Iterator[tuple[int, str, Any]]:
         pending = ""
-        index = 0
+        index = first_line
         for chunk in chunks:
             *complete, pending = (pending + chunk).split("\n")
             for line in complete:
@@ -136,30 +194,18 @@ def documents_from_jsonl_stream(
                 index += 1
         yield from _parsed(index, pending)
 
-    listed = hidden = 0  # warnings past MAX_LISTED_WARNINGS are counted rather than listed
-
-    def warn(problems: list[str]) -> None:
-        nonlocal listed, hidden
-        shown = problems[: max(0, MAX_LISTED_WARNINGS - listed)]
-        warnings.extend(shown)
-        listed += len(shown)
-        hidden += len(problems) - len(shown)
-
     def _parsed(index: int, line: str) -> Iterator[tuple[int, str, Any]]:
         if not line.strip():
             return
         try:
             yield index, _line(index), json.loads(line)
         except json.JSONDecodeError as error:
-            warn([f"{_line(index)}: not valid JSON ({error.msg}), skipped"])
+            warnings.add([f"{_line(index)}: not valid JSON ({error.msg}), skipped"])
 
     for index, where, record in lines():
         documents, problems = documents_from_records(path, source, [(index, where, record)], fields)
-        if problems:
-            warn(problems)
+        warnings.add(problems)
         yield from documents
-    if hidden:
-        warnings.append(f"... and {hidden:,} more like these")
 
 
 def _line(index: int) -> str:

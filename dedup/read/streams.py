@@ -10,11 +10,14 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, BinaryIO, Protocol, cast
+from typing import IO, TYPE_CHECKING, BinaryIO, Protocol, cast
 
 from dedup.errors import InputTooLarge
 from dedup.models import Skipped
 from dedup.read.discover import COMPRESSIONS
+
+if TYPE_CHECKING:
+    from dedup.read.slices import FileSlice
 
 CHUNK = 1 << 20
 
@@ -44,7 +47,8 @@ class RawInput:
     """The bytes of one input: a file, or one entry of an archive. For a large text input,
     ``data`` is only its head and ``rest`` the open stream to read on from (valid until the
     next input is asked for). ``warnings``: what was wrong with the container (a damaged
-    end); for a stream, filled in as it is read."""
+    end); for a stream, filled in as it is read. ``part``: the slice of its file the stream
+    is, if it is one (dedup.read.slices)."""
 
     path: str
     source: str
@@ -52,6 +56,7 @@ class RawInput:
     data: bytes
     rest: IO[bytes] | None = None
     warnings: list[str] = field(default_factory=list)
+    part: FileSlice | None = None
 
 
 class _CappedReader:
