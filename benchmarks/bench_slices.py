@@ -1,6 +1,6 @@
 """One large JSON Lines file, prepared whole (one task) and in slices (a task each).
 
-    python benchmarks/bench_slices.py MIRROR_DUMP [--rounds 3] [--jobs 2]
+    python benchmarks/bench_slices.py MIRROR_DUMP [--rounds 3] [--jobs 2] [--engine dask-local]
 
 Writes MIRROR_DUMP (a folder of sites, as benchmarks/mirror_sites.py makes) as one JSON
 Lines file, a record a page with its site in a field (a crawl's dump), then times the
@@ -47,10 +47,11 @@ def write_jsonl(dump: Path, path: Path) -> int:
     return path.stat().st_size
 
 
-def run(slice_bytes: int, dump: Path, out: Path, jobs: int) -> tuple[float, float]:
+def run(slice_bytes: int, dump: Path, out: Path, jobs: int, engine: str) -> tuple[float, float]:
     """The run's seconds, and its peak resident set in GB (the largest of its processes)."""
     command = [sys.executable, "-c", _RUN, str(slice_bytes), "scan", str(dump)]
     command += ["--source-field", "site", "-o", str(out), "-q", "-j", str(jobs)]
+    command += ["--engine", engine]
     started = time.perf_counter()
     process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(REPO)})
     _pid, status, usage = os.wait4(process.pid, 0)
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("dump", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--engine", default="local", choices=["local", "dask-local"])
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from dedup.read.slices import SLICE_BYTES
@@ -74,14 +76,19 @@ def main() -> None:
         folder = Path(scratch)
         path = folder / "dump.jsonl"
         size = write_jsonl(args.dump, path)
-        print(f"{path.name}: {size / 1e6:,.0f} MB, slices of {SLICE_BYTES >> 20} MiB")
+        print(
+            f"{path.name}: {size / 1e6:,.0f} MB, slices of {SLICE_BYTES >> 20} MiB, "
+            f"engine {args.engine}, {args.jobs} workers"
+        )
         ways = {"whole": 1 << 62, "slices": SLICE_BYTES}
         seconds: dict[str, list[float]] = {way: [] for way in ways}
-        run(SLICE_BYTES, path, folder / "warm", args.jobs)  # compiled kernels, page cache
+        run(
+            SLICE_BYTES, path, folder / "warm", args.jobs, args.engine
+        )  # compiled kernels, page cache
         for number in range(args.rounds):
             order = list(ways) if number % 2 == 0 else list(reversed(ways))
             for way in order:
-                took, peak = run(ways[way], path, folder / way, args.jobs)
+                took, peak = run(ways[way], path, folder / way, args.jobs, args.engine)
                 seconds[way].append(took)
                 print(
                     f"round {number + 1} {way:>6}: {took:6.1f} s ({size / 1e6 / took:.1f} MB/s), "
