@@ -3,6 +3,7 @@ unchanged files; options that differ; foreign files; and kill -9 in the middle o
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -139,6 +140,21 @@ def test_other_fingerprint_options_are_refused(sites: Path, tmp_path: Path) -> N
                                       "--ngram", "4", "-o", str(tmp_path / "q")])  # fmt: skip
     assert result.exit_code == 1 and "--ngram" in result.stderr
     assert not (tmp_path / "q").exists()
+    # The index remembers what it was built with: a report or a query need not repeat it,
+    # and an option given once a value is named as the command line takes it.
+    fields = tmp_path / "fields.dedup"
+    index.add(fields, [sites / "site-qidian"], dedup.ScanConfig(source_fields=("site",)))
+    result = CliRunner().invoke(cli, ["index", "report", str(fields), "-o", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    options = json.loads((tmp_path / "r" / "report.json").read_text("utf-8"))["options"]
+    assert options["source_fields"] == ["site"]
+    query = ["index", "query", str(fields), str(sites / QUERIED), "-o", str(tmp_path / "q2")]
+    result = CliRunner().invoke(cli, [*query, "--source-field", "book"])
+    assert result.exit_code == 1
+    assert "source_fields = ['site'], not ['book']; give --source-field as it was built" in (
+        result.stderr
+    )
+    assert CliRunner().invoke(cli, query).exit_code == 0
 
 
 def test_the_command_line_adds_queries_reports_and_removes(sites: Path, tmp_path: Path) -> None:

@@ -57,6 +57,17 @@ FINGERPRINT_OPTIONS = (
 )  # fmt: skip
 
 
+# The options given once a value (--source-field a --source-field b), for the fields that
+# hold them all.
+_REPEATED_OPTIONS = {
+    "text_fields": "--text-field",
+    "title_fields": "--title-field",
+    "id_fields": "--id-field",
+    "source_fields": "--source-field",
+    "skip_steps": "--skip-step",
+}
+
+
 def index_options(config: ScanConfig) -> dict[str, Any]:
     """What the index records of ``config``: the fingerprint options, the LSH bands, and the
     dedup version (whose normalization made the fingerprints)."""
@@ -68,6 +79,23 @@ def index_options(config: ScanConfig) -> dict[str, Any]:
         "rows": rows,
         "dedup_version": __version__,
     }
+
+
+def as_built(store: Store, config: ScanConfig) -> ScanConfig:
+    """``config`` with each fingerprint option it leaves at its default taken from what the
+    index was built with: an index remembers them, so that an add, a query or a report need
+    not repeat ``--source-field`` or ``--ngram``. One set to another value is still refused
+    (_check_options)."""
+    built = store.options()
+    if built is None:
+        return config
+    defaults, given = ScanConfig().to_dict(), config.to_dict()
+    taken = {
+        name: tuple(built[name]) if isinstance(built[name], list) else built[name]
+        for name in FINGERPRINT_OPTIONS
+        if name in built and given[name] == defaults[name] != built[name]
+    }
+    return ScanConfig.with_options(config, taken)
 
 
 def _check_options(store: Store, config: ScanConfig) -> dict[str, Any]:
@@ -90,7 +118,7 @@ def _check_options(store: Store, config: ScanConfig) -> dict[str, Any]:
             f"--threshold {CANDIDATE_CEILING} or above, or build a new index"
         )
     else:
-        option = "--" + name.replace("_", "-")
+        option = _REPEATED_OPTIONS.get(name, "--" + name.replace("_", "-"))
         hint = (
             f"it was built with {name} = {built.get(name)!r}, not {wanted[name]!r}; give "
             f"{option} as it was built (dedup index info {store.path} lists its options), or "
@@ -131,6 +159,7 @@ def add(
     made = not os.path.exists(index)
     try:
         with IndexStore(index, create=True) as store:
+            config = as_built(store, config)
             options = _check_options(store, config)
             stored = {file.path: file for file in store.files()}
             digests = {file.path: _sha256(file.fs_path) for file in found}
@@ -347,6 +376,7 @@ def report(index: str | os.PathLike[str], config: ScanConfig | None = None) -> R
     """The report of everything stored, from the index alone: the scan of its files."""
     config = config or ScanConfig()
     with IndexStore(index) as store:
+        config = as_built(store, config)
         _check_options(store, config)
         stored = store.files()
         with _materialized(store) as materialize:
@@ -383,6 +413,7 @@ def query(
         found = [dataclasses.replace(file, source=source) for file in found]
     queried = {file.path for file in found}
     with IndexStore(index) as store:
+        config = as_built(store, config)
         options = _check_options(store, config)
         keys = _BandKeys(options)
         parts: list[npt.NDArray[np.int64]] = []
