@@ -168,3 +168,20 @@ def test_only_large_plain_jsonl_in_a_line_safe_encoding_is_sliced(
     assert parts[0].start == 0 and parts[-1].end == len(text.encode())
     for before, after in itertools.pairwise(parts):
         assert before.end == after.start and text.encode()[after.start - 1] == ord("\n")
+
+
+def test_an_index_stores_a_file_read_in_slices_as_one_read_in_one_go(
+    mirror_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: None
+) -> None:
+    from dedup import index
+
+    path = tmp_path / "dump.jsonl"
+    path.write_text("\n".join(mirror_records(mirror_dump)), "utf-8")
+    reports = []
+    for slice_bytes in (1 << 40, SLICE):
+        monkeypatch.setattr(slicing, "SLICE_BYTES", slice_bytes)
+        store = tmp_path / f"{slice_bytes}.dedup"
+        index.add(store, [path], ScanConfig(source_fields=("site",), jobs=2))
+        reports.append(index.report(store).to_json())
+    assert reports[0] == reports[1]
+    assert json.loads(reports[1])["clusters"]
