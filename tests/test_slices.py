@@ -185,3 +185,22 @@ def test_an_index_stores_a_file_read_in_slices_as_one_read_in_one_go(
         reports.append(index.report(store).to_json())
     assert reports[0] == reports[1]
     assert json.loads(reports[1])["clusters"]
+
+
+def test_a_cleaned_copy_of_a_file_read_in_slices_is_the_same(
+    mirror_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: None
+) -> None:
+    from dedup.clean import clean
+
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    (dump / "crawl.jsonl").write_text("\n".join(mirror_records(mirror_dump)), "utf-8")
+    copies = []
+    for slice_bytes in (1 << 40, SLICE):
+        monkeypatch.setattr(slicing, "SLICE_BYTES", slice_bytes)
+        out = tmp_path / f"clean-{slice_bytes}"
+        clean([dump], out, ScanConfig(source_fields=("site",), jobs=2))
+        copies.append({p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()})
+    assert copies[0] == copies[1]
+    kept = copies[1]["crawl.jsonl"].decode().splitlines()
+    assert 0 < len(kept) < len(mirror_records(mirror_dump)) - 25  # copies left out
