@@ -135,6 +135,7 @@ def test_loops_compiled_for_other_sources_do_not_count(
     (cache / "dedup").mkdir(parents=True)
     (cache / "dedup" / "hashing.fnv1a-10.py311.nbi").write_bytes(b"an earlier version's index")
     monkeypatch.setattr(module.numba.config, "CACHE_DIR", str(cache))
+    monkeypatch.setattr(module, "_IGNORING_SHIPPED", True)  # as on another machine
     assert not module.compiled_before()
     (cache / "dedup" / "hashing.fnv1a-11.py311.nbi").write_bytes(
         b"...(" + module.sources_digest().encode("ascii") + b")..."
@@ -183,7 +184,11 @@ def test_a_first_run_compiles_the_alignment_in_a_process_of_its_own(
 
 def _with_a_fresh_cache(script: str, tmp_path: Path, *arguments: str) -> str:
     """What ``script`` prints, run in a process of its own with an empty numba cache."""
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    environment = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+        "DEDUP_IGNORE_SHIPPED_KERNELS": "1",  # as on a machine they were not built for
+    }
     done = subprocess.run(
         [sys.executable, "-c", script, *arguments],
         capture_output=True,
@@ -193,3 +198,48 @@ def _with_a_fresh_cache(script: str, tmp_path: Path, *arguments: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_the_shipped_loops_are_built_for_these_sources() -> None:
+    """The loops shipped compiled (dedup/kernels/built/) are keyed by a digest of dedup's
+    sources: after an edit they serve no one until built again."""
+    from dedup.kernels import jit
+
+    indexes = sorted(jit.SHIPPED.rglob("*.nbi"))
+    assert len(indexes) >= 60
+    digest = jit.sources_digest().encode("ascii")
+    stale = [index.name for index in indexes if digest not in index.read_bytes()]
+    assert not stale, f"stale shipped loops {stale[:3]}: run python -m dedup.kernels.ship"
+
+
+def test_a_first_scan_loads_the_shipped_loops_and_compiles_none(
+    samples: Path, tmp_path: Path
+) -> None:
+    """On the machine type they were built on, a fresh install (an empty numba cache) loads
+    every loop a scan uses from the shipped ones: none is compiled, none written to the
+    user's cache, and the command does not say it compiles."""
+    from dedup.kernels import jit
+
+    if not jit.shipped_fit():
+        pytest.skip("the shipped loops are for another processor or numba")
+    script = (
+        "import sys\n"
+        "import dedup\n"
+        "from dedup.kernels.jit import compiled_before\n"
+        "from dedup.matches import _align_chunk\n"
+        "from dedup.fingerprint import _sign_kernel\n"
+        "print(compiled_before())\n"
+        "report = dedup.scan([sys.argv[1]], jobs=2)\n"
+        "print(len(report.clusters) > 0 and len(report.matches) > 0)\n"
+        "for loop in (_align_chunk, _sign_kernel):\n"
+        "    print(sum(loop.stats.cache_hits.values()), sum(loop.stats.cache_misses.values()))\n"
+    )
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    environment.pop("DEDUP_IGNORE_SHIPPED_KERNELS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(samples)],
+        capture_output=True, text=True, env=environment, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "1", "0", "1", "0"]
+    assert not list((tmp_path / "cache").rglob("*.nbi"))

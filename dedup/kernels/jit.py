@@ -18,6 +18,15 @@ for that moment, when this module is imported, and numba's setting is put back a
 program that imports dedup finds ``numba.config`` as it was; its own loops share the code
 generator, tuned the same). Nothing is changed where the caller has chosen CPU features
 (``NUMBA_CPU_FEATURES``) or numba's code generator exists already.
+
+The loops also ship built (``dedup/kernels/built/``, made by ``python -m dedup.kernels.ship``):
+numba's cache entries of the machine type the project is built and tested on, found by the
+same keys as the user's own cache (the processor and its features, numba's version, each
+module's content and dedup's sources' digest). On such a machine a fresh install's first
+scan loads them instead of compiling for some twenty seconds; anywhere else (another
+processor, another numba, edited sources) they are passed over and the loops compile into
+the user's cache as before. The shipped entries are only read (``DEDUP_IGNORE_SHIPPED_KERNELS=1``
+passes them over, as the tests of a fresh cache do).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,9 +42,14 @@ from typing import Any, TypeVar
 import numba
 from llvmlite import binding
 from numba.core import registry
-from numba.core.caching import FunctionCache
+from numba.core.caching import (
+    CompileResultCacheImpl,
+    FunctionCache,
+    _CacheLocator,
+    _SourceFileBackedLocatorMixin,
+)
 
-__all__ = ["compiled", "compiled_before", "full_width_features"]
+__all__ = ["SHIPPED", "compiled", "compiled_before", "full_width_features", "shipped_fit"]
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +95,14 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-class _PackageCache(FunctionCache):
+_PACKAGE = Path(__file__).resolve().parents[1]
+SHIPPED = Path(__file__).resolve().parent / "built"
+# Set by dedup.kernels.ship while it builds the shipped loops: each compiled one is saved there.
+_BUILDING = os.environ.get("DEDUP_SHIP_KERNELS") == "1"
+_IGNORING_SHIPPED = os.environ.get("DEDUP_IGNORE_SHIPPED_KERNELS") == "1"
+
+
+class _DigestKeyed(FunctionCache):
     """numba's cache of one loop, its entries keyed by dedup's sources too."""
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
@@ -88,11 +110,64 @@ class _PackageCache(FunctionCache):
         return (*key, sources_digest())
 
 
+class _ShippedLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    """Where a loop's shipped entries are: under SHIPPED, in the folder of its module's."""
+
+    def __init__(self, py_func: Any, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        folder = Path(py_file).resolve().parent.relative_to(_PACKAGE)
+        self._cache_path = str(SHIPPED / folder)
+
+    def ensure_cache_path(self) -> None:
+        """Only read, unless built: numba's check that the folder is writable is not made."""
+        if _BUILDING:
+            os.makedirs(self._cache_path, exist_ok=True)
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> _ShippedLocator | None:
+        if not Path(py_file).resolve().is_relative_to(_PACKAGE):
+            return None
+        return cls(py_func, py_file)
+
+
+class _ShippedImpl(CompileResultCacheImpl):
+    _locator_classes = [_ShippedLocator]  # noqa: RUF012 - numba's attribute, a list
+
+
+class _ShippedCache(_DigestKeyed):
+    _impl_class = _ShippedImpl  # type: ignore[assignment]
+
+
+class _PackageCache(_DigestKeyed):
+    """The user's cache of one loop (beside the module, or in NUMBA_CACHE_DIR), looked up
+    after the shipped one."""
+
+    def __init__(self, py_func: Any) -> None:
+        super().__init__(py_func)  # type: ignore[no-untyped-call]
+        self._shipped = None if _IGNORING_SHIPPED else _ShippedCache(py_func)  # type: ignore[no-untyped-call]
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        if self._shipped is not None and not _BUILDING:
+            loaded = self._shipped.load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+            if loaded is not None:
+                return loaded
+        return super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        super().save_overload(sig, data)  # type: ignore[no-untyped-call]
+        if _BUILDING and self._shipped is not None:
+            self._shipped.save_overload(sig, data)  # type: ignore[no-untyped-call]
+
+
 def compiled(function: F) -> F:
     options: dict[str, Any] = {"nogil": True, "boundscheck": False}
     try:
         loop: F = numba.njit(cache=True, **options)(function)
-        cache = _PackageCache(function)  # type: ignore[no-untyped-call]
+        cache = _PackageCache(function)
         loop._cache = cache  # type: ignore[attr-defined]
     except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
         log.info("compiling %s without numba's cache: %s", function.__name__, error)
@@ -106,7 +181,22 @@ def compiled_before() -> bool:
     this version's carry sources_digest(). A fresh install, or an upgrade, compiles them all
     on its first scan, which takes a while, and the command says so."""
     config: Any = numba.config
-    package = Path(__file__).resolve().parents[1]
-    places = [Path(config.CACHE_DIR)] if config.CACHE_DIR else [package]
+    places = [Path(config.CACHE_DIR)] if config.CACHE_DIR else [_PACKAGE]
     digest = sources_digest().encode("ascii")
-    return any(digest in index.read_bytes() for place in places for index in place.rglob("*.nbi"))
+    if any(digest in index.read_bytes() for place in places for index in place.rglob("*.nbi")):
+        return True
+    return shipped_fit()
+
+
+def shipped_fit() -> bool:
+    """Whether the shipped loops are for this machine and these sources: their index files
+    name dedup's sources' digest and this processor with its features (the key numba's
+    cache looks entries up by)."""
+    if _IGNORING_SHIPPED or not SHIPPED.is_dir():
+        return False
+    triple, processor, features = registry.cpu_target.target_context.codegen().magic_tuple()
+    wanted = [sources_digest(), triple, processor, features]
+    indexes = list(SHIPPED.rglob("*.nbi"))
+    return bool(indexes) and all(
+        all(word.encode() in index.read_bytes() for word in wanted) for index in indexes
+    )
