@@ -132,6 +132,7 @@ def prepare_all(
     engine: Engine,
     known: RepeatedLines | None = None,
     each: Callable[[FoundFile, PreparedFile], None] | None = None,
+    slices: Sequence[tuple[FileSlice, ...]] | None = None,
 ) -> Prepared:
     """Every file read, segmented, normalized and fingerprinted. First the lines each source
     repeats are learned from the files of sources with several (a file alone in its source is
@@ -139,12 +140,13 @@ def prepare_all(
     file in slices, a task each (dedup.read.slices), joined again as one. The sources in
     ``known`` have their repeated lines learned already (an index's): their files are not
     learned from. Given ``each``, each file's result goes to it as it arrives instead of
-    being merged (an index stores it and lets it go)."""
+    being merged (an index stores it and lets it go). ``slices``: file_slices(files), if
+    made already."""
     known = known or {}
-    with timer("read"):
-        slices = _slices(files, config, engine)
-    # The tasks: a file, or a slice of one (the file's number, and the slice or None).
-    tasks = [(number, part) for number, parts in enumerate(slices) for part in (parts or (None,))]
+    if slices is None:
+        with timer("read"):
+            slices = file_slices(files, config, engine)
+    tasks = tasks_of(slices)
     learning = "repeated-lines" not in config.skip_steps
     # True: the file is learned from as it is prepared, in one read of it.
     at_once = read_once(files, config) if learning else [False] * len(files)
@@ -215,7 +217,13 @@ def prepare_all(
     return prepared
 
 
-def _slices(
+def tasks_of(slices: Sequence[tuple[FileSlice, ...]]) -> list[tuple[int, FileSlice | None]]:
+    """A pass's tasks, given each file's slices: a file (its number, and None), or a slice of
+    one (its file's number, and the slice)."""
+    return [(number, part) for number, parts in enumerate(slices) for part in (parts or (None,))]
+
+
+def file_slices(
     files: Sequence[FoundFile], config: ScanConfig, engine: Engine
 ) -> list[tuple[FileSlice, ...]]:
     """Per file, the slices it is prepared in, their lines counted on the engine; none for a

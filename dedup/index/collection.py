@@ -30,7 +30,7 @@ import numpy.typing as npt
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
 from dedup.config import ScanConfig
 from dedup.engine.base import engine_for
-from dedup.engine.gather import prepare_all
+from dedup.engine.gather import file_slices, prepare_all, tasks_of
 from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
@@ -209,13 +209,20 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     source's lines learned over all of its files, and each stored by ``writer`` as it comes
     (while the workers prepare the next)."""
     with engine_for(config, most_tasks(files, config)) as engine:
-        counted = engine.map(count_line_keys, files, repeat(config))
+        slices = file_slices(files, config, engine)  # a large JSON Lines file in slices
+        tasks = tasks_of(slices)
+        counted = engine.map(
+            count_line_keys,
+            [files[number] for number, _part in tasks],
+            repeat(config),
+            [part for _number, part in tasks],
+        )
         shown = config.show_progress
-        learned = repeated_lines(progress(counted, "learn site lines", "file", len(files), shown))
+        learned = repeated_lines(progress(counted, "learn site lines", "file", len(tasks), shown))
         if "repeated-lines" in config.skip_steps:
             learned = {}
         writer.lines = {file.source: learned.get(file.source, frozenset()) for file in files}
-        prepare_all(files, config, StageTimer(), engine, writer.lines, each=writer)
+        prepare_all(files, config, StageTimer(), engine, writer.lines, each=writer, slices=slices)
 
 
 class _FileWriter:
