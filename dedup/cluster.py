@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +26,7 @@ from dedup.arrays import objects, sorted_unique
 from dedup.columns import Similarity, SimilarityTable
 from dedup.config import kept_sources
 from dedup.kernels import compiled
-from dedup.models import Cluster, InputFile, Pair, Passage, made_in_bulk
+from dedup.models import Cluster, InputFile, PairTable, Passage
 
 logger = logging.getLogger(__name__)
 
@@ -62,25 +61,19 @@ def cluster_pairs(
     pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
     chosen = _representatives(members, member_ends - member_starts, rank, by_cluster, starts, keep)
 
-    # The pairs as objects, in cluster order, in one pass (one Python object per distinct
-    # score: a million exact copies all score 1.0); the members likewise.
-    scores = (
-        _shared_values(column[pair_order])
-        for column in (
-            table.jaccard,
-            table.containment,
-            table.minhash_jaccard,
-            table.identical_chars,
-        )
-    )
+    # The pairs in cluster order, as columns, their members by number in their cluster.
+    sizes = np.diff(np.append(starts, len(by_cluster)))
+    position = np.empty(len(members), dtype=np.int64)
+    position[by_cluster] = np.arange(len(by_cluster)) - np.repeat(starts, sizes)
+    pair_a = position[a[pair_order]].astype(np.int32)
+    pair_b = position[b[pair_order]].astype(np.int32)
+    jaccard, contained = table.jaccard[pair_order], table.containment[pair_order]
+    estimated, identical = table.minhash_jaccard[pair_order], table.identical_chars[pair_order]
     # Taken through object arrays, not lists of a million index numbers (28 bytes each).
-    id_of = objects(ids)
-    pair_ids = (id_of[ends[pair_order]].tolist() for ends in (a, b))
-    pair_objects = made_in_bulk(Pair, *pair_ids, *scores)
     ordered_members = objects(members)[by_cluster].tolist()
+    ordered_ids = objects(ids)[by_cluster].tolist()
 
     # Members with no verified pair with their cluster's representative.
-    sizes = np.diff(np.append(starts, len(by_cluster)))
     representative = np.empty(len(members), dtype=np.int64)
     representative[by_cluster] = np.repeat(np.array(chosen, dtype=np.int64), sizes)
     direct = np.zeros(len(members), dtype=np.bool_)
@@ -101,7 +94,15 @@ def cluster_pairs(
             id=f"c{number}",
             representative=ids[chosen[cluster]],
             members=tuple(ordered_members[member_bounds[cluster] : member_bounds[cluster + 1]]),
-            pairs=tuple(pair_objects[pair_bounds[cluster] : pair_bounds[cluster + 1]]),
+            pairs=PairTable(
+                tuple(ordered_ids[member_bounds[cluster] : member_bounds[cluster + 1]]),
+                pair_a[pair_bounds[cluster] : pair_bounds[cluster + 1]],
+                pair_b[pair_bounds[cluster] : pair_bounds[cluster + 1]],
+                jaccard[pair_bounds[cluster] : pair_bounds[cluster + 1]],
+                contained[pair_bounds[cluster] : pair_bounds[cluster + 1]],
+                estimated[pair_bounds[cluster] : pair_bounds[cluster + 1]],
+                identical[pair_bounds[cluster] : pair_bounds[cluster + 1]],
+            ),
             linked_through_others=tuple(
                 through_ids[through_starts[cluster] : through_starts[cluster + 1]]
             ),
@@ -109,13 +110,6 @@ def cluster_pairs(
         )
         for number, cluster in enumerate(order.tolist(), start=1)
     ]
-
-
-def _shared_values(column: npt.NDArray[Any]) -> list[Any]:
-    """The column as Python numbers, one object per distinct value."""
-    values, inverse = np.unique(column, return_inverse=True)
-    shared: list[Any] = objects(values.tolist())[inverse.reshape(-1)].tolist()
-    return shared
 
 
 def _column(members: Sequence[Passage], name: str) -> npt.NDArray[np.int64]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
-from operator import attrgetter
-from typing import Any, ClassVar, Literal, TextIO, TypeVar
+from typing import Any, ClassVar, Literal, TextIO, TypeVar, overload
+
+import numpy as np
+import numpy.typing as npt
 
 R = TypeVar("R")
 
@@ -313,8 +315,88 @@ class Pair:
 
 # A pair's measures, in the order its rows list them after the two members' numbers.
 PAIR_VALUES = ("jaccard", "containment", "minhash_jaccard", "identical_chars")
-_pair_a, _pair_b, _pair_identical = attrgetter("a"), attrgetter("b"), attrgetter("identical_chars")
-_PAIR_SCORES = tuple(attrgetter(name) for name in PAIR_VALUES[:3])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PairTable(Sequence[Pair]):
+    """A cluster's verified pairs as columns: ``a`` and ``b`` are numbers of the cluster's
+    members (``ids``, in the cluster's order), ``a`` before ``b`` in reading order. A cluster
+    of k near copies has about k²/2 pairs (a 1 GB mirror dump's clusters, millions): a row
+    is 40 bytes here rather than an object. ``table[i]`` is the :class:`Pair` of row ``i``,
+    made when asked for; a table equals the sequence of its pairs."""
+
+    ids: tuple[str, ...]
+    a: npt.NDArray[np.int32]
+    b: npt.NDArray[np.int32]
+    jaccard: npt.NDArray[np.float64]
+    containment: npt.NDArray[np.float64]
+    minhash_jaccard: npt.NDArray[np.float64]
+    identical_chars: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, pairs: Iterable[Pair], ids: Sequence[str]) -> PairTable:
+        """The table of ``pairs``, whose members are among ``ids``."""
+        number = {member: position for position, member in enumerate(ids)}
+        listed = list(pairs)
+        return cls(
+            tuple(ids),
+            np.array([number[pair.a] for pair in listed], dtype=np.int32),
+            np.array([number[pair.b] for pair in listed], dtype=np.int32),
+            np.array([pair.jaccard for pair in listed], dtype=np.float64),
+            np.array([pair.containment for pair in listed], dtype=np.float64),
+            np.array([pair.minhash_jaccard for pair in listed], dtype=np.float64),
+            np.array([pair.identical_chars for pair in listed], dtype=np.int64),
+        )
+
+    def rows(self) -> list[list[float | int]]:
+        """The pairs as reports write them, ``[a, b, jaccard, containment, minhash_jaccard,
+        identical_chars]``, the measures rounded to 4 decimals."""
+        columns = [
+            self.a.tolist(),
+            self.b.tolist(),
+            *(map(round, getattr(self, name).tolist(), repeat(4)) for name in PAIR_VALUES[:3]),
+            self.identical_chars.tolist(),
+        ]
+        return list(map(list, zip(*columns, strict=True)))
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    @overload
+    def __getitem__(self, row: int) -> Pair: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[Pair]: ...
+
+    def __getitem__(self, row: int | slice) -> Pair | Sequence[Pair]:
+        if isinstance(row, slice):
+            return list(self)[row]
+        if not -len(self) <= row < len(self):
+            raise IndexError(row)
+        return self._pairs(slice(row % len(self), row % len(self) + 1))[0]
+
+    def __iter__(self) -> Iterator[Pair]:
+        return iter(self._pairs(slice(None)))
+
+    def _pairs(self, rows: slice) -> list[Pair]:
+        ids = self.ids
+        return made_in_bulk(
+            Pair,
+            [ids[number] for number in self.a[rows].tolist()],
+            [ids[number] for number in self.b[rows].tolist()],
+            self.jaccard[rows].tolist(),
+            self.containment[rows].tolist(),
+            self.minhash_jaccard[rows].tolist(),
+            self.identical_chars[rows].tolist(),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,10 +404,16 @@ class Cluster:
     id: str
     representative: str
     members: tuple[Passage, ...]
-    pairs: tuple[Pair, ...]
+    # A sequence of Pairs given is kept as their table.
+    pairs: PairTable
     # Members with no verified pair with the representative: they belong only through others.
     linked_through_others: tuple[str, ...] = ()
     giant: bool = False  # more members than max_cluster_size: most likely site boilerplate
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pairs, PairTable):
+            ids = [member.id for member in self.members]
+            object.__setattr__(self, "pairs", PairTable.of(self.pairs, ids))
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -346,16 +434,7 @@ class Cluster:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
         identical_chars]``, ``a`` and ``b`` numbers of ``members`` (from 0): a cluster of k
         near copies has about k²/2 pairs, and ids in each would make them most of a report."""
-        numbers = {member.id: number for number, member in enumerate(self.members)}
-        pairs = self.pairs
-        # column by column, by C calls (the rows of a 1 GB dump's report are millions)
-        columns = [
-            map(numbers.__getitem__, map(_pair_a, pairs)),
-            map(numbers.__getitem__, map(_pair_b, pairs)),
-            *(map(round, map(get, pairs), repeat(4)) for get in _PAIR_SCORES),
-            map(_pair_identical, pairs),
-        ]
-        return list(map(list, zip(*columns, strict=True)))
+        return self.pairs.rows()
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,3 +148,33 @@ def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified
             made_in_bulk(cls, *columns, ["one field too many", ""])
         with pytest.raises(ValueError):
             made_in_bulk(cls, *columns[:-1], [rows[0][-1]])  # one value short
+
+
+def test_a_pair_table_is_the_sequence_of_its_pairs(mirror_dump: Path) -> None:
+    """A cluster's pairs are held as columns; read as a sequence they are the Pairs a scan
+    verified, the rows reports write are theirs, and a cluster given Pairs keeps their table."""
+    import dataclasses
+
+    import dedup
+    from dedup.models import Pair, PairTable
+
+    report = dedup.scan([str(mirror_dump)], jobs=2)
+    cluster = max(report.clusters, key=lambda c: len(c.pairs))
+    table = cluster.pairs
+    assert isinstance(table, PairTable) and len(table) >= 3
+    pairs = list(table)
+    assert all(isinstance(pair, Pair) for pair in pairs)
+    assert table[0] == pairs[0] and table[-1] == pairs[-1] and list(table[1:3]) == pairs[1:3]
+    with pytest.raises(IndexError):
+        table[len(table)]
+    ids = [member.id for member in cluster.members]
+    for pair, row in zip(pairs, table.rows(), strict=True):
+        assert (ids[row[0]], ids[row[1]]) == (pair.a, pair.b)
+        assert row[2:] == pair.values()
+    assert table == tuple(pairs) and table == PairTable.of(pairs, ids)
+    assert hash(table) == hash(PairTable.of(pairs, ids))
+    rebuilt = dataclasses.replace(cluster, pairs=tuple(pairs))  # type: ignore[arg-type]
+    assert isinstance(rebuilt.pairs, PairTable) and rebuilt == cluster
+    assert rebuilt.to_dict() == cluster.to_dict()
+    # 40 bytes a pair, not an object of 80 or more
+    assert sum(column.nbytes for column in dataclasses.astuple(table)[1:]) == 40 * len(table)

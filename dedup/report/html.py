@@ -68,13 +68,12 @@ def _cluster_data(
     palette = cluster_palette(
         (representative.id, representative.text), others, ngram, config, normalized
     )
-    position = {member.id: index for index, member in enumerate(members)}
     return {
         "id": cluster.id,
         "sources": list(cluster.sources),
         "giant": cluster.giant,
-        "best": round(max(pair.jaccard for pair in cluster.pairs), 4),
-        "worst": round(min(pair.jaccard for pair in cluster.pairs), 4),
+        "best": round(float(cluster.pairs.jaccard.max()), 4),
+        "worst": round(float(cluster.pairs.jaccard.min()), 4),
         "members": [
             {
                 "id": member.id,
@@ -93,16 +92,7 @@ def _cluster_data(
             }
             for member in members
         ],
-        "pairs": [
-            [
-                position[pair.a],
-                position[pair.b],
-                round(pair.jaccard, 4),
-                round(pair.containment, 4),
-                pair.identical_chars,
-            ]
-            for pair in cluster.pairs
-        ],
+        "pairs": [row[:4] + row[5:] for row in cluster.pairs.rows()],  # no MinHash estimate
     }
 
 
@@ -110,10 +100,11 @@ def report_data(report: Report) -> dict[str, Any]:
     """The overview and the matches the page shows, as plain data (``cluster_data`` gives the
     clusters, one at a time)."""
     options = report.options
-    histogram = [0] * HISTOGRAM_BINS
+    counts = np.zeros(HISTOGRAM_BINS, dtype=np.int64)
     for cluster in report.clusters:
-        for pair in cluster.pairs:
-            histogram[min(HISTOGRAM_BINS - 1, int(pair.jaccard * HISTOGRAM_BINS))] += 1
+        bins = (cluster.pairs.jaccard * HISTOGRAM_BINS).astype(np.int64)  # int(): truncated
+        counts += np.bincount(np.minimum(bins, HISTOGRAM_BINS - 1), minlength=HISTOGRAM_BINS)
+    histogram = counts.tolist()
     return {
         "version": report.dedup_version,
         "options": options,

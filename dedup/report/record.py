@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from dedup.errors import DedupError
 from dedup.models import (
     REPORT_FORMAT,
@@ -18,7 +20,7 @@ from dedup.models import (
     InputFile,
     Match,
     MatchedDocument,
-    Pair,
+    PairTable,
     Passage,
     Report,
     SharedSpan,
@@ -41,9 +43,19 @@ def _members(data: list[dict[str, Any]], documents: dict[str, MatchedDocument]) 
     return members
 
 
-def _pair(row: list[Any], members: tuple[Passage, ...]) -> Pair:
-    a, b, *values = row
-    return Pair(members[a].id, members[b].id, *values)
+def _pairs(rows: list[list[Any]], members: tuple[Passage, ...]) -> PairTable:
+    """A cluster's pair rows (``[a, b, jaccard, containment, minhash_jaccard,
+    identical_chars]``) as its table."""
+    a, b, jaccard, containment, estimated, identical = zip(*rows, strict=True) if rows else [()] * 6
+    return PairTable(
+        tuple(member.id for member in members),
+        np.array(a, dtype=np.int32),
+        np.array(b, dtype=np.int32),
+        np.array(jaccard, dtype=np.float64),
+        np.array(containment, dtype=np.float64),
+        np.array(estimated, dtype=np.float64),
+        np.array(identical, dtype=np.int64),
+    )
 
 
 def _cluster(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Cluster:
@@ -52,7 +64,7 @@ def _cluster(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Clu
         id=data["id"],
         representative=data["representative"],
         members=members,
-        pairs=tuple(_pair(row, members) for row in data["pairs"]),
+        pairs=_pairs(data["pairs"], members),
         linked_through_others=tuple(data.get("linked_through_others", ())),
         giant=data.get("giant", False),
     )

@@ -91,8 +91,8 @@ def format_summary(report: Report) -> str:
         threshold = float(report.options.get("threshold", 0.0))
         contained = False
         for cluster in report.clusters[:TOP_CLUSTERS]:
-            lowest = min(pair.jaccard for pair in cluster.pairs)
-            highest = max(pair.jaccard for pair in cluster.pairs)
+            lowest = float(cluster.pairs.jaccard.min())
+            highest = float(cluster.pairs.jaccard.max())
             below = lowest < threshold
             contained |= below
             member = next(m for m in cluster.members if m.id == cluster.representative)
