@@ -25,7 +25,7 @@ from dedup.documents import candidate_documents, document_runs, verified_between
 from dedup.engine.base import engine_for
 from dedup.engine.gather import prepare_all
 from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, members_of, read_documents
-from dedup.engine.memory import collector_paused
+from dedup.engine.memory import collector_paused, release_freed_memory
 from dedup.matches import (
     NormalizedTexts,
     align_through_groups,
@@ -105,6 +105,9 @@ def scan_files(
                 config.containment,
                 verifying,
             )
+            # The shingle sets were made on the engine's threads, whose malloc arenas keep
+            # what they free: hand it back before the align stage makes its own.
+            release_freed_memory()
         with timer("align"):
             engine.compiled_ahead()
             # Documents (chapters, records) that share seeds or verified passages are

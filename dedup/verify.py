@@ -8,14 +8,15 @@ share a key with probability about 2**-64, so the values are exact in practice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated, sorted_unique
+from dedup.cluster import components
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import Threads
 from dedup.fingerprint import (
@@ -189,16 +190,77 @@ def verify_estimated(
 ) -> SimilarityTable:
     """:func:`verify_table`, given the pairs' MinHash ``estimates`` (:func:`minhash_estimates`).
 
-    Every text's shingle set is held (a pair may join any two), but each text's keys in order,
-    which its identical characters need, only while the pairs it is first of are scored: the
-    pairs go by their first text, a block of texts at a time, so that verification holds
-    about 8 bytes a character of text rather than 16 (the scan's peak: docs/performance.md)."""
+    A pair joins two texts of one connected group of candidates (a scene and its copies), so
+    the texts go a block of whole groups at a time (:func:`_text_blocks`): a block's shingle
+    sets are made, its pairs scored, and the sets let go before the next block's are made.
+    Within a block each text's keys in order, which its identical characters need, are held
+    only while the pairs it is first of are scored. So verification holds the sets of one
+    block, not of every text a candidate involves (a large dump's peak: docs/performance.md);
+    the scores are the same whatever the blocks."""
     if not len(pairs):
         return SimilarityTable.of([])
     run = threads.in_threads if threads is not None else map
     involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
-    batch = [texts[index] for index in involved.tolist()]
+    lengths = np.fromiter((len(texts[i]) for i in involved.tolist()), np.int64, len(involved))
+    jaccard, contained = np.empty(len(pairs)), np.empty(len(pairs))
+    identical = np.empty(len(pairs), dtype=np.int64)
+    for block_texts, block_pairs in _text_blocks(local, lengths):
+        place = np.empty(len(involved), dtype=np.int64)
+        place[block_texts] = np.arange(len(block_texts))
+        batch = [texts[index] for index in involved[block_texts].tolist()]
+        scores = _scored_block(place[local[block_pairs]], batch, ngram, run)
+        for into, part in zip((jaccard, contained, identical), scores, strict=True):
+            into[block_pairs] = part
+    passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
+    return SimilarityTable(
+        pairs[passed, 0].astype(np.int64),
+        pairs[passed, 1].astype(np.int64),
+        jaccard[passed].astype(np.float64),
+        contained[passed].astype(np.float64),
+        estimates[passed].astype(np.float64),
+        identical[passed].astype(np.int64),
+    )
+
+
+def _text_blocks(
+    local: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """The texts (numbers into ``lengths``) and pairs (rows of ``local``) of each block: whole
+    connected groups of the pairs, in the order of their first texts, a block closed once
+    it holds ``_CHARACTERS_AT_ONCE`` characters (a group larger than that is a block alone)."""
+    group = components(local[:, 0], local[:, 1], len(lengths))
+    by_group = np.argsort(group, kind="stable")
+    ends = np.flatnonzero(np.diff(group[by_group], append=-1))  # each group's last text
+    filled = np.cumsum(lengths[by_group])
+    cuts: list[int] = []
+    for end in ends.tolist():
+        if filled[end] - (filled[cuts[-1]] if cuts else 0) >= _CHARACTERS_AT_ONCE:
+            cuts.append(end)
+    if not cuts or cuts[-1] != len(by_group) - 1:
+        cuts.append(len(by_group) - 1)
+    block_of = np.empty(len(lengths), dtype=np.int64)
+    block_of[by_group] = np.searchsorted(np.array(cuts), np.arange(len(by_group)))
+    pair_blocks = block_of[local[:, 0]]
+    pair_order = np.argsort(pair_blocks, kind="stable")
+    pair_bounds = np.searchsorted(pair_blocks[pair_order], np.arange(len(cuts) + 1))
+    text_bounds = [0, *(cut + 1 for cut in cuts)]
+    for block in range(len(cuts)):
+        yield (
+            by_group[text_bounds[block] : text_bounds[block + 1]],
+            pair_order[pair_bounds[block] : pair_bounds[block + 1]],
+        )
+
+
+def _scored_block(
+    local: npt.NDArray[np.int64],
+    batch: list[str],
+    ngram: int,
+    run: Callable[..., Iterable[Any]],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Jaccard, containment and identical characters of the pairs ``local`` (numbers into
+    ``batch``), in their order: the batch's shingle sets made a chunk of texts at a time,
+    the pairs scored a block of first texts at a time (``run`` maps over the chunks)."""
     text_chunks = [
         batch[start : start + _TEXTS_AT_ONCE] for start in range(0, len(batch), _TEXTS_AT_ONCE)
     ]
@@ -222,22 +284,14 @@ def verify_estimated(
         )  # fmt: skip
 
     scored = [part for part in run(score, range(len(firsts))) if len(part[0])]
-    jaccard, contained = np.empty(len(pairs)), np.empty(len(pairs))
-    identical = np.empty(len(pairs), dtype=np.int64)
+    jaccard, contained = np.empty(len(local)), np.empty(len(local))
+    identical = np.empty(len(local), dtype=np.int64)
     if scored:
         for into, part in zip(
             (jaccard, contained, identical), zip(*scored, strict=True), strict=True
         ):
             into[order] = np.concatenate(part)
-    passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
-    return SimilarityTable(
-        pairs[passed, 0].astype(np.int64),
-        pairs[passed, 1].astype(np.int64),
-        jaccard[passed].astype(np.float64),
-        contained[passed].astype(np.float64),
-        estimates[passed].astype(np.float64),
-        identical[passed].astype(np.int64),
-    )
+    return jaccard, contained, identical
 
 
 # Texts (shingle sets made), first texts (their keys made, their pairs scored) and pairs
@@ -246,6 +300,9 @@ def verify_estimated(
 _TEXTS_AT_ONCE = 20_000
 _FIRSTS_AT_ONCE = 5_000
 _PAIRS_AT_ONCE = 50_000
+# The characters of the texts whose shingle sets are held at once (8 bytes a shingle): large
+# enough that a block keeps both threads busy, small beside a large dump's texts.
+_CHARACTERS_AT_ONCE = 40_000_000
 
 
 def _shingle_sets(chunk: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:

@@ -302,6 +302,33 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
     monkeypatch.setattr(verify, "_PAIRS_AT_ONCE", 11)
     chunked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
     assert list(chunked) == list(whole)
+    # Blocks of a few groups of texts, each block's shingle sets made and let go in turn.
+    monkeypatch.setattr(verify, "_CHARACTERS_AT_ONCE", 300)
+    blocked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
+    assert list(blocked) == list(whole)
+
+
+def test_verification_blocks_hold_whole_groups_of_candidates(
+    seed_with_ads: str, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each block of texts verified together holds whole connected groups of the candidate
+    pairs, so every pair's two texts are in its block; every text and pair is in one block."""
+    texts = _windows(seed_with_ads) + _windows(seed_simplified)
+    texts += [text[3:] for text in texts] + [text[:-5] for text in texts]
+    sigs = signatures(texts, 3, 128, 1)
+    pairs = candidate_pairs(sigs, *lsh_params(0.4, 128))
+    involved = np.unique(pairs)
+    local = np.searchsorted(involved, pairs)
+    lengths = np.array([len(texts[i]) for i in involved.tolist()], dtype=np.int64)
+    monkeypatch.setattr(verify, "_CHARACTERS_AT_ONCE", 2_000)
+    blocks = list(verify._text_blocks(local, lengths))
+    assert len(blocks) > 3
+    for block_texts, block_pairs in blocks:
+        assert set(local[block_pairs].ravel().tolist()) <= set(block_texts.tolist())
+    assert sorted(t for b, _ in blocks for t in b.tolist()) == list(range(len(involved)))
+    assert sorted(p for _, b in blocks for p in b.tolist()) == list(range(len(pairs)))
+    # A block closes once it holds the characters asked for: all but the last reach it.
+    assert all(lengths[b].sum() >= 2_000 for b, _ in blocks[:-1])
 
 
 def test_banding_on_threads_gives_the_same_pairs(seed_with_ads: str, seed_simplified: str) -> None:
