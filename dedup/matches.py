@@ -43,8 +43,7 @@ from dedup.models import (
     DocumentGroup,
     Match,
     MatchedDocument,
-    SharedSpan,
-    made_in_bulk,
+    SharedSpans,
     reading_order,
 )
 from dedup.offset_steps import original_offsets
@@ -416,9 +415,9 @@ def matches_of(
         return []
     starts = np.flatnonzero(np.append(True, rows[1:, 0] != rows[:-1, 0]))
     stops = np.append(starts[1:], len(rows))
-    spans = made_in_bulk(
-        SharedSpan, *(original[:, column].tolist() for column in range(4)), rows[:, 5].tolist()
-    )
+    # Each match's spans are slices of these columns (a view each, not objects).
+    a_start, a_end, b_start, b_end = (np.ascontiguousarray(original[:, c]) for c in range(4))
+    identical = np.ascontiguousarray(rows[:, 5], dtype=np.int64)
     shared_a = np.add.reduceat(rows[:, 2] - rows[:, 1], starts).tolist()
     shared_b = np.add.reduceat(rows[:, 4] - rows[:, 3], starts).tolist()
     made: list[Match] = []
@@ -427,17 +426,15 @@ def matches_of(
         if left not in documents or right not in documents:
             continue  # a file that changed while it was scanned: left out, and listed
         a, b = documents[left], documents[right]
-        shared = tuple(spans[begin:stop])
+        at = slice(begin, stop)
+        shared = SharedSpans(a_start[at], a_end[at], b_start[at], b_end[at], identical[at])
         one, two = shared_a[number], shared_b[number]
         if b.sort_key < a.sort_key:
             a, b, one, two = b, a, two, one
-            shared = tuple(
-                sorted(
-                    (SharedSpan(s.b_start, s.b_end, s.a_start, s.a_end, s.identical_chars)
-                     for s in shared),
-                    key=lambda s: s.a_start,
-                )
-            )  # fmt: skip
+            turned = np.argsort(b_start[at], kind="stable")  # in the order of the new a
+            shared = SharedSpans(
+                *(column[at][turned] for column in (b_start, b_end, a_start, a_end, identical))
+            )
         made.append(
             Match(a, b, one, two, one / max(1, a.story_chars), two / max(1, b.story_chars), shared)
         )

@@ -317,13 +317,52 @@ class Pair:
 PAIR_VALUES = ("jaccard", "containment", "minhash_jaccard", "identical_chars")
 
 
+class RowTable(Sequence[R]):
+    """Records held as columns (a numpy array per field, or several), read as the sequence of
+    the records they hold: ``table[i]`` is made when asked for, and a table equals the
+    sequence of its records. For what reports hold by the million (a cluster's pairs, a
+    match's spans): a row of numbers rather than an object with a number object per field.
+    A subclass says how rows become records (``_records``)."""
+
+    __slots__ = ()
+
+    def _records(self, rows: slice) -> list[R]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, row: int) -> R: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[R]: ...
+
+    def __getitem__(self, row: int | slice) -> R | Sequence[R]:
+        if isinstance(row, slice):
+            return list(self)[row]
+        if not -len(self) <= row < len(self):
+            raise IndexError(row)
+        return self._records(slice(row % len(self), row % len(self) + 1))[0]
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self._records(slice(None)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class PairTable(Sequence[Pair]):
+class PairTable(RowTable[Pair]):
     """A cluster's verified pairs as columns: ``a`` and ``b`` are numbers of the cluster's
     members (``ids``, in the cluster's order), ``a`` before ``b`` in reading order. A cluster
     of k near copies has about k²/2 pairs (a 1 GB mirror dump's clusters, millions): a row
-    is 40 bytes here rather than an object. ``table[i]`` is the :class:`Pair` of row ``i``,
-    made when asked for; a table equals the sequence of its pairs."""
+    is 40 bytes here rather than an object."""
 
     ids: tuple[str, ...]
     a: npt.NDArray[np.int32]
@@ -362,23 +401,7 @@ class PairTable(Sequence[Pair]):
     def __len__(self) -> int:
         return len(self.a)
 
-    @overload
-    def __getitem__(self, row: int) -> Pair: ...
-
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[Pair]: ...
-
-    def __getitem__(self, row: int | slice) -> Pair | Sequence[Pair]:
-        if isinstance(row, slice):
-            return list(self)[row]
-        if not -len(self) <= row < len(self):
-            raise IndexError(row)
-        return self._pairs(slice(row % len(self), row % len(self) + 1))[0]
-
-    def __iter__(self) -> Iterator[Pair]:
-        return iter(self._pairs(slice(None)))
-
-    def _pairs(self, rows: slice) -> list[Pair]:
+    def _records(self, rows: slice) -> list[Pair]:
         ids = self.ids
         return made_in_bulk(
             Pair,
@@ -389,14 +412,6 @@ class PairTable(Sequence[Pair]):
             self.minhash_jaccard[rows].tolist(),
             self.identical_chars[rows].tolist(),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return list(self) == list(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,6 +515,46 @@ class SharedSpan:
         }
 
 
+# A shared span's fields, in the order of its columns.
+SPAN_FIELDS = ("a_start", "a_end", "b_start", "b_end", "identical_chars")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SharedSpans(RowTable[SharedSpan]):
+    """A match's shared spans as columns, a :class:`SharedSpan` each when read: a large
+    dump's matches share millions of spans, 40 bytes a row here rather than an object of
+    about 200 (docs/performance.md)."""
+
+    a_start: npt.NDArray[np.int64]
+    a_end: npt.NDArray[np.int64]
+    b_start: npt.NDArray[np.int64]
+    b_end: npt.NDArray[np.int64]
+    identical_chars: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, spans: Iterable[SharedSpan]) -> SharedSpans:
+        listed = list(spans)
+        return cls(
+            *(
+                np.array([getattr(span, name) for span in listed], dtype=np.int64)
+                for name in SPAN_FIELDS
+            )
+        )
+
+    def dicts(self) -> list[dict[str, int]]:
+        """Each span as its ``to_dict``, made column by column."""
+        columns = [getattr(self, name).tolist() for name in SPAN_FIELDS]
+        return [dict(zip(SPAN_FIELDS, row, strict=True)) for row in zip(*columns, strict=True)]
+
+    def __len__(self) -> int:
+        return len(self.a_start)
+
+    def _records(self, rows: slice) -> list[SharedSpan]:
+        return made_in_bulk(
+            SharedSpan, *(getattr(self, name)[rows].tolist() for name in SPAN_FIELDS)
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     """Two documents that share text, ``a`` before ``b`` in reading order: the shared spans,
@@ -511,7 +566,12 @@ class Match:
     shared_chars_b: int
     coverage_a: float
     coverage_b: float
-    spans: tuple[SharedSpan, ...]
+    # A sequence of SharedSpans given is kept as their table.
+    spans: SharedSpans
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spans, SharedSpans):
+            object.__setattr__(self, "spans", SharedSpans.of(self.spans))
 
     @property
     def id(self) -> str:
@@ -519,7 +579,7 @@ class Match:
 
     @property
     def identical_chars(self) -> int:
-        return sum(span.identical_chars for span in self.spans)
+        return int(self.spans.identical_chars.sum())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -530,7 +590,7 @@ class Match:
             "coverage_a": round(self.coverage_a, 4),
             "coverage_b": round(self.coverage_b, 4),
             "identical_chars": self.identical_chars,
-            "spans": [span.to_dict() for span in self.spans],
+            "spans": self.spans.dicts(),
         }
 
 

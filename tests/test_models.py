@@ -178,3 +178,37 @@ def test_a_pair_table_is_the_sequence_of_its_pairs(mirror_dump: Path) -> None:
     assert rebuilt.to_dict() == cluster.to_dict()
     # 40 bytes a pair, not an object of 80 or more
     assert sum(column.nbytes for column in dataclasses.astuple(table)[1:]) == 40 * len(table)
+
+
+def test_a_match_s_spans_are_the_sequence_of_its_shared_spans(mirror_dump: Path) -> None:
+    """A match's spans are held as columns; read as a sequence they are SharedSpans, in the
+    order of the match's first document (also where the aligned pair had its documents the
+    other way round), within both documents, and a match given SharedSpans keeps their table."""
+    import dataclasses
+
+    import dedup
+    from dedup.models import SharedSpan, SharedSpans
+
+    report = dedup.scan([str(mirror_dump)], jobs=2)
+    assert len(report.matches) >= 3
+    for match in report.matches:
+        spans = list(match.spans)
+        assert isinstance(match.spans, SharedSpans) and spans
+        assert all(isinstance(span, SharedSpan) for span in spans)
+        assert [s.a_start for s in spans] == sorted(s.a_start for s in spans)
+        for span in spans:
+            assert match.a.start <= span.a_start < span.a_end <= match.a.end
+            assert match.b.start <= span.b_start < span.b_end <= match.b.end
+        assert match.identical_chars == sum(s.identical_chars for s in spans) > 0
+        assert match.to_dict()["spans"] == [s.to_dict() for s in spans]
+    match = max(report.matches, key=lambda m: len(m.spans))
+    table = match.spans
+    spans = list(table)
+    assert len(table) >= 2 and table[0] == spans[0] and table[-1] == spans[-1]
+    with pytest.raises(IndexError):
+        table[len(table)]
+    rebuilt = dataclasses.replace(match, spans=tuple(table))  # type: ignore[arg-type]
+    assert isinstance(rebuilt.spans, SharedSpans) and rebuilt == match
+    assert hash(rebuilt) == hash(match) and rebuilt.to_dict() == match.to_dict()
+    # 40 bytes a span, not an object of some 200
+    assert sum(column.nbytes for column in dataclasses.astuple(table)) == 40 * len(table)

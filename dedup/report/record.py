@@ -14,6 +14,7 @@ import numpy as np
 from dedup.errors import DedupError
 from dedup.models import (
     REPORT_FORMAT,
+    SPAN_FIELDS,
     Cluster,
     CutPassage,
     DocumentGroup,
@@ -23,7 +24,7 @@ from dedup.models import (
     PairTable,
     Passage,
     Report,
-    SharedSpan,
+    SharedSpans,
     Skipped,
     Summary,
     made_in_bulk,
@@ -78,7 +79,9 @@ def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match
         shared_chars_b=data["shared_chars_b"],
         coverage_a=data["coverage_a"],
         coverage_b=data["coverage_b"],
-        spans=tuple(SharedSpan(**span) for span in data["spans"]),
+        spans=SharedSpans(
+            *(np.array([span[name] for span in data["spans"]], np.int64) for name in SPAN_FIELDS)
+        ),
     )
 
 
