@@ -168,8 +168,12 @@ def candidate_documents(
     text_of = leader[by_text]
     holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
     holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
-    # sorted by seed, then passage: the two as one key, sorted (faster than an argsort)
-    keys = np.sort((seeds.astype(np.uint64) << np.uint64(32)) | seed_passage.astype(np.uint64))
+    # sorted by seed, then passage: the two as one key, sorted (faster than an argsort), made
+    # in place (a large dump has tens of millions of seeds: each temporary is hundreds of MB)
+    keys = seeds.astype(np.uint64)
+    keys <<= np.uint64(32)
+    keys |= seed_passage.view(np.uint64)  # passage numbers are not negative
+    keys.sort()
     # Pairs of texts a verified pair joins propose their documents without counting their
     # seeds (near copies share hundreds).
     texts = max(1, len(leader))
@@ -177,8 +181,7 @@ def candidate_documents(
     apart = one != two
     known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
     text_pairs, counts = _text_pair_counts(
-        (keys >> np.uint64(32)).astype(np.uint32),
-        (keys & np.uint64(0xFFFFFFFF)).astype(np.int64),
+        keys,
         holder_start,
         holder_end,
         MAX_SEED_DOCUMENTS,
@@ -228,8 +231,7 @@ def _same_text_codes(
 
 @compiled
 def _text_pair_counts(
-    seeds: npt.NDArray[np.uint32],
-    passages: npt.NDArray[np.int64],
+    keys: npt.NDArray[np.uint64],
     holder_start: npt.NDArray[np.int64],
     holder_end: npt.NDArray[np.int64],
     most: int,
@@ -237,25 +239,27 @@ def _text_pair_counts(
     least: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) and how many seeds each
-    pair shares (``seeds`` sorted, then by passage: a seed once per pair); a seed of more than
+    pair shares (``keys``: seed << 32 | passage, sorted: a seed once per pair); a seed of more than
     ``most`` documents counts for none. The ``known`` pairs (a _key_set) count ``least`` from
     the start, their seeds not counted: a verified pair proposes its documents anyway."""
     texts = holder_start.shape[0]
-    keys, counts, used = _new_counter()
+    low = np.uint64(0xFFFFFFFF)
+    pairs, counts, used = _new_counter()
     for code in known:
         if code != -1:
-            keys, counts, used = _counted(keys, counts, used, code, least)
+            pairs, counts, used = _counted(pairs, counts, used, code, least)
     group = np.empty(most + 1, dtype=np.int64)
     start = 0
-    while start < seeds.shape[0]:
+    while start < keys.shape[0]:
+        seed = keys[start] >> np.uint64(32)
         stop = start + 1
-        while stop < seeds.shape[0] and seeds[stop] == seeds[start]:
+        while stop < keys.shape[0] and keys[stop] >> np.uint64(32) == seed:
             stop += 1
         size = 0
         held = 0
-        for seed in range(start, stop):
-            passage = passages[seed]
-            if seed > start and passage == passages[seed - 1]:
+        for row in range(start, stop):
+            passage = np.int64(keys[row] & low)
+            if row > start and keys[row] == keys[row - 1]:
                 continue
             held += holder_end[passage] - holder_start[passage]
             if held > most:
@@ -270,8 +274,8 @@ def _text_pair_counts(
                 code = group[left] * texts + group[right]
                 if known[_slot(known, code)] == code:
                     continue
-                keys, counts, used = _counted(keys, counts, used, code, 1)
-    return _entries(keys, counts, 0)
+                pairs, counts, used = _counted(pairs, counts, used, code, 1)
+    return _entries(pairs, counts, 0)
 
 
 @compiled

@@ -415,26 +415,35 @@ def matches_of(
         return []
     starts = np.flatnonzero(np.append(True, rows[1:, 0] != rows[:-1, 0]))
     stops = np.append(starts[1:], len(rows))
-    # Each match's spans are slices of these columns (a view each, not objects).
-    a_start, a_end, b_start, b_end = (np.ascontiguousarray(original[:, c]) for c in range(4))
-    identical = np.ascontiguousarray(rows[:, 5], dtype=np.int64)
     shared_a = np.add.reduceat(rows[:, 2] - rows[:, 1], starts).tolist()
     shared_b = np.add.reduceat(rows[:, 4] - rows[:, 3], starts).tolist()
-    made: list[Match] = []
-    for number, (begin, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
+    sides: list[tuple[MatchedDocument, MatchedDocument] | None] = []
+    for begin in starts.tolist():
         left, right = aligned.pairs[rows[begin, 0]].tolist()
         if left not in documents or right not in documents:
-            continue  # a file that changed while it was scanned: left out, and listed
-        a, b = documents[left], documents[right]
-        at = slice(begin, stop)
-        shared = SharedSpans(a_start[at], a_end[at], b_start[at], b_end[at], identical[at])
-        one, two = shared_a[number], shared_b[number]
-        if b.sort_key < a.sort_key:
+            sides.append(None)  # a file that changed while it was scanned: left out, and listed
+        else:
+            sides.append((documents[left], documents[right]))
+    # A match is between its documents in reading order: where the aligned pair had them the
+    # other way round, its spans' sides are turned and the spans put in the order of the new a.
+    turned = np.array(
+        [side is not None and side[1].sort_key < side[0].sort_key for side in sides], np.bool_
+    )
+    match_of = np.repeat(np.arange(len(starts)), stops - starts)
+    turned_row = turned[match_of]
+    table = np.column_stack((original[:, :4], rows[:, 5])).astype(np.int64)
+    table[turned_row] = table[turned_row][:, [2, 3, 0, 1, 4]]
+    place = np.arange(len(rows)) - starts[match_of]
+    table = table[np.lexsort((np.where(turned_row, table[:, 0], place), match_of))]
+    made: list[Match] = []
+    for number, (begin, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
+        side = sides[number]
+        if side is None:
+            continue
+        (a, b), one, two = side, shared_a[number], shared_b[number]
+        if turned[number]:
             a, b, one, two = b, a, two, one
-            turned = np.argsort(b_start[at], kind="stable")  # in the order of the new a
-            shared = SharedSpans(
-                *(column[at][turned] for column in (b_start, b_end, a_start, a_end, identical))
-            )
+        shared = SharedSpans(table, begin, stop)
         made.append(
             Match(a, b, one, two, one / max(1, a.story_chars), two / max(1, b.story_chars), shared)
         )

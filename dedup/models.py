@@ -521,38 +521,43 @@ SPAN_FIELDS = ("a_start", "a_end", "b_start", "b_end", "identical_chars")
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SharedSpans(RowTable[SharedSpan]):
-    """A match's shared spans as columns, a :class:`SharedSpan` each when read: a large
-    dump's matches share millions of spans, 40 bytes a row here rather than an object of
-    about 200 (docs/performance.md)."""
+    """A match's shared spans, a :class:`SharedSpan` each when read: rows ``first`` to
+    ``end`` of ``table`` (a row a span, its fields in the order of ``SPAN_FIELDS``), a table
+    the matches of a scan share. A large dump's matches share millions of spans: 40 bytes a
+    span and about 100 a match here, against an object of some 200 bytes a span (and numpy
+    views a match, over 100 bytes each, would cost more than the spans they hold)."""
 
-    a_start: npt.NDArray[np.int64]
-    a_end: npt.NDArray[np.int64]
-    b_start: npt.NDArray[np.int64]
-    b_end: npt.NDArray[np.int64]
-    identical_chars: npt.NDArray[np.int64]
+    table: npt.NDArray[np.int64]
+    first: int
+    end: int
 
     @classmethod
     def of(cls, spans: Iterable[SharedSpan]) -> SharedSpans:
-        listed = list(spans)
-        return cls(
-            *(
-                np.array([getattr(span, name) for span in listed], dtype=np.int64)
-                for name in SPAN_FIELDS
-            )
-        )
+        rows = [[getattr(span, name) for name in SPAN_FIELDS] for span in spans]
+        return cls(np.array(rows, dtype=np.int64).reshape(-1, len(SPAN_FIELDS)), 0, len(rows))
+
+    def rows(self) -> npt.NDArray[np.int64]:
+        """The spans, a row each (a view into the shared table)."""
+        return self.table[self.first : self.end]
+
+    @property
+    def identical_chars(self) -> npt.NDArray[np.int64]:
+        return self.table[self.first : self.end, SPAN_FIELDS.index("identical_chars")]
 
     def dicts(self) -> list[dict[str, int]]:
-        """Each span as its ``to_dict``, made column by column."""
-        columns = [getattr(self, name).tolist() for name in SPAN_FIELDS]
-        return [dict(zip(SPAN_FIELDS, row, strict=True)) for row in zip(*columns, strict=True)]
+        """Each span as its ``to_dict``."""
+        return [dict(zip(SPAN_FIELDS, row, strict=True)) for row in self.rows().tolist()]
 
     def __len__(self) -> int:
-        return len(self.a_start)
+        return self.end - self.first
 
     def _records(self, rows: slice) -> list[SharedSpan]:
-        return made_in_bulk(
-            SharedSpan, *(getattr(self, name)[rows].tolist() for name in SPAN_FIELDS)
-        )
+        listed = self.rows()[rows].tolist()
+        return made_in_bulk(SharedSpan, *zip(*listed, strict=True)) if listed else []
+
+    def __reduce__(self) -> tuple[type[SharedSpans], tuple[npt.NDArray[np.int64], int, int]]:
+        """Pickled with its own rows only, not the table it shares."""
+        return SharedSpans, (np.ascontiguousarray(self.rows()), 0, len(self))
 
 
 @dataclass(frozen=True, slots=True)

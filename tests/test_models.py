@@ -185,6 +185,7 @@ def test_a_match_s_spans_are_the_sequence_of_its_shared_spans(mirror_dump: Path)
     order of the match's first document (also where the aligned pair had its documents the
     other way round), within both documents, and a match given SharedSpans keeps their table."""
     import dataclasses
+    import pickle
 
     import dedup
     from dedup.models import SharedSpan, SharedSpans
@@ -210,5 +211,8 @@ def test_a_match_s_spans_are_the_sequence_of_its_shared_spans(mirror_dump: Path)
     rebuilt = dataclasses.replace(match, spans=tuple(table))  # type: ignore[arg-type]
     assert isinstance(rebuilt.spans, SharedSpans) and rebuilt == match
     assert hash(rebuilt) == hash(match) and rebuilt.to_dict() == match.to_dict()
-    # 40 bytes a span, not an object of some 200
-    assert sum(column.nbytes for column in dataclasses.astuple(table)) == 40 * len(table)
+    # 40 bytes a span, in one table the scan's matches share; pickled with its own rows only
+    assert table.rows().nbytes == 40 * len(table)
+    assert len({id(m.spans.table) for m in report.matches}) == 1
+    alone = pickle.loads(pickle.dumps(table))
+    assert alone == table and len(alone.table) == len(table) < len(table.table)

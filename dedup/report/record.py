@@ -80,7 +80,11 @@ def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match
         coverage_a=data["coverage_a"],
         coverage_b=data["coverage_b"],
         spans=SharedSpans(
-            *(np.array([span[name] for span in data["spans"]], np.int64) for name in SPAN_FIELDS)
+            np.array(
+                [[span[name] for name in SPAN_FIELDS] for span in data["spans"]], np.int64
+            ).reshape(-1, len(SPAN_FIELDS)),
+            0,
+            len(data["spans"]),
         ),
     )
 
