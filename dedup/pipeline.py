@@ -105,15 +105,18 @@ def scan_files(
                 config.containment,
                 verifying,
             )
-            # The shingle sets were made on the engine's threads, whose malloc arenas keep
-            # what they free: hand it back before the align stage makes its own.
+            # The verified pairs hold what later stages need of the candidates (a large
+            # dump's candidate pairs are millions); the shingle sets were made on the
+            # engine's threads, whose malloc arenas keep what they free: hand it back.
+            leader = candidates.leaders(len(passages.spans))
+            proposed, exact_copies = len(candidates.pairs), len(candidates.copies)
+            del candidates, estimates
             release_freed_memory()
         with timer("align"):
             engine.compiled_ahead()
             # Documents (chapters, records) that share seeds or verified passages are
             # aligned on their normalized texts, held once per distinct passage text.
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)
-            leader = candidates.leaders(len(passages.spans))
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
             passages.let_go_of_seeds()
             texts = NormalizedTexts.of(passages.texts, leader, passages.alignment)
@@ -166,10 +169,10 @@ def scan_files(
         prepared.inputs,
         skipped,
         prepared.too_short,
-        len(candidates.pairs),
+        proposed,
         len(members.verified),
         clusters,
-        len(candidates.copies),
+        exact_copies,
     )
     summary = replace(
         summary,
