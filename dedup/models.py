@@ -329,6 +329,10 @@ class RowTable(Sequence[R]):
     def _records(self, rows: slice) -> list[R]:
         raise NotImplementedError
 
+    def _record(self, row: int) -> R:
+        """Row ``row`` (from 0) as its record; a subclass may make one more cheaply."""
+        return self._records(slice(row, row + 1))[0]
+
     def __len__(self) -> int:
         raise NotImplementedError
 
@@ -343,7 +347,7 @@ class RowTable(Sequence[R]):
             return list(self)[row]
         if not -len(self) <= row < len(self):
             raise IndexError(row)
-        return self._records(slice(row % len(self), row % len(self) + 1))[0]
+        return self._record(row % len(self))
 
     def __iter__(self) -> Iterator[R]:
         return iter(self._records(slice(None)))
@@ -554,6 +558,9 @@ class SharedSpans(RowTable[SharedSpan]):
     def _records(self, rows: slice) -> list[SharedSpan]:
         listed = self.rows()[rows].tolist()
         return made_in_bulk(SharedSpan, *zip(*listed, strict=True)) if listed else []
+
+    def _record(self, row: int) -> SharedSpan:
+        return SharedSpan(*self.table[self.first + row].tolist())
 
     def __reduce__(self) -> tuple[type[SharedSpans], tuple[npt.NDArray[np.int64], int, int]]:
         """Pickled with its own rows only, not the table it shares."""

@@ -145,13 +145,10 @@ def document_data(report: Report) -> dict[str, Any]:
                 round(match.coverage_a, 4),
                 round(match.coverage_b, 4),
                 match.identical_chars,
-                [
-                    [s.a_start - a.start, s.a_end - a.start, s.b_start - b.start,
-                     s.b_end - b.start, s.identical_chars]
-                    for s in match.spans
-                ],
+                # the spans' offsets from their documents' starts
+                (match.spans.rows() - [a.start, a.start, b.start, b.start, 0]).tolist(),
             ]
-        )  # fmt: skip
+        )
     between: Counter[tuple[str, str]] = Counter()
     for match in report.matches:
         one, two = sorted((match.a.source, match.b.source))
