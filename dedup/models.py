@@ -391,15 +391,13 @@ class PairTable(RowTable[Pair]):
             np.array([pair.identical_chars for pair in listed], dtype=np.int64),
         )
 
-    def rows(self) -> list[list[float | int]]:
+    def rows(self, measures: Sequence[str] = PAIR_VALUES) -> list[list[float | int]]:
         """The pairs as reports write them, ``[a, b, jaccard, containment, minhash_jaccard,
-        identical_chars]``, the measures rounded to 4 decimals."""
-        columns = [
-            self.a.tolist(),
-            self.b.tolist(),
-            *(map(round, getattr(self, name).tolist(), repeat(4)) for name in PAIR_VALUES[:3]),
-            self.identical_chars.tolist(),
-        ]
+        identical_chars]`` (or ``measures`` of those), the scores rounded to 4 decimals."""
+        columns: list[Iterable[float | int]] = [self.a.tolist(), self.b.tolist()]
+        for name in measures:
+            values = getattr(self, name).tolist()
+            columns.append(values if name == "identical_chars" else map(round, values, repeat(4)))
         return list(map(list, zip(*columns, strict=True)))
 
     def __len__(self) -> int:

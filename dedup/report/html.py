@@ -92,7 +92,7 @@ def _cluster_data(
             }
             for member in members
         ],
-        "pairs": [row[:4] + row[5:] for row in cluster.pairs.rows()],  # no MinHash estimate
+        "pairs": cluster.pairs.rows(("jaccard", "containment", "identical_chars")),
     }
 
 
