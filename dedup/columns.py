@@ -1,50 +1,27 @@
-"""Column tables: many records of one kind held as numpy columns (a number a field a row)
-rather than as objects, which cost seconds by the million to make, to send between processes
-and to read back. Row ``i`` of a table is the record ``table[i]``; ``rows`` makes the records of
-many rows in one go, ``take`` a smaller table of them."""
+"""Column tables of the scan's stages: many records of one kind held as numpy columns (a
+number a field a row) rather than as objects, which cost seconds by the million to make, to
+send between processes and to read back. Row ``i`` of a table is the record ``table[i]``;
+``rows`` makes the records of many rows in one go, ``take`` a smaller table of them. Their
+base, ``ColumnTable``, is in dedup.models, with the tables a report holds."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated, objects
-from dedup.models import CutPassage, DocumentKey, MatchedDocument, PassageSpan, made_in_bulk
-
-R = TypeVar("R")
-
-
-class ColumnTable(Sequence[R], Generic[R]):
-    """What every column table does by its rows: a table is a sequence of its records."""
-
-    __slots__ = ()
-
-    def rows(self, rows: npt.NDArray[np.int64]) -> list[R]:
-        """The records of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        raise NotImplementedError
-
-    @overload
-    def __getitem__(self, row: int) -> R: ...
-
-    @overload
-    def __getitem__(self, row: slice) -> Sequence[R]: ...
-
-    def __getitem__(self, row: int | slice) -> R | Sequence[R]:
-        if isinstance(row, slice):
-            return self.rows(np.arange(len(self))[row])
-        if not -len(self) <= row < len(self):
-            raise IndexError(row)
-        return self.rows(np.array([row % len(self)], dtype=np.int64))[0]
-
-    def __iter__(self) -> Iterator[R]:
-        return iter(self.rows(np.arange(len(self))))
+from dedup.models import (
+    ColumnTable,
+    CutPassage,
+    DocumentKey,
+    MatchedDocument,
+    PassageSpan,
+    made_in_bulk,
+)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

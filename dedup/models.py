@@ -12,7 +12,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
-from typing import Any, ClassVar, Literal, TextIO, TypeVar, overload
+from typing import Any, ClassVar, Generic, Literal, TextIO, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -317,21 +317,20 @@ class Pair:
 PAIR_VALUES = ("jaccard", "containment", "minhash_jaccard", "identical_chars")
 
 
-class RowTable(Sequence[R]):
-    """Records held as columns (a numpy array per field, or several), read as the sequence of
-    the records they hold: ``table[i]`` is made when asked for, and a table equals the
-    sequence of its records. For what reports hold by the million (a cluster's pairs, a
-    match's spans): a row of numbers rather than an object with a number object per field.
-    A subclass says how rows become records (``_records``)."""
+class ColumnTable(Sequence[R], Generic[R]):
+    """What every column table does by its rows: a table is a sequence of its records, held
+    as numpy columns (a number a field a row) rather than as objects, which cost seconds by
+    the million to make, to send between processes and to read back. ``rows`` makes the
+    records of many rows in one go; ``table[i]`` is one. The tables of passages and
+    similarities are in dedup.columns; those a report holds by the million (a cluster's
+    pairs, a match's spans) are here, and equal the sequence of their records
+    (:class:`EqualAsRecords`)."""
 
     __slots__ = ()
 
-    def _records(self, rows: slice) -> list[R]:
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[R]:
+        """The records of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
         raise NotImplementedError
-
-    def _record(self, row: int) -> R:
-        """Row ``row`` (from 0) as its record; a subclass may make one more cheaply."""
-        return self._records(slice(row, row + 1))[0]
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -344,13 +343,20 @@ class RowTable(Sequence[R]):
 
     def __getitem__(self, row: int | slice) -> R | Sequence[R]:
         if isinstance(row, slice):
-            return list(self)[row]
+            return self.rows(np.arange(len(self))[row])
         if not -len(self) <= row < len(self):
             raise IndexError(row)
-        return self._record(row % len(self))
+        return self.rows(np.array([row % len(self)], dtype=np.int64))[0]
 
     def __iter__(self) -> Iterator[R]:
-        return iter(self._records(slice(None)))
+        return iter(self.rows(np.arange(len(self))))
+
+
+class EqualAsRecords(ColumnTable[R]):
+    """A column table that equals (and hashes as) the sequence of its records: a record's
+    field may be given as that sequence (``Cluster.pairs``, ``Match.spans``)."""
+
+    __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence):
@@ -362,7 +368,7 @@ class RowTable(Sequence[R]):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class PairTable(RowTable[Pair]):
+class PairTable(EqualAsRecords[Pair]):
     """A cluster's verified pairs as columns: ``a`` and ``b`` are numbers of the cluster's
     members (``ids``, in the cluster's order), ``a`` before ``b`` in reading order. A cluster
     of k near copies has about k²/2 pairs (a 1 GB mirror dump's clusters, millions): a row
@@ -391,7 +397,7 @@ class PairTable(RowTable[Pair]):
             np.array([pair.identical_chars for pair in listed], dtype=np.int64),
         )
 
-    def rows(self, measures: Sequence[str] = PAIR_VALUES) -> list[list[float | int]]:
+    def listed(self, measures: Sequence[str] = PAIR_VALUES) -> list[list[float | int]]:
         """The pairs as reports write them, ``[a, b, jaccard, containment, minhash_jaccard,
         identical_chars]`` (or ``measures`` of those), the scores rounded to 4 decimals."""
         columns: list[Iterable[float | int]] = [self.a.tolist(), self.b.tolist()]
@@ -403,7 +409,7 @@ class PairTable(RowTable[Pair]):
     def __len__(self) -> int:
         return len(self.a)
 
-    def _records(self, rows: slice) -> list[Pair]:
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[Pair]:
         ids = self.ids
         return made_in_bulk(
             Pair,
@@ -451,7 +457,7 @@ class Cluster:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
         identical_chars]``, ``a`` and ``b`` numbers of ``members`` (from 0): a cluster of k
         near copies has about k²/2 pairs, and ids in each would make them most of a report."""
-        return self.pairs.rows()
+        return self.pairs.listed()
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,7 +528,7 @@ SPAN_FIELDS = ("a_start", "a_end", "b_start", "b_end", "identical_chars")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class SharedSpans(RowTable[SharedSpan]):
+class SharedSpans(EqualAsRecords[SharedSpan]):
     """A match's shared spans, a :class:`SharedSpan` each when read: rows ``first`` to
     ``end`` of ``table`` (a row a span, its fields in the order of ``SPAN_FIELDS``), a table
     the matches of a scan share. A large dump's matches share millions of spans: 40 bytes a
@@ -538,8 +544,8 @@ class SharedSpans(RowTable[SharedSpan]):
         rows = [[getattr(span, name) for name in SPAN_FIELDS] for span in spans]
         return cls(np.array(rows, dtype=np.int64).reshape(-1, len(SPAN_FIELDS)), 0, len(rows))
 
-    def rows(self) -> npt.NDArray[np.int64]:
-        """The spans, a row each (a view into the shared table)."""
+    def numbers(self) -> npt.NDArray[np.int64]:
+        """The spans, a row of numbers each (a view into the shared table)."""
         return self.table[self.first : self.end]
 
     @property
@@ -548,21 +554,18 @@ class SharedSpans(RowTable[SharedSpan]):
 
     def dicts(self) -> list[dict[str, int]]:
         """Each span as its ``to_dict``."""
-        return [dict(zip(SPAN_FIELDS, row, strict=True)) for row in self.rows().tolist()]
+        return [dict(zip(SPAN_FIELDS, row, strict=True)) for row in self.numbers().tolist()]
 
     def __len__(self) -> int:
         return self.end - self.first
 
-    def _records(self, rows: slice) -> list[SharedSpan]:
-        listed = self.rows()[rows].tolist()
+    def rows(self, rows: npt.NDArray[np.int64]) -> list[SharedSpan]:
+        listed = self.numbers()[rows].tolist()
         return made_in_bulk(SharedSpan, *zip(*listed, strict=True)) if listed else []
-
-    def _record(self, row: int) -> SharedSpan:
-        return SharedSpan(*self.table[self.first + row].tolist())
 
     def __reduce__(self) -> tuple[type[SharedSpans], tuple[npt.NDArray[np.int64], int, int]]:
         """Pickled with its own rows only, not the table it shares."""
-        return SharedSpans, (np.ascontiguousarray(self.rows()), 0, len(self))
+        return SharedSpans, (np.ascontiguousarray(self.numbers()), 0, len(self))
 
 
 @dataclass(frozen=True, slots=True)

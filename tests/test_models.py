@@ -168,7 +168,7 @@ def test_a_pair_table_is_the_sequence_of_its_pairs(mirror_dump: Path) -> None:
     with pytest.raises(IndexError):
         table[len(table)]
     ids = [member.id for member in cluster.members]
-    for pair, row in zip(pairs, table.rows(), strict=True):
+    for pair, row in zip(pairs, table.listed(), strict=True):
         assert (ids[row[0]], ids[row[1]]) == (pair.a, pair.b)
         assert row[2:] == pair.values()
     assert table == tuple(pairs) and table == PairTable.of(pairs, ids)
@@ -212,7 +212,7 @@ def test_a_match_s_spans_are_the_sequence_of_its_shared_spans(mirror_dump: Path)
     assert isinstance(rebuilt.spans, SharedSpans) and rebuilt == match
     assert hash(rebuilt) == hash(match) and rebuilt.to_dict() == match.to_dict()
     # 40 bytes a span, in one table the scan's matches share; pickled with its own rows only
-    assert table.rows().nbytes == 40 * len(table)
+    assert table.numbers().nbytes == 40 * len(table)
     assert len({id(m.spans.table) for m in report.matches}) == 1
     alone = pickle.loads(pickle.dumps(table))
     assert alone == table and len(alone.table) == len(table) < len(table.table)

@@ -92,7 +92,7 @@ def _cluster_data(
             }
             for member in members
         ],
-        "pairs": cluster.pairs.rows(("jaccard", "containment", "identical_chars")),
+        "pairs": cluster.pairs.listed(("jaccard", "containment", "identical_chars")),
     }
 
 
@@ -146,7 +146,7 @@ def document_data(report: Report) -> dict[str, Any]:
                 round(match.coverage_b, 4),
                 match.identical_chars,
                 # the spans' offsets from their documents' starts
-                (match.spans.rows() - [a.start, a.start, b.start, b.start, 0]).tolist(),
+                (match.spans.numbers() - [a.start, a.start, b.start, b.start, 0]).tolist(),
             ]
         )
     between: Counter[tuple[str, str]] = Counter()

@@ -94,13 +94,10 @@ def _pair_rows(report: Report) -> Iterator[list[object]]:
 def _match_rows(report: Report) -> Iterator[list[object]]:
     group_of = {d: g.id for g in report.document_groups for d in g.documents}
     for number, match in enumerate(report.matches, start=1):
-        first = match.spans[0]
+        a_start, a_end, b_start, b_end, _ = match.spans.numbers()[0].tolist()
         excerpts = [  # sliced to the excerpt at once: a first span can be a whole book
             document.text[start - document.start : min(end, start + EXCERPT_CHARS) - document.start]
-            for document, start, end in (
-                (match.a, first.a_start, first.a_end),
-                (match.b, first.b_start, first.b_end),
-            )
+            for document, start, end in ((match.a, a_start, a_end), (match.b, b_start, b_end))
         ]
         yield [
             f"m{number}",
