@@ -8,6 +8,7 @@ are grouped by sorting compact arrays, not by one Python object per passage per 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -18,7 +19,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.engine.base import Threads
-from dedup.fingerprint import SignatureTable
+from dedup.fingerprint import HeldSignatures, SignatureTable
 from dedup.segment import text_hashes
 
 Pairs = npt.NDArray[np.int64]  # shape (n, 2), each row (i, j) with i < j
@@ -78,7 +79,7 @@ def band_keys(signatures: SignatureTable, bands: int, rows: int) -> npt.NDArray[
 
 
 def candidate_pairs(
-    signatures: npt.NDArray[np.uint32] | SignatureTable,
+    signatures: npt.NDArray[np.uint32] | SignatureTable | HeldSignatures,
     bands: int,
     rows: int,
     among: npt.NDArray[np.int64] | None = None,
@@ -90,7 +91,12 @@ def candidate_pairs(
     ``threads``, a band on each (numpy's sorts and comparisons release the GIL). Near copies
     share most of their bands, so each band's pairs are made unique and merged into those of
     the bands before as they come: every band's pairs held at once were most of a scan's
-    peak memory (docs/performance.md)."""
+    peak memory (docs/performance.md). Signatures the workers hold are grouped there, a
+    partition of the buckets at a time (dedup.engine.shuffle)."""
+    if isinstance(signatures, HeldSignatures):
+        count = len(signatures)
+        taking_part = np.arange(count, dtype=np.int64) if among is None else among
+        return pairs_of_codes(signatures.pair_codes(bands, rows, taking_part), count)
     table = SignatureTable.of(signatures).settled()  # read by several threads next
     count = len(table)
 
@@ -101,7 +107,89 @@ def candidate_pairs(
     run = threads.in_threads if threads is not None else map
     codes = np.empty(0, dtype=np.int64)
     for found in run(band_codes, list(range(bands))):
-        codes = _merged(codes, found)
+        codes = merged_codes(codes, found)
+    return pairs_of_codes(codes, count)
+
+
+@dataclass(frozen=True, slots=True)
+class BandEntries:
+    """Band keys of some passages bound for one partition of a shuffle (on a cluster, where
+    the workers that made the signatures keep them): entry i is band ``bands[i]``'s key
+    ``keys[i]`` of passage ``passages[i]`` (numbered in the whole scan), in order of band,
+    then passage."""
+
+    bands: npt.NDArray[np.int16]
+    keys: npt.NDArray[np.uint64]
+    passages: npt.NDArray[np.int64]
+
+
+def band_entries(
+    runs: Sequence[npt.NDArray[np.uint32]],
+    taking_part: Sequence[npt.NDArray[np.int64]],
+    firsts: Sequence[int],
+    bands: int,
+    rows: int,
+    partitions: int,
+) -> list[BandEntries]:
+    """The band keys of runs of consecutive passages of a scan (``runs[i]``: the signatures
+    of passages from ``firsts[i]`` on, the runs in the scan's order), of the rows
+    ``taking_part[i]`` of each (sorted), split into ``partitions`` by their band and key: all
+    entries of one bucket (a band's key) go to one partition, so each partition's pairs are
+    found apart from the others' (:func:`partition_pair_codes`)."""
+    num_perm = runs[0].shape[1] if runs else bands * rows
+    table = SignatureTable(num_perm, runs)
+    offsets = np.cumsum([0, *(len(run) for run in runs)])
+    rows_taking_part = concatenated(
+        [part + offset for part, offset in zip(taking_part, offsets.tolist(), strict=False)],
+        np.int64,
+    )
+    passages = concatenated(
+        [part + first for part, first in zip(taking_part, firsts, strict=True)], np.int64
+    )
+    keys = concatenated(
+        [
+            _band_keys(table.columns(band * rows, (band + 1) * rows, rows_taking_part))
+            for band in range(bands)
+        ],
+        np.uint64,
+    )
+    band_of = np.repeat(np.arange(bands, dtype=np.int16), len(passages))
+    passages = np.tile(passages, bands)
+    with np.errstate(over="ignore"):
+        mixed = keys * np.uint64(0x9E3779B97F4A7C15) + band_of.astype(np.uint64)
+    partition = ((mixed >> np.uint64(33)) % np.uint64(partitions)).astype(np.int64)
+    order = np.argsort(partition, kind="stable")  # stable: by band, then passage, within one
+    bounds = np.searchsorted(partition[order], np.arange(partitions + 1))
+    return [
+        BandEntries(band_of[part], keys[part], passages[part])
+        for part in (order[low:high] for low, high in itertools.pairwise(bounds))
+    ]
+
+
+def partition_pair_codes(parts: Sequence[BandEntries], count: int) -> npt.NDArray[np.int64]:
+    """The candidate pairs of one partition's buckets, given its entries from every run of
+    passages in the scan's order, as ``low * count + high`` (one integer a pair, sorted and
+    unique): the pairs :func:`candidate_pairs` finds in these buckets."""
+    band_of = concatenated([part.bands for part in parts], np.int16)
+    keys = concatenated([part.keys for part in parts], np.uint64)
+    passages = concatenated([part.passages for part in parts], np.int64)
+    # Stable: within a band the passages stay in the scan's order, ascending, as _pair_codes
+    # needs of ``among``.
+    order = np.argsort(band_of, kind="stable")
+    ordered = band_of[order]
+    codes = np.empty(0, dtype=np.int64)
+    if not len(order):
+        return codes
+    starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1])).tolist()
+    for low, high in zip(starts, [*starts[1:], len(order)], strict=True):
+        rows = order[low:high]
+        found = _bucket_pairs(keys[rows])
+        codes = merged_codes(codes, _pair_codes(found, passages[rows], count))
+    return codes
+
+
+def pairs_of_codes(codes: npt.NDArray[np.int64], count: int) -> Pairs:
+    """Pairs given as ``low * count + high`` (:func:`_pair_codes`) as rows (low, high)."""
     return np.stack((codes // count, codes % count), axis=1)
 
 
@@ -121,7 +209,7 @@ def _pair_codes(
     return sorted_unique(concatenated(codes, np.int64))
 
 
-def _merged(one: npt.NDArray[np.int64], two: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def merged_codes(one: npt.NDArray[np.int64], two: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Two sorted arrays of unique values as one: a stable sort (timsort) of the two runs one
     after the other merges them in one pass."""
     joined = np.concatenate((one, two))
@@ -239,7 +327,7 @@ class Candidates:
 def find_candidates(
     texts: Sequence[str | None],
     hashes: npt.NDArray[np.int64],
-    signatures: SignatureTable,
+    signatures: SignatureTable | HeldSignatures,
     spans: SpanTable,
     threshold: float,
     num_perm: int,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import mmap
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -113,6 +114,30 @@ def shingle_key_batch(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArr
     keys = np.empty(int(offsets[-1]), dtype=np.uint64)
     _key_batch(codes, starts, offsets, ngram, keys)
     return keys, offsets
+
+
+@runtime_checkable
+class HeldSignatures(Protocol):
+    """The signatures of a scan's passages where the workers that made them keep them (a Dask
+    cluster's), not in this process: what is computed from them runs there too, and only
+    pairs and numbers come back (dedup.engine.shuffle)."""
+
+    def __len__(self) -> int: ...
+
+    def pair_codes(
+        self, bands: int, rows: int, among: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        """``candidates.candidate_pairs``' pairs as codes (``low * len(self) + high``),
+        sorted and unique."""
+        ...
+
+    def estimates(self, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The MinHash estimate of each pair (``verify.minhash_estimates``)."""
+        ...
+
+    def let_go(self) -> None:
+        """The workers let the signatures go."""
+        ...
 
 
 @compiled

@@ -20,7 +20,9 @@ from dedup.cluster import components
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import Threads
 from dedup.fingerprint import (
+    HeldSignatures,
     Keys,
+    Signatures,
     SignatureTable,
     shingle_key_batch,
     shingle_keys,
@@ -163,11 +165,14 @@ def verify_table(
 
 def minhash_estimates(
     pairs: npt.NDArray[np.int64],
-    signatures: npt.NDArray[np.uint32] | SignatureTable,
+    signatures: npt.NDArray[np.uint32] | SignatureTable | HeldSignatures,
     threads: Threads | None = None,
 ) -> npt.NDArray[np.float64]:
     """The MinHash estimate of each pair's Jaccard similarity: made before verification, so
-    that the signatures can go before the shingle sets are made (a scan's peak)."""
+    that the signatures can go before the shingle sets are made (a scan's peak). Where the
+    workers hold the signatures, made there."""
+    if isinstance(signatures, HeldSignatures):
+        return signatures.estimates(pairs)
     run = threads.in_threads if threads is not None else map
     table = SignatureTable.of(signatures).settled()  # read by several threads next
     estimated = list(
@@ -410,6 +415,23 @@ def _score_pairs(
             total += covered[position]
         identical[number] = total
     return jaccard, contained, identical
+
+
+def estimates_in_runs(
+    pairs: npt.NDArray[np.int64], firsts: Sequence[int], runs: Sequence[Signatures]
+) -> npt.NDArray[np.float64]:
+    """The MinHash estimate of each pair of passages (numbered in the whole scan), given the
+    signatures of runs of consecutive passages, ``runs[i]`` those from passage ``firsts[i]``
+    on (ascending): every passage a pair names is in one of them."""
+    table = SignatureTable(runs[0].shape[1], runs) if runs else SignatureTable(1)
+    starts = np.asarray(firsts, dtype=np.int64)
+    offsets = np.cumsum([0, *(len(run) for run in runs)])[:-1]
+
+    def rows(passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        run = np.searchsorted(starts, passages, side="right") - 1
+        return np.asarray(offsets[run] + passages - starts[run], dtype=np.int64)
+
+    return _estimates(np.stack((rows(pairs[:, 0]), rows(pairs[:, 1])), axis=1), table)
 
 
 def _estimates(pairs: npt.NDArray[np.int64], table: SignatureTable) -> npt.NDArray[np.float64]:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -124,6 +125,49 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
+def test_the_workers_keep_the_signatures_and_find_the_candidates(
+    cluster: Cluster, mirror_dump: Path
+) -> None:
+    """This process gets no signature: the candidate pairs and their MinHash estimates are
+    made on the workers (band keys shuffled by partition), and are the local engine's."""
+    from dedup.candidates import find_candidates
+    from dedup.config import ScanConfig
+    from dedup.engine.base import engine_for
+    from dedup.engine.gather import prepare_all
+    from dedup.engine.shuffle import SignaturesOnWorkers
+    from dedup.read import discover_inputs
+    from dedup.timing import StageTimer
+    from dedup.verify import minhash_estimates
+
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    found = {}
+    for name, config in [
+        ("local", ScanConfig(jobs=1)),
+        ("dask", ScanConfig(scheduler=cluster.address)),
+    ]:
+        with engine_for(config, len(files)) as engine:
+            prepared = prepare_all(files, config, StageTimer(), engine)
+            passages = prepared.passages()
+            if name == "dask":  # none came here: the table of those handed back is empty
+                assert len(prepared.signatures) == 0
+                assert isinstance(passages.signatures, SignaturesOnWorkers)
+            candidates = find_candidates(
+                passages.texts,
+                passages.hashes,
+                passages.signatures,
+                passages.spans,
+                config.threshold,
+                config.num_perm,
+                engine,
+            )
+            estimates = minhash_estimates(candidates.pairs, passages.signatures, engine)
+            found[name] = (candidates.pairs, estimates, len(passages.signatures))
+    assert found["dask"][2] == found["local"][2] > 500  # every passage's signature, kept
+    assert len(found["local"][0]) > 300  # the sites' near copies
+    assert np.array_equal(found["dask"][0], found["local"][0])
+    assert np.array_equal(found["dask"][1], found["local"][1])
+
+
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:
     url = f"file://{samples}"
     report = dedup.scan([url], scheduler=cluster.address)
@@ -183,10 +227,11 @@ def _tasks_held(dask_scheduler: distributed.Scheduler) -> int:
 
 
 def _files_done(dask_scheduler: distributed.Scheduler) -> int:
+    """Files prepared: their results, or the signatures the workers keep of them."""
     return sum(
         1
         for task in dask_scheduler.tasks.values()
-        if str(task.key).startswith("_task") and task.state == "memory"
+        if str(task.key).startswith(("_task", "signatures_of")) and task.state == "memory"
     )
 
 

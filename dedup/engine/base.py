@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from dedup.config import ScanConfig
+
+if TYPE_CHECKING:
+    from dedup.engine.shuffle import SignaturesOnWorkers
 
 T = TypeVar("T")
 
@@ -64,6 +67,11 @@ class Engine(Protocol):
     def compiled_ahead(self) -> None:
         """Wait for the align stage's loops where the engine has them compiled meanwhile
         (a first run's, on the local engine); at once elsewhere."""
+        ...
+
+    def signatures_kept(self, shown: bool) -> SignaturesOnWorkers | None:
+        """Where the workers keep the signatures they make, the stages that use them running
+        there (a cluster's: dedup.engine.shuffle); None where they are handed back here."""
         ...
 
 

@@ -1,8 +1,9 @@
 """The Dask engine: a scan's per-file tasks (read, segment, normalize, fingerprint; the learn
 pass; reading texts back) run on the workers of a Dask cluster, reached through its scheduler's
 address or a ``distributed.Client``, or on a cluster of processes started on this machine for
-the scan (``engine="dask-local"``). The stages after them run in this process, as with the
-local engine, so a report is byte-identical whichever engine made it.
+the scan (``engine="dask-local"``). The workers keep the signatures they make, and the
+candidates stage runs there (dedup.engine.shuffle); the stages after it run in this process,
+as with the local engine, so a report is byte-identical whichever engine made it.
 
 Workers read the inputs from the paths this machine found them at: the files must be on a
 filesystem every worker mounts at the same path. A worker that cannot see a file stops the
@@ -39,6 +40,8 @@ from dedup.version import __version__
 
 if TYPE_CHECKING:
     from distributed import Client, Future, LocalCluster
+
+    from dedup.engine.shuffle import SignaturesOnWorkers
 
 T = TypeVar("T")
 
@@ -156,6 +159,75 @@ class DaskEngine:
         calls, futures = self._submit(function, arguments)
         return self._results(function, calls, futures)
 
+    def map_keeping(
+        self,
+        function: Callable[..., T],
+        kept: Callable[[T], Any],
+        handed_back: Callable[[T], T],
+        *arguments: Iterable[Any],
+    ) -> Iterator[tuple[T, Future[Any]]]:
+        """``function`` over the arguments as tasks on the workers, of each result
+        ``handed_back(result)`` brought here and ``kept(result)`` left on the worker: in
+        order, the one and a future of the other (Dask runs the task again if the worker
+        dies while the future is held)."""
+        calls, tasks = self._submit(function, arguments)
+        assert self.client is not None
+        submit = self.client.submit
+        backs: list[Future[Any] | None] = [
+            submit(handed_back, task, pure=False, priority=-number)
+            for number, task in enumerate(tasks)
+        ]
+        keeps: list[Future[Any] | None] = [
+            submit(kept, task, pure=False, priority=-number) for number, task in enumerate(tasks)
+        ]
+        self._tasks += [backs, keeps]
+        for number, task in enumerate(tasks):
+            result = self._taken(function, calls, backs, number)
+            keep, keeps[number] = keeps[number], None
+            assert task is not None and keep is not None
+            if task.status == "error":  # run here instead (_taken): whole, kept nothing
+                keep = self.client.scatter(kept(result), hash=False)
+                result = handed_back(result)
+            tasks[number] = None
+            yield result, keep
+
+    def signatures_kept(self, shown: bool) -> SignaturesOnWorkers:
+        """The workers keep the signatures they make; the candidate pairs and their estimates
+        are made there (dedup.engine.shuffle), so this process never holds them."""
+        from dedup.engine.shuffle import SignaturesOnWorkers
+
+        return SignaturesOnWorkers(self, shown)
+
+    def client_for_tasks(self) -> Client:
+        """The client, for a stage that hands the workers tasks of its own (dedup.engine.shuffle):
+        their futures go to :meth:`holding`, their results are taken by :meth:`as_done` or
+        :meth:`in_order`."""
+        assert self.client is not None, "DaskEngine used outside its with block"
+        return self.client
+
+    def holding(self, futures: list[Future[Any] | None]) -> list[Future[Any] | None]:
+        """``futures``, cancelled when the scan stops on an error (as the engine's own tasks
+        are); taking their results (:meth:`as_done`, :meth:`in_order`) lets each go."""
+        self._tasks.append(futures)
+        return futures
+
+    def as_done(self, futures: list[Future[Any] | None]) -> Iterator[Any]:
+        """The results of ``futures`` as they finish, each future then let go."""
+        from distributed import as_completed
+
+        assert self.client is not None
+        numbers = {task.key: number for number, task in enumerate(futures) if task is not None}
+        for task in as_completed([f for f in futures if f is not None], loop=self.client.loop):
+            futures[numbers[task.key]] = None
+            yield self._result_of(task)
+
+    def in_order(self, futures: list[Future[Any] | None]) -> Iterator[Any]:
+        """The results of ``futures`` in order, each future then let go."""
+        for number, task in enumerate(futures):
+            assert task is not None, "a task's result taken twice"
+            futures[number] = None
+            yield self._result_of(task)
+
     def _results(
         self,
         function: Callable[..., T],
@@ -237,13 +309,11 @@ class DaskEngine:
         number: int,
     ) -> T:
         """The result of call ``number``, its task then let go."""
-        from distributed import KilledWorker
-
         task, call = tasks[number], calls[number]
         assert task is not None, "a task's result taken twice"
         tasks[number] = None
         try:
-            result: T = task.result()
+            result: T = self._result_of(task)
             return result
         except _NotOnWorker as missing:
             if exists(missing.fs_path):
@@ -254,6 +324,14 @@ class DaskEngine:
                 ) from None
             # Gone here too: it was deleted while the scan ran; read here, it is a skip.
             return function(*call)
+
+    def _result_of(self, task: Future[Any]) -> Any:
+        """The result of ``task``, or the error the scan stops with when the cluster failed
+        it."""
+        from distributed import KilledWorker
+
+        try:
+            return task.result()
         except (OSError, CancelledError, asyncio.CancelledError):
             # The scheduler went away (its connection closed, the task cancelled with it).
             raise EngineError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +18,14 @@ from dedup.documents import PassageAlignment
 from dedup.engine.base import Engine
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
-from dedup.engine.tasks import PreparedFile, count_line_keys, joined_slices, second_pass
-from dedup.fingerprint import SignatureTable
+from dedup.engine.tasks import (
+    PreparedFile,
+    count_line_keys,
+    joined_slices,
+    passage_count,
+    second_pass,
+)
+from dedup.fingerprint import HeldSignatures, SignatureTable
 from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines, read_once, repeated_lines
 from dedup.progress import progress
@@ -28,6 +35,9 @@ from dedup.read import (
 from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
 from dedup.timing import StageTimer
 
+if TYPE_CHECKING:
+    from dedup.engine.shuffle import Run, SignaturesOnWorkers
+
 
 @dataclass
 class Prepared:
@@ -36,6 +46,8 @@ class Prepared:
     signatures are held once, not twice."""
 
     signatures: SignatureTable
+    # Where the workers keep the signatures instead (a cluster's), or None.
+    kept: SignaturesOnWorkers | None = None
     span_parts: list[SpanTable] = field(default_factory=list)
     files: list[FoundFile] = field(default_factory=list)
     spans_per_file: list[int] = field(default_factory=list)
@@ -47,7 +59,11 @@ class Prepared:
     too_short: int = 0
     alignment_parts: list[PassageAlignment] = field(default_factory=list)
 
-    def add(self, file: FoundFile, result: PreparedFile) -> None:
+    def add(self, file: FoundFile, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
+        """A file's passages, after those of the files before it; ``runs``: its signatures
+        as the workers keep them."""
+        if self.kept is not None:
+            self.kept.add(runs)
         for item in result.inputs:
             self.alignment_parts.append(item.alignment)
             self.span_parts.append(item.passages)
@@ -71,13 +87,14 @@ class Prepared:
             byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
             texts=self.normalized,
             hashes=concatenated(self.hashes, np.int64, columns=2),
-            signatures=self.signatures,
+            signatures=self.kept if self.kept is not None else self.signatures,
             alignment=PassageAlignment.concatenate(self.alignment_parts),
         )
         self.alignment_parts = []
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
+        self.kept = None
         return passages
 
 
@@ -92,13 +109,16 @@ class Passages:
     # hashes, and their MinHash signatures (zeros for those copies).
     texts: list[str | None]
     hashes: npt.NDArray[np.int64]
-    signatures: SignatureTable
+    signatures: SignatureTable | HeldSignatures
     alignment: PassageAlignment  # of the whole dump: its indexes are of all passages
 
     def let_go_of_signatures(self) -> None:
         """Signatures are done with once the candidate pairs' MinHash estimates are made:
         free them before verification makes its shingle sets."""
-        self.signatures = SignatureTable(self.signatures.num_perm)
+        if isinstance(self.signatures, HeldSignatures):
+            self.signatures.let_go()
+        else:
+            self.signatures = SignatureTable(self.signatures.num_perm)
         release_freed_memory()
 
     def let_go_of_texts(self) -> None:
@@ -174,8 +194,9 @@ def prepare_all(
     repeated = {**repeated_lines(learned.values()), **known}
     # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
     scan = new_scan()
-    results = engine.map(
-        second_pass,
+    # On a cluster, the workers keep the signatures (not for an index, which stores them).
+    kept = engine.signatures_kept(shown) if each is None else None
+    arguments = (
         [files[number] for number, _part in tasks],
         repeat(config),
         [at_once[number] for number, _part in tasks],
@@ -187,15 +208,20 @@ def prepare_all(
         ],
         [part for _number, part in tasks],
     )
+    results = (
+        kept.prepared(second_pass, *arguments)
+        if kept is not None
+        else ((result, None) for result in engine.map(second_pass, *arguments))
+    )
     learned.clear()
-    prepared = Prepared(SignatureTable(config.num_perm))
+    prepared = Prepared(SignatureTable(config.num_perm), kept)
     # A worker hands a text back once (or, on a cluster, every time): the copies' texts other
     # workers handed back too are let go of here, with their seeds, as each file arrives (in
     # file order), so that this process holds each text once, whatever the workers did.
     here = new_scan()
     unit = "part" if len(tasks) > len(files) else "file"
     try:
-        for number, (file, result) in enumerate(
+        for number, (file, (result, runs)) in enumerate(
             zip(
                 files,
                 _by_file(
@@ -206,7 +232,7 @@ def prepare_all(
         ):
             result = _without_copies(result, CopyFilter(here, number))
             if each is None:
-                prepared.add(file, result)
+                prepared.add(file, result, runs)
             else:
                 each(file, result)
             for stage, seconds in result.seconds.items():
@@ -248,14 +274,21 @@ def file_slices(
 
 
 def _by_file(
-    results: Iterator[PreparedFile], slices: Sequence[tuple[FileSlice, ...]], config: ScanConfig
-) -> Iterator[PreparedFile]:
-    """The tasks' results, in order, as one a file: a file's slices joined."""
+    results: Iterator[tuple[PreparedFile, Run | None]],
+    slices: Sequence[tuple[FileSlice, ...]],
+    config: ScanConfig,
+) -> Iterator[tuple[PreparedFile, list[Run]]]:
+    """The tasks' results, in order, as one a file: a file's slices joined; with the runs of
+    signatures the workers kept of it (none of a file whose slices are not joined: see
+    joined_slices)."""
     for parts in slices:
+        taken = [next(results) for _part in parts or (None,)]
+        runs = [run for _result, run in taken if run is not None]
         if not parts:
-            yield next(results)
-        else:
-            yield joined_slices([next(results) for _part in parts], config)
+            yield taken[0][0], runs
+            continue
+        joined = joined_slices([result for result, _run in taken], config)
+        yield joined, runs if passage_count(joined) == sum(n for _f, n in runs) else []
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

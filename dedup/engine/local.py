@@ -117,6 +117,10 @@ class LocalEngine:
             return map(function, *arguments)
         return self.pool.map(function, *arguments, chunksize=1)
 
+    def signatures_kept(self, shown: bool) -> None:
+        """None: the workers hand the signatures back (this process uses them on its threads)."""
+        return None
+
     def compiled_ahead(self) -> None:
         """Wait for the align stage's loops, on a first run compiled meanwhile elsewhere."""
         if self.ahead is not None:

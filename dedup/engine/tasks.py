@@ -222,6 +222,31 @@ def joined_slices(parts: Sequence[PreparedFile], config: ScanConfig) -> Prepared
     return PreparedFile((joined,), seconds)
 
 
+def signatures_of(prepared: PreparedFile) -> npt.NDArray[np.uint32]:
+    """The signatures of every passage of a prepared file (of all its inputs), in order: what a
+    cluster's workers keep of it (dedup.engine.shuffle)."""
+    return concatenated(
+        [item.signatures for item in prepared.inputs],
+        np.uint32,
+        columns=prepared.inputs[0].signatures.shape[1] if prepared.inputs else 1,
+    )
+
+
+def without_signatures(prepared: PreparedFile) -> PreparedFile:
+    """A prepared file as it is handed back when the workers keep its signatures (an empty
+    table of them per input)."""
+    inputs = tuple(
+        replace(item, signatures=np.empty((0, item.signatures.shape[1]), np.uint32))
+        for item in prepared.inputs
+    )
+    return replace(prepared, inputs=inputs)
+
+
+def passage_count(prepared: PreparedFile) -> int:
+    """How many passages a prepared file holds (in all its inputs)."""
+    return sum(len(item.passages) for item in prepared.inputs)
+
+
 def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
     """Passages per source their records name; empty when all are the file's own source."""
     sources = [source for source, _path, _record, _id in passages.documents]
