@@ -260,13 +260,17 @@ CANDIDATE_CEILING = 0.4
 
 
 def exact_copies(
-    texts: Sequence[str | None], hashes: npt.NDArray[np.int64] | None = None
+    texts: Sequence[str | None],
+    hashes: npt.NDArray[np.int64] | None = None,
+    lengths: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
     """The first passage of every distinct normalized text, and a verified link from each later
     copy to that first one (Jaccard, containment and MinHash estimate 1). ``hashes``: two per
     text (segment.text_hashes, made by the workers), equal for equal texts; texts with both
     equal are copies. A later copy's text may be None (a worker need not hand it back twice:
-    dedup.engine.copies); the first of each text is always there."""
+    dedup.engine.copies); the first of each text is always there. Given each text's
+    ``lengths`` (and its hashes), the texts themselves are not read (a cluster's workers keep
+    them)."""
     if hashes is None:
         hashes = text_hashes(cast(Sequence[str], texts))
     if not len(hashes):  # a dump with no passage at all (every input skipped, say)
@@ -281,8 +285,11 @@ def exact_copies(
     copies = np.flatnonzero(leader != np.arange(len(hashes)))
     originals = leader[copies]
     ones = np.ones(len(copies), dtype=np.float64)
-    leaders = cast(list[str], [texts[index] for index in originals.tolist()])
-    lengths = np.fromiter(map(len, leaders), dtype=np.int64, count=len(leaders))
+    if lengths is None:
+        leaders = cast(list[str], [texts[index] for index in originals.tolist()])
+        lengths = np.fromiter(map(len, leaders), dtype=np.int64, count=len(leaders))
+    else:
+        lengths = lengths[originals]
     links = SimilarityTable(originals, copies, ones, ones, ones, lengths)
     distinct = np.ones(len(hashes), dtype=np.bool_)
     distinct[copies] = False
@@ -325,7 +332,7 @@ class Candidates:
 
 
 def find_candidates(
-    texts: Sequence[str | None],
+    lengths: npt.NDArray[np.int64],
     hashes: npt.NDArray[np.int64],
     signatures: SignatureTable | HeldSignatures,
     spans: SpanTable,
@@ -333,11 +340,12 @@ def find_candidates(
     num_perm: int,
     threads: Threads | None = None,
 ) -> Candidates:
-    """Exact copies (the same normalized text) are linked directly; LSH runs once per distinct
-    text, so a scene copied by a hundred sites costs a hundred links, not ten thousand pairs.
-    Pairs of passages that overlap in one text are left out. ``threads``: where the bands
-    are grouped (dedup.engine)."""
-    distinct, copies = exact_copies(texts, hashes)
+    """Exact copies (the same normalized text: its two ``hashes``) are linked directly; LSH
+    runs once per distinct text, so a scene copied by a hundred sites costs a hundred links,
+    not ten thousand pairs. Pairs of passages that overlap in one text are left out.
+    ``lengths``: each passage's normalized characters; ``threads``: where the bands are
+    grouped (dedup.engine)."""
+    distinct, copies = exact_copies((), hashes, lengths)
     bands, rows = lsh_params(min(threshold, CANDIDATE_CEILING), num_perm)
     pairs = candidate_pairs(signatures, bands, rows, among=distinct, threads=threads)
     return Candidates(copies, without_overlapping(pairs, spans))

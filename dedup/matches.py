@@ -24,7 +24,7 @@ back to the original text, and the documents that are copies of one another grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -36,7 +36,7 @@ from dedup.cluster import components
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
-from dedup.engine.base import Threads
+from dedup.engine.base import HeldTexts, Threads
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import (
@@ -53,6 +53,9 @@ T = TypeVar("T")
 GROUP_COVERAGE = 0.8
 PROBE_ROUNDS = 2  # a third round finds next to nothing more (docs/performance.md)
 _CHUNKS = 64  # pairs are aligned in about this many chunks, across the threads
+# Where the workers keep the texts, chunks per worker thread: each task is given the texts of
+# the files its chunk names, so fewer chunks move fewer texts (docs/performance.md).
+_CHUNKS_PER_WORKER = 4
 _TABLE_COST = 4  # a held character costs about this many scanned ones (its seed table)
 
 
@@ -90,6 +93,29 @@ class NormalizedTexts:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldNormalizedTexts:
+    """:class:`NormalizedTexts` where the workers keep the texts (a cluster's): each passage's
+    first passage of its text (``leader``), length and lead here, the texts there."""
+
+    held: HeldTexts
+    leader: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
+    leads: npt.NDArray[np.int64]
+
+
+def texts_to_align(
+    texts: Sequence[str | None] | HeldTexts,
+    leader: npt.NDArray[np.int64],
+    alignment: PassageAlignment,
+) -> NormalizedTexts | HeldNormalizedTexts:
+    """The texts as the alignment reads them: here, as code points once per distinct text;
+    where the workers keep them, left there."""
+    if isinstance(texts, HeldTexts):
+        return HeldNormalizedTexts(texts, leader, alignment.lengths, alignment.leads)
+    return NormalizedTexts.of(texts, leader, alignment)
+
+
+@dataclass(frozen=True, slots=True)
 class AlignedPairs:
     """Shared spans of the document pairs that share any: rows of (pair number, a_start,
     a_end, b_start, b_end, identical_chars) in normalized characters of each document."""
@@ -103,7 +129,7 @@ def align_through_groups(
     strength: npt.NDArray[np.int64],
     preferred: npt.NDArray[np.int64],
     documents: DocumentRuns,
-    texts: NormalizedTexts,
+    texts: NormalizedTexts | HeldNormalizedTexts,
     config: AlignConfig,
     engine: Threads,
 ) -> AlignedPairs:
@@ -211,7 +237,7 @@ def _joined(one: AlignedPairs, two: AlignedPairs) -> AlignedPairs:
 def align_pairs(
     pairs: npt.NDArray[np.int64],
     documents: DocumentRuns,
-    texts: NormalizedTexts,
+    texts: NormalizedTexts | HeldNormalizedTexts,
     config: AlignConfig,
     engine: Threads,
 ) -> AlignedPairs:
@@ -225,9 +251,15 @@ def align_pairs(
     held = np.where(hold_a, pairs[:, 0], pairs[:, 1]) if len(pairs) else pairs[:, 0]
     order = np.lexsort((np.arange(len(pairs)), held))
     scanned = np.where(hold_a, pairs[:, 1], pairs[:, 0]) if len(pairs) else held
-    chunks = _chunks(order, held, story[scanned], story[held])
+    count = (
+        _CHUNKS_PER_WORKER * texts.held.threads
+        if isinstance(texts, HeldNormalizedTexts)
+        else _CHUNKS
+    )
+    chunks = _chunks(order, held, story[scanned], story[held], count)
 
     def run(chunk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        assert isinstance(texts, NormalizedTexts)
         return _align_chunk(
             texts.codes,
             texts.start,
@@ -243,10 +275,70 @@ def align_pairs(
             config.min_identical,
         )
 
-    parts = list(engine.in_threads(run, chunks))
+    if isinstance(texts, HeldNormalizedTexts):
+        parts = list(_aligned_where_held(chunks, pairs, hold_a, documents, texts, config))
+    else:
+        parts = list(engine.in_threads(run, chunks))
     spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
     # back in the order of the pairs (each pair's spans are in order along a already)
     return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])
+
+
+def _aligned_where_held(
+    chunks: Sequence[npt.NDArray[np.int64]],
+    pairs: npt.NDArray[np.int64],
+    hold_a: npt.NDArray[np.bool_],
+    documents: DocumentRuns,
+    texts: HeldNormalizedTexts,
+    config: AlignConfig,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Each chunk's spans, aligned by a task on the workers given the texts of its documents
+    (each distinct text once): the chunk's documents and passages numbered afresh, the
+    arrays :func:`_align_chunk` reads made here for them alone."""
+    calls: list[tuple[Any, ...]] = []
+    for chunk in chunks:
+        shown = np.unique(pairs[chunk])
+        first, end = documents.first[shown], documents.end[shown]
+        sizes = end - first
+        passages = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+        local_end = np.cumsum(sizes)
+        # Each distinct text once, from the first of the chunk's passages that has it: a
+        # copy's start is its text's, as _same_texts needs.
+        leaders, at = np.unique(texts.leader[passages], return_index=True)
+        fetched = np.sort(at)
+        place = np.empty(len(passages), dtype=np.int64)
+        place[fetched] = (
+            np.cumsum(texts.lengths[passages[fetched]]) - texts.lengths[passages[fetched]]
+        )
+        start = place[at[np.searchsorted(leaders, texts.leader[passages])]]
+        calls.append(
+            (
+                passages[fetched],
+                (
+                    start,
+                    texts.lengths[passages],
+                    texts.leads[passages],
+                    local_end - sizes,
+                    local_end,
+                    np.searchsorted(shown, pairs[chunk]),
+                    hold_a[chunk],
+                    chunk,
+                    config.seed_chars,
+                    config.max_gap,
+                    config.min_identical,
+                ),
+            )
+        )
+    return texts.held.map(
+        aligned_on_worker, [fetched for fetched, _rest in calls], [rest for _f, rest in calls]
+    )
+
+
+def aligned_on_worker(texts: list[str], arrays: tuple[Any, ...]) -> npt.NDArray[np.int64]:
+    """A chunk's spans (:func:`_align_chunk`), on the worker that has its ``texts`` (each
+    distinct text of the chunk's passages once, in the order ``arrays``' starts count)."""
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32)
+    return _align_chunk(codes, *arrays)
 
 
 def _chunks(
@@ -254,15 +346,16 @@ def _chunks(
     held: npt.NDArray[np.int64],
     scanned_chars: npt.NDArray[np.int64],
     held_chars: npt.NDArray[np.int64],
+    count: int,
 ) -> list[npt.NDArray[np.int64]]:
-    """The pairs in ``order`` (grouped by the document held) cut into about _CHUNKS runs of
+    """The pairs in ``order`` (grouped by the document held) cut into about ``count`` runs of
     like cost: a held document's seed table is built once per chunk, so its pairs are cut
     apart only where each piece scans more than twice what building the table costs (an
     even cut had a book's table built in most chunks, which took longer than aligning)."""
     in_order = held[order]
     first_of_run = np.append(True, in_order[1:] != in_order[:-1])[: len(order)]
     table_cost = _TABLE_COST * held_chars[order]
-    target = (scanned_chars[order].sum() + table_cost[first_of_run].sum()) / _CHUNKS
+    target = (scanned_chars[order].sum() + table_cost[first_of_run].sum()) / count
     held_of, scans, tables = in_order.tolist(), scanned_chars[order].tolist(), table_cost.tolist()
     chunks, begin, cost, since_table = [], 0, 0.0, 0
     for index, (document, scan, table) in enumerate(zip(held_of, scans, tables, strict=True)):

@@ -2,8 +2,10 @@
 
 discover -> read -> segment -> normalize -> fingerprint -> candidates -> verify -> align ->
 cluster -> report. Read to fingerprint run per file, as one task, on the engine's workers
-(dedup.engine.tasks); the later stages run once over all passages, here. Every stage is timed;
-results never depend on the number of workers or the order of the input paths.
+(dedup.engine.tasks); the later stages run once over all passages, here (on a Dask cluster,
+candidates, verify and align hand their chunks to the workers that keep the signatures and
+texts: dedup.engine.shuffle). Every stage is timed; results never depend on the number of
+workers or the order of the input paths.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from dedup.engine.gather import prepare_all
 from dedup.engine.member_texts import CHANGED_WHILE_SCANNING, members_of, read_documents
 from dedup.engine.memory import collector_paused, release_freed_memory
 from dedup.matches import (
-    NormalizedTexts,
     align_through_groups,
     document_groups,
     keep_order,
     matches_of,
     original_spans,
+    texts_to_align,
 )
 from dedup.models import Cluster, InputFile, Report, Skipped, Summary
 from dedup.normalize.repeated_lines import RepeatedLines
@@ -83,7 +85,7 @@ def scan_files(
         passages = prepared.passages()
         with timer("candidates"):
             candidates = find_candidates(
-                passages.texts,
+                passages.alignment.lengths,
                 passages.hashes,
                 passages.signatures,
                 passages.spans,
@@ -119,7 +121,7 @@ def scan_files(
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
             passages.let_go_of_seeds()
-            texts = NormalizedTexts.of(passages.texts, leader, passages.alignment)
+            texts = texts_to_align(passages.texts, leader, passages.alignment)
             passages.let_go_of_texts()
             aligned = align_through_groups(
                 document_pairs,

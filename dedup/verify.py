@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, cast
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated, sorted_unique
 from dedup.cluster import components
 from dedup.columns import Similarity, SimilarityTable
-from dedup.engine.base import Threads
+from dedup.engine.base import HeldTexts, Threads
 from dedup.fingerprint import (
     HeldSignatures,
     Keys,
@@ -208,39 +209,104 @@ def verify_estimated(
     involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
     lengths = np.fromiter((len(texts[i]) for i in involved.tolist()), np.int64, len(involved))
-    jaccard, contained = np.empty(len(pairs)), np.empty(len(pairs))
-    identical = np.empty(len(pairs), dtype=np.int64)
-    for block_texts, block_pairs in _text_blocks(local, lengths):
+    scores = _Scores(len(pairs))
+    for block_texts, block_pairs in _text_blocks(local, lengths, _CHARACTERS_AT_ONCE):
         place = np.empty(len(involved), dtype=np.int64)
         place[block_texts] = np.arange(len(block_texts))
         batch = [texts[index] for index in involved[block_texts].tolist()]
-        scores = _scored_block(place[local[block_pairs]], batch, ngram, run)
-        for into, part in zip((jaccard, contained, identical), scores, strict=True):
-            into[block_pairs] = part
-    passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
-    return SimilarityTable(
-        pairs[passed, 0].astype(np.int64),
-        pairs[passed, 1].astype(np.int64),
-        jaccard[passed].astype(np.float64),
-        contained[passed].astype(np.float64),
-        estimates[passed].astype(np.float64),
-        identical[passed].astype(np.int64),
+        scores.put(block_pairs, _scored_block(place[local[block_pairs]], batch, ngram, run))
+    return scores.passing(pairs, estimates, threshold, containment)
+
+
+def verify_where_held(
+    pairs: npt.NDArray[np.int64],
+    texts: HeldTexts,
+    estimates: npt.NDArray[np.float64],
+    ngram: int,
+    threshold: float,
+    containment: float,
+) -> SimilarityTable:
+    """:func:`verify_estimated` where the workers keep the texts: a task per block of whole
+    candidate groups (smaller blocks than here, so that every worker has some), each given
+    the texts of its block; only the scores come back."""
+    if not len(pairs):
+        return SimilarityTable.of([])
+    involved = sorted_unique(pairs)
+    local = np.searchsorted(involved, pairs)
+    blocks = list(_text_blocks(local, texts.lengths[involved], _CHARACTERS_A_TASK))
+    place = np.empty(len(involved), dtype=np.int64)
+    block_locals = []
+    for block_texts, block_pairs in blocks:
+        place[block_texts] = np.arange(len(block_texts))
+        block_locals.append(place[local[block_pairs]])
+    scored = texts.map(
+        scored_pairs,
+        [involved[block_texts] for block_texts, _pairs in blocks],
+        block_locals,
+        repeat(ngram),
     )
+    scores = _Scores(len(pairs))
+    for (_texts, block_pairs), block_scores in zip(blocks, scored, strict=True):
+        scores.put(block_pairs, block_scores)
+    return scores.passing(pairs, estimates, threshold, containment)
+
+
+def scored_pairs(
+    texts: list[str], pairs: npt.NDArray[np.int64], ngram: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Jaccard, containment and identical characters of ``pairs`` (numbers into ``texts``), in
+    their order, in one thread (a worker's task)."""
+    return _scored_block(pairs, texts, ngram, map)
+
+
+class _Scores:
+    """Each candidate pair's scores, filled a block of pairs at a time."""
+
+    def __init__(self, count: int) -> None:
+        self.jaccard, self.contained = np.empty(count), np.empty(count)
+        self.identical = np.empty(count, dtype=np.int64)
+
+    def put(
+        self,
+        rows: npt.NDArray[np.int64],
+        scores: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]],
+    ) -> None:
+        for into, part in zip((self.jaccard, self.contained, self.identical), scores, strict=True):
+            into[rows] = part
+
+    def passing(
+        self,
+        pairs: npt.NDArray[np.int64],
+        estimates: npt.NDArray[np.float64],
+        threshold: float,
+        containment: float,
+    ) -> SimilarityTable:
+        """The pairs whose Jaccard passes ``threshold`` or whose containment ``containment``."""
+        jaccard, contained, identical = self.jaccard, self.contained, self.identical
+        passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
+        return SimilarityTable(
+            pairs[passed, 0].astype(np.int64),
+            pairs[passed, 1].astype(np.int64),
+            jaccard[passed].astype(np.float64),
+            contained[passed].astype(np.float64),
+            estimates[passed].astype(np.float64),
+            identical[passed].astype(np.int64),
+        )
 
 
 def _text_blocks(
-    local: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+    local: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], characters: int
 ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
     """The texts (numbers into ``lengths``) and pairs (rows of ``local``) of each block: whole
     connected groups of the pairs, in the order of their first texts, a block closed once
-    it holds ``_CHARACTERS_AT_ONCE`` characters (a group larger than that is a block alone)."""
+    it holds ``characters`` characters (a group larger than that is a block alone)."""
     group = components(local[:, 0], local[:, 1], len(lengths))
     by_group = np.argsort(group, kind="stable")
     ends = np.flatnonzero(np.diff(group[by_group], append=-1))  # each group's last text
     filled = np.cumsum(lengths[by_group])
     cuts: list[int] = []
     for end in ends.tolist():
-        if filled[end] - (filled[cuts[-1]] if cuts else 0) >= _CHARACTERS_AT_ONCE:
+        if filled[end] - (filled[cuts[-1]] if cuts else 0) >= characters:
             cuts.append(end)
     if not cuts or cuts[-1] != len(by_group) - 1:
         cuts.append(len(by_group) - 1)
@@ -308,6 +374,9 @@ _PAIRS_AT_ONCE = 50_000
 # The characters of the texts whose shingle sets are held at once (8 bytes a shingle): large
 # enough that a block keeps both threads busy, small beside a large dump's texts.
 _CHARACTERS_AT_ONCE = 40_000_000
+# The characters of a block one worker's task verifies (on a cluster, dedup.engine.shuffle):
+# a quarter of the above, so that a 250 MB dump's blocks keep two workers busy.
+_CHARACTERS_A_TASK = 10_000_000
 
 
 def _shingle_sets(chunk: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
@@ -447,7 +516,7 @@ def _estimates(pairs: npt.NDArray[np.int64], table: SignatureTable) -> npt.NDArr
 def verify_candidates(
     copies: SimilarityTable,
     pairs: npt.NDArray[np.int64],
-    texts: Sequence[str | None],
+    texts: Sequence[str | None] | HeldTexts,
     estimates: npt.NDArray[np.float64],
     ngram: int,
     threshold: float,
@@ -456,7 +525,11 @@ def verify_candidates(
 ) -> SimilarityTable:
     """The verified pairs: the exact copies' links (verified already), and the candidate
     ``pairs`` whose exact similarity passes ``threshold`` or ``containment`` (on ``threads``,
-    a chunk at a time); ``estimates``: their MinHash estimates (:func:`minhash_estimates`)."""
+    a chunk at a time); ``estimates``: their MinHash estimates (:func:`minhash_estimates`).
+    Where the workers keep the texts, on the workers (:func:`verify_where_held`)."""
+    if isinstance(texts, HeldTexts):
+        held = verify_where_held(pairs, texts, estimates, ngram, threshold, containment)
+        return SimilarityTable.concatenate([copies, held])
     similar = verify_estimated(
         pairs,
         candidate_texts(texts, pairs),

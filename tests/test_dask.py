@@ -125,19 +125,22 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
-def test_the_workers_keep_the_signatures_and_find_the_candidates(
+def test_the_workers_keep_signatures_and_texts_and_the_stages_run_there(
     cluster: Cluster, mirror_dump: Path
 ) -> None:
-    """This process gets no signature: the candidate pairs and their MinHash estimates are
-    made on the workers (band keys shuffled by partition), and are the local engine's."""
+    """This process gets no signature and no normalized text: the candidate pairs (band keys
+    shuffled by partition), their MinHash estimates, their verification and the documents'
+    alignment are made on the workers, and are the local engine's."""
     from dedup.candidates import find_candidates
     from dedup.config import ScanConfig
+    from dedup.documents import candidate_documents, document_runs
     from dedup.engine.base import engine_for
     from dedup.engine.gather import prepare_all
-    from dedup.engine.shuffle import SignaturesOnWorkers
+    from dedup.engine.shuffle import SignaturesOnWorkers, TextsOnWorkers
+    from dedup.matches import align_pairs, texts_to_align
     from dedup.read import discover_inputs
     from dedup.timing import StageTimer
-    from dedup.verify import minhash_estimates
+    from dedup.verify import minhash_estimates, verify_candidates
 
     files, _skipped = discover_inputs([str(mirror_dump)], False)
     found = {}
@@ -147,12 +150,14 @@ def test_the_workers_keep_the_signatures_and_find_the_candidates(
     ]:
         with engine_for(config, len(files)) as engine:
             prepared = prepare_all(files, config, StageTimer(), engine)
+            if name == "dask":  # none came here
+                assert len(prepared.signatures) == 0 and not prepared.normalized
             passages = prepared.passages()
-            if name == "dask":  # none came here: the table of those handed back is empty
-                assert len(prepared.signatures) == 0
+            if name == "dask":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)
+                assert isinstance(passages.texts, TextsOnWorkers)
             candidates = find_candidates(
-                passages.texts,
+                passages.alignment.lengths,
                 passages.hashes,
                 passages.signatures,
                 passages.spans,
@@ -161,11 +166,29 @@ def test_the_workers_keep_the_signatures_and_find_the_candidates(
                 engine,
             )
             estimates = minhash_estimates(candidates.pairs, passages.signatures, engine)
-            found[name] = (candidates.pairs, estimates, len(passages.signatures))
-    assert found["dask"][2] == found["local"][2] > 500  # every passage's signature, kept
-    assert len(found["local"][0]) > 300  # the sites' near copies
-    assert np.array_equal(found["dask"][0], found["local"][0])
-    assert np.array_equal(found["dask"][1], found["local"][1])
+            verified = verify_candidates(
+                candidates.copies,
+                candidates.pairs,
+                passages.texts,
+                estimates,
+                config.ngram,
+                config.threshold,
+                config.containment,
+                engine,
+            )
+            leader = candidates.leaders(len(passages.spans))
+            documents = document_runs(passages.spans, passages.file_of, passages.alignment)
+            document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
+            texts = texts_to_align(passages.texts, leader, passages.alignment)
+            aligned = align_pairs(document_pairs, documents, texts, config.align, engine)
+            found[name] = (candidates.pairs, estimates, verified, aligned.spans)
+    local, dask = found["local"], found["dask"]
+    assert len(local[0]) > 300 and len(local[2]) > 300  # the sites' near copies
+    assert len(local[3]) > 100  # and the pages' shared spans
+    assert np.array_equal(dask[0], local[0])
+    assert np.array_equal(dask[1], local[1])
+    assert list(dask[2]) == list(local[2])
+    assert np.array_equal(dask[3], local[3])
 
 
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:

@@ -309,7 +309,7 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
 
 
 def test_verification_blocks_hold_whole_groups_of_candidates(
-    seed_with_ads: str, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+    seed_with_ads: str, seed_simplified: str
 ) -> None:
     """Each block of texts verified together holds whole connected groups of the candidate
     pairs, so every pair's two texts are in its block; every text and pair is in one block."""
@@ -320,8 +320,7 @@ def test_verification_blocks_hold_whole_groups_of_candidates(
     involved = np.unique(pairs)
     local = np.searchsorted(involved, pairs)
     lengths = np.array([len(texts[i]) for i in involved.tolist()], dtype=np.int64)
-    monkeypatch.setattr(verify, "_CHARACTERS_AT_ONCE", 2_000)
-    blocks = list(verify._text_blocks(local, lengths))
+    blocks = list(verify._text_blocks(local, lengths, 2_000))
     assert len(blocks) > 3
     for block_texts, block_pairs in blocks:
         assert set(local[block_pairs].ravel().tolist()) <= set(block_texts.tolist())

@@ -351,7 +351,7 @@ def test_pairs_are_chunked_whole_by_held_document_unless_each_piece_pays_for_its
     scanned_chars = rng.integers(1_000, 8_000, len(held))
     held_chars = np.full(len(held), 200_000)
     held_chars[held == 30] = 5_000_000  # a book whose table costs more than its pairs scan
-    chunks = _chunks(order, held, scanned_chars, held_chars)
+    chunks = _chunks(order, held, scanned_chars, held_chars, _CHUNKS)
     assert np.array_equal(np.concatenate(chunks), order)
     assert 10 <= len(chunks) <= 2 * _CHUNKS  # enough to keep the threads busy to the end
     for chunk, after in itertools.pairwise(chunks):

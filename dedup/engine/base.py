@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from dedup.config import ScanConfig
 
 if TYPE_CHECKING:
-    from dedup.engine.shuffle import SignaturesOnWorkers
+    from dedup.engine.shuffle import KeptOnWorkers
 
 T = TypeVar("T")
 
@@ -25,6 +28,34 @@ class Threads(Protocol):
     engine's threads (the chunks of document pairs aligned, of candidate pairs verified)."""
 
     def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]: ...
+
+
+@runtime_checkable
+class HeldTexts(Protocol):
+    """The normalized texts of a scan's passages where the workers that made them keep them
+    (a cluster's: dedup.engine.shuffle), not in this process: a stage hands its work on them
+    there, a task per chunk, and gets back what the work makes."""
+
+    lengths: npt.NDArray[np.int64]  # each passage's, in characters
+    threads: int  # how many tasks run at once where they are
+
+    def __len__(self) -> int: ...
+
+    def map(
+        self,
+        function: Callable[..., T],
+        passages: Sequence[npt.NDArray[np.int64]],
+        *arguments: Iterable[Any],
+    ) -> Iterator[T]:
+        """``function(texts, *arguments)`` for each call, ``texts`` the normalized texts of
+        its ``passages`` (numbers in the scan), in that order, on the workers; results in
+        order. ``function`` and the arguments go to the workers: plain functions of
+        picklable values."""
+        ...
+
+    def let_go(self) -> None:
+        """The workers let the texts go."""
+        ...
 
 
 class Engine(Protocol):
@@ -69,9 +100,10 @@ class Engine(Protocol):
         (a first run's, on the local engine); at once elsewhere."""
         ...
 
-    def signatures_kept(self, shown: bool) -> SignaturesOnWorkers | None:
-        """Where the workers keep the signatures they make, the stages that use them running
-        there (a cluster's: dedup.engine.shuffle); None where they are handed back here."""
+    def kept_on_workers(self, shown: bool) -> KeptOnWorkers | None:
+        """Where the workers keep the signatures and texts they make, the stages that use
+        them running there (a cluster's: dedup.engine.shuffle); None where they are handed
+        back here."""
         ...
 
 

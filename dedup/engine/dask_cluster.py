@@ -1,9 +1,10 @@
 """The Dask engine: a scan's per-file tasks (read, segment, normalize, fingerprint; the learn
 pass; reading texts back) run on the workers of a Dask cluster, reached through its scheduler's
 address or a ``distributed.Client``, or on a cluster of processes started on this machine for
-the scan (``engine="dask-local"``). The workers keep the signatures they make, and the
-candidates stage runs there (dedup.engine.shuffle); the stages after it run in this process,
-as with the local engine, so a report is byte-identical whichever engine made it.
+the scan (``engine="dask-local"``). The workers keep the signatures and normalized texts they
+make, and the candidates stage, verification and the alignment run there (dedup.engine.shuffle);
+the rest runs in this process, as with the local engine, and each stage computes what it
+computes locally, so a report is byte-identical whichever engine made it.
 
 Workers read the inputs from the paths this machine found them at: the files must be on a
 filesystem every worker mounts at the same path. A worker that cannot see a file stops the
@@ -41,7 +42,7 @@ from dedup.version import __version__
 if TYPE_CHECKING:
     from distributed import Client, Future, LocalCluster
 
-    from dedup.engine.shuffle import SignaturesOnWorkers
+    from dedup.engine.shuffle import KeptOnWorkers
 
 T = TypeVar("T")
 
@@ -162,14 +163,14 @@ class DaskEngine:
     def map_keeping(
         self,
         function: Callable[..., T],
-        kept: Callable[[T], Any],
+        kept: Sequence[Callable[[T], Any]],
         handed_back: Callable[[T], T],
         *arguments: Iterable[Any],
-    ) -> Iterator[tuple[T, Future[Any]]]:
+    ) -> Iterator[tuple[T, tuple[Future[Any], ...]]]:
         """``function`` over the arguments as tasks on the workers, of each result
-        ``handed_back(result)`` brought here and ``kept(result)`` left on the worker: in
-        order, the one and a future of the other (Dask runs the task again if the worker
-        dies while the future is held)."""
+        ``handed_back(result)`` brought here and each of ``kept`` of it left on the worker:
+        in order, the one and futures of the others (Dask runs the task again if the worker
+        dies while they are held)."""
         calls, tasks = self._submit(function, arguments)
         assert self.client is not None
         submit = self.client.submit
@@ -177,26 +178,32 @@ class DaskEngine:
             submit(handed_back, task, pure=False, priority=-number)
             for number, task in enumerate(tasks)
         ]
+        # Each task's kept parts one after another (let go of here once handed over).
         keeps: list[Future[Any] | None] = [
-            submit(kept, task, pure=False, priority=-number) for number, task in enumerate(tasks)
+            submit(part, task, pure=False, priority=-number)
+            for number, task in enumerate(tasks)
+            for part in kept
         ]
         self._tasks += [backs, keeps]
         for number, task in enumerate(tasks):
             result = self._taken(function, calls, backs, number)
-            keep, keeps[number] = keeps[number], None
-            assert task is not None and keep is not None
+            own = slice(number * len(kept), (number + 1) * len(kept))
+            keep = tuple(future for future in keeps[own] if future is not None)
+            keeps[own] = [None] * len(kept)
+            assert task is not None
             if task.status == "error":  # run here instead (_taken): whole, kept nothing
-                keep = self.client.scatter(kept(result), hash=False)
+                keep = tuple(self.client.scatter(part(result), hash=False) for part in kept)
                 result = handed_back(result)
             tasks[number] = None
             yield result, keep
 
-    def signatures_kept(self, shown: bool) -> SignaturesOnWorkers:
-        """The workers keep the signatures they make; the candidate pairs and their estimates
-        are made there (dedup.engine.shuffle), so this process never holds them."""
-        from dedup.engine.shuffle import SignaturesOnWorkers
+    def kept_on_workers(self, shown: bool) -> KeptOnWorkers:
+        """The workers keep the signatures and texts they make; the candidates stage,
+        verification and the alignment run there (dedup.engine.shuffle), so this process
+        never holds them."""
+        from dedup.engine.shuffle import KeptOnWorkers
 
-        return SignaturesOnWorkers(self, shown)
+        return KeptOnWorkers(self, shown)
 
     def client_for_tasks(self) -> Client:
         """The client, for a stage that hands the workers tasks of its own (dedup.engine.shuffle):

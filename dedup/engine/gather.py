@@ -15,7 +15,7 @@ from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
-from dedup.engine.base import Engine
+from dedup.engine.base import Engine, HeldTexts
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
@@ -36,7 +36,7 @@ from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
 from dedup.timing import StageTimer
 
 if TYPE_CHECKING:
-    from dedup.engine.shuffle import Run, SignaturesOnWorkers
+    from dedup.engine.shuffle import KeptOnWorkers, Run
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Prepared:
 
     signatures: SignatureTable
     # Where the workers keep the signatures instead (a cluster's), or None.
-    kept: SignaturesOnWorkers | None = None
+    kept: KeptOnWorkers | None = None
     span_parts: list[SpanTable] = field(default_factory=list)
     files: list[FoundFile] = field(default_factory=list)
     spans_per_file: list[int] = field(default_factory=list)
@@ -69,7 +69,8 @@ class Prepared:
             self.span_parts.append(item.passages)
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
-            self.normalized += item.normalized
+            if self.kept is None:  # else kept by the workers: None each
+                self.normalized += item.normalized
             self.hashes.append(item.hashes)
             self.byte_span_parts.append(item.byte_spans)
             self.signatures.append(item.signatures)
@@ -81,14 +82,16 @@ class Prepared:
 
     def passages(self) -> Passages:
         """Every passage of the dump, merged (the parts they were made of let go)."""
+        alignment = PassageAlignment.concatenate(self.alignment_parts)
+        kept = self.kept
         passages = Passages(
             spans=SpanTable.concatenate(self.span_parts),
             file_of=np.repeat(np.arange(len(self.files)), self.spans_per_file),
             byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
-            texts=self.normalized,
+            texts=self.normalized if kept is None else kept.texts(alignment.lengths),
             hashes=concatenated(self.hashes, np.int64, columns=2),
-            signatures=self.kept if self.kept is not None else self.signatures,
-            alignment=PassageAlignment.concatenate(self.alignment_parts),
+            signatures=self.signatures if kept is None else kept.signatures(),
+            alignment=alignment,
         )
         self.alignment_parts = []
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
@@ -106,8 +109,9 @@ class Passages:
     file_of: npt.NDArray[np.int64]  # the index in Prepared.files of its file
     byte_spans: npt.NDArray[np.int32]  # where it is in that file's bytes (PreparedInput)
     # Normalized texts (None for a later copy of a text: see dedup.engine.copies), their two
-    # hashes, and their MinHash signatures (zeros for those copies).
-    texts: list[str | None]
+    # hashes, and their MinHash signatures (zeros for those copies); on a cluster, texts and
+    # signatures are kept by the workers (dedup.engine.shuffle).
+    texts: list[str | None] | HeldTexts
     hashes: npt.NDArray[np.int64]
     signatures: SignatureTable | HeldSignatures
     alignment: PassageAlignment  # of the whole dump: its indexes are of all passages
@@ -126,8 +130,10 @@ class Passages:
         member texts are read back. They were unpickled on the pool's result
         thread, whose malloc arena keeps their memory once freed, while member texts are made
         on this thread, from another arena: so the freed memory is handed back too (without
-        it a 1 GB scan held both; docs/performance.md)."""
-        self.texts = []
+        it a 1 GB scan held both; docs/performance.md). Texts the workers keep are let go
+        of with the alignment's (the alignment runs where they are)."""
+        if not isinstance(self.texts, HeldTexts):  # else the alignment needs them still
+            self.texts = []
         self.hashes = self.hashes[:0]
         release_freed_memory()
 
@@ -142,6 +148,9 @@ class Passages:
         the documents' texts are read back and the report made (on a 1 GB dump, about 0.7
         GB)."""
         self.alignment = PassageAlignment.empty()
+        if isinstance(self.texts, HeldTexts):
+            self.texts.let_go()
+            self.texts = []
         release_freed_memory()
 
 
@@ -195,7 +204,7 @@ def prepare_all(
     # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
     scan = new_scan()
     # On a cluster, the workers keep the signatures (not for an index, which stores them).
-    kept = engine.signatures_kept(shown) if each is None else None
+    kept = engine.kept_on_workers(shown) if each is None else None
     arguments = (
         [files[number] for number, _part in tasks],
         repeat(config),
@@ -278,8 +287,8 @@ def _by_file(
     slices: Sequence[tuple[FileSlice, ...]],
     config: ScanConfig,
 ) -> Iterator[tuple[PreparedFile, list[Run]]]:
-    """The tasks' results, in order, as one a file: a file's slices joined; with the runs of
-    signatures the workers kept of it (none of a file whose slices are not joined: see
+    """The tasks' results, in order, as one a file: a file's slices joined; with what the
+    workers kept of it, in runs (none of a file whose slices are not joined: see
     joined_slices)."""
     for parts in slices:
         taken = [next(results) for _part in parts or (None,)]
@@ -288,7 +297,7 @@ def _by_file(
             yield taken[0][0], runs
             continue
         joined = joined_slices([result for result, _run in taken], config)
-        yield joined, runs if passage_count(joined) == sum(n for _f, n in runs) else []
+        yield joined, runs if passage_count(joined) == sum(count for count, _s, _t in runs) else []
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

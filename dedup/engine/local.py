@@ -117,8 +117,9 @@ class LocalEngine:
             return map(function, *arguments)
         return self.pool.map(function, *arguments, chunksize=1)
 
-    def signatures_kept(self, shown: bool) -> None:
-        """None: the workers hand the signatures back (this process uses them on its threads)."""
+    def kept_on_workers(self, shown: bool) -> None:
+        """None: the workers hand signatures and texts back (this process uses them on its
+        threads)."""
         return None
 
     def compiled_ahead(self) -> None:

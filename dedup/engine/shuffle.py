@@ -1,34 +1,45 @@
-"""Signatures kept where a Dask cluster's workers made them, and the candidates stage's band
-keys shuffled among the workers by partition, so that this process never holds a signature.
+"""What a Dask cluster's workers keep of the files they prepare (each passage's signature and
+normalized text), and the stages that run there on it, so that this process holds neither.
 
-Each file's task leaves its passages' signatures on its worker (``DaskEngine.map_keeping``);
-this process gets the rest of the file and numbers its passages. For the candidate pairs, a
-task per batch of consecutive files turns their signatures into band keys of the passages
-that take part (the first of each distinct text), split into partitions by
-``hash(band, key) % P`` (``candidates.band_entries``); a task per partition gathers that
-partition from every batch, in the scan's order, and makes its buckets' pairs
-(``candidates.partition_pair_codes``); only the pairs come back, merged here. Every bucket
-lies in one partition, so the pairs are those the local engine finds, whatever P, the batches
-and the number of workers. The MinHash estimates of the pairs are made by tasks of
+Each file's task leaves its passages' signatures and texts on its worker
+(``DaskEngine.map_keeping``); this process gets the rest of the file and numbers its
+passages. For the candidate pairs, a task per batch of consecutive files turns their
+signatures into band keys of the passages that take part (the first of each distinct text),
+split into partitions by ``hash(band, key) % P`` (``candidates.band_entries``); a task per
+partition gathers that partition from every batch, in the scan's order, and makes its
+buckets' pairs (``candidates.partition_pair_codes``); only the pairs come back, merged here.
+Every bucket lies in one partition, so the pairs are those the local engine finds, whatever P,
+the batches and the number of workers. The MinHash estimates of the pairs are made by tasks of
 consecutive pairs, each given the signatures of the files its pairs name (Dask moves them to
-its worker); only the estimates come back.
+its worker). Verification and the alignment hand their chunks (a block of candidate groups,
+a chunk of document pairs) to :meth:`TextsOnWorkers.map`: a task per chunk, given the texts
+of the files its passages are in; only scores and spans come back.
 
-What it holds, where: a worker, its files' signatures (``num_perm`` × 4 bytes a passage) and,
-during the shuffle, a batch's signatures and band keys (``bands`` × 18 bytes a passage taking
-part) and a partition's; this process, a future and two numbers a file, then the pairs."""
+What it holds, where: a worker, its files' signatures (``num_perm`` × 4 bytes a passage) and
+texts (about 2 bytes a character) until the stages that use them are done; during the
+shuffle, a batch's signatures and band keys (``bands`` × 18 bytes a passage taking part) and a
+partition's; in a verify or align task, the texts of the files its chunk names. This process:
+futures and a few numbers a file, then the pairs, scores and spans."""
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.candidates import band_entries, merged_codes, partition_pair_codes
-from dedup.engine.tasks import PreparedFile, passage_count, signatures_of, without_signatures
+from dedup.engine.tasks import (
+    PreparedFile,
+    TextRun,
+    passage_count,
+    signatures_of,
+    texts_of,
+    without_kept,
+)
 from dedup.progress import progress
 from dedup.verify import estimates_in_runs
 
@@ -37,9 +48,11 @@ if TYPE_CHECKING:
 
     from dedup.engine.dask_cluster import DaskEngine
 
-# A run of consecutive passages' signatures a worker keeps (a file's, or a slice's): their
-# future, and how many.
-Run = tuple["Future[Any]", int]
+# What the workers keep of a file (or a slice of one): how many passages, and the futures
+# of their signatures and of their texts.
+Run = tuple[int, "Future[Any]", "Future[Any]"]
+
+T = TypeVar("T")
 
 # Partitions of the band keys per worker thread: a few, so that a slow one does not hold the
 # others up, and few enough that each task has something to do.
@@ -52,46 +65,76 @@ _PAIRS_A_TASK = 500_000
 
 @dataclass(frozen=True, slots=True)
 class _Held:
-    """Consecutive passages of the scan whose signatures a worker keeps: from ``first``,
-    ``count`` of them."""
+    """Consecutive passages of the scan whose signatures and texts a worker keeps: from
+    ``first``, ``count`` of them (the futures: KeptOnWorkers' lists, at the run's number)."""
 
     first: int
     count: int
-    signatures: Future[Any]
 
 
-class SignaturesOnWorkers:
-    """The scan's signatures, kept by the workers that made them (see the module's
-    docstring); a ``fingerprint.HeldSignatures``."""
+class KeptOnWorkers:
+    """What the workers keep of the files they prepare (see the module's docstring): read by
+    the stages as :meth:`signatures` and :meth:`texts`."""
 
     def __init__(self, engine: DaskEngine, shown: bool) -> None:
-        self._engine = engine
-        self._shown = shown
-        self._runs: list[_Held] = []
-        # The signatures' futures, in a list the engine cancels on an error.
-        self._futures: list[Future[Any] | None] = engine.holding([])
+        self.engine = engine
+        self.shown = shown
+        self.runs: list[_Held] = []
+        # The futures, in lists the engine cancels on an error (each let go when done with).
+        self.signature_futures: list[Future[Any] | None] = engine.holding([])
+        self.text_futures: list[Future[Any] | None] = engine.holding([])
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
     ) -> Iterator[tuple[PreparedFile, Run]]:
         """``function`` (the main pass's task) over the arguments on the workers: each
-        prepared file without its signatures, in order, with a future of them and their
-        number; :meth:`add` takes those of the files kept."""
-        for result, kept in self._engine.map_keeping(
-            function, signatures_of, without_signatures, *arguments
+        prepared file without its signatures and texts, in order, with what the worker kept
+        of it; :meth:`add` takes those of the files the scan keeps."""
+        for result, (signatures, texts) in self.engine.map_keeping(
+            function, (signatures_of, texts_of), without_kept, *arguments
         ):
-            yield result, (kept, passage_count(result))
+            yield result, (passage_count(result), signatures, texts)
 
     def add(self, runs: Sequence[Run]) -> None:
-        """The signatures of the next passages of the scan, in runs (a file's, or its
-        slices')."""
-        for signatures, count in runs:
+        """The next passages of the scan, in runs (a file's, or its slices')."""
+        for count, signatures, texts in runs:
             if count:
-                self._runs.append(_Held(len(self), count, signatures))
-                self._futures.append(signatures)
+                self.runs.append(_Held(self.count, count))
+                self.signature_futures.append(signatures)
+                self.text_futures.append(texts)
+
+    @property
+    def count(self) -> int:
+        return self.runs[-1].first + self.runs[-1].count if self.runs else 0
+
+    def firsts(self) -> npt.NDArray[np.int64]:
+        return np.array([run.first for run in self.runs], dtype=np.int64)
+
+    def runs_of(self, passages: npt.NDArray[np.int64]) -> list[int]:
+        """The runs that hold ``passages``, in order."""
+        found = np.searchsorted(self.firsts(), passages, side="right") - 1
+        return np.unique(found).tolist()  # type: ignore[no-any-return]
+
+    def signatures(self) -> SignaturesOnWorkers:
+        return SignaturesOnWorkers(self)
+
+    def texts(self, lengths: npt.NDArray[np.int64]) -> TextsOnWorkers:
+        """The texts, given each passage's length."""
+        return TextsOnWorkers(self, lengths)
+
+
+class SignaturesOnWorkers:
+    """The scan's signatures, kept by the workers that made them; a
+    ``fingerprint.HeldSignatures``."""
+
+    def __init__(self, kept: KeptOnWorkers) -> None:
+        self._kept = kept
+        self._engine = kept.engine
+        self._shown = kept.shown
+        self._runs = kept.runs
 
     def __len__(self) -> int:
-        return self._runs[-1].first + self._runs[-1].count if self._runs else 0
+        return self._kept.count
 
     def pair_codes(
         self, bands: int, rows: int, among: npt.NDArray[np.int64]
@@ -112,7 +155,7 @@ class SignaturesOnWorkers:
         entries = [
             client.submit(
                 band_entries,
-                [run.signatures for run in self._runs[start : start + size]],
+                self._kept.signature_futures[start : start + size],
                 taking_part[start : start + size],
                 [run.first for run in self._runs[start : start + size]],
                 bands,
@@ -140,17 +183,16 @@ class SignaturesOnWorkers:
 
     def estimates(self, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         client = self._engine.client_for_tasks()
-        firsts = np.array([run.first for run in self._runs], dtype=np.int64)
         tasks: list[Future[Any] | None] = []
         for start in range(0, len(pairs), _PAIRS_A_TASK):
             chunk = pairs[start : start + _PAIRS_A_TASK]
-            named = np.unique(np.searchsorted(firsts, chunk.ravel(), side="right") - 1).tolist()
+            named = self._kept.runs_of(chunk.ravel())
             tasks.append(
                 client.submit(
                     estimates_in_runs,
                     chunk,
                     [self._runs[run].first for run in named],
-                    [self._runs[run].signatures for run in named],
+                    [self._kept.signature_futures[run] for run in named],
                     pure=False,
                 )
             )
@@ -159,5 +201,60 @@ class SignaturesOnWorkers:
         return np.concatenate(estimated) if estimated else np.empty(0, dtype=np.float64)
 
     def let_go(self) -> None:
-        self._runs = []
-        self._futures.clear()
+        self._kept.signature_futures.clear()
+
+
+class TextsOnWorkers:
+    """The scan's normalized texts, kept by the workers that made them; an
+    ``engine.base.HeldTexts``."""
+
+    def __init__(self, kept: KeptOnWorkers, lengths: npt.NDArray[np.int64]) -> None:
+        self._kept = kept
+        self.lengths = lengths
+        self.threads = kept.engine.workers
+
+    def __len__(self) -> int:
+        return self._kept.count
+
+    def map(
+        self,
+        function: Callable[..., T],
+        passages: Sequence[npt.NDArray[np.int64]],
+        *arguments: Iterable[Any],
+    ) -> Iterator[T]:
+        kept, engine = self._kept, self._kept.engine
+        client = engine.client_for_tasks()
+        tasks: list[Future[Any] | None] = []
+        for wanted, *rest in zip(passages, *arguments, strict=False):  # repeat() allowed
+            runs = kept.runs_of(wanted)
+            tasks.append(
+                client.submit(
+                    _with_texts,
+                    function,
+                    [kept.text_futures[run] for run in runs],
+                    [kept.runs[run].first for run in runs],
+                    wanted,
+                    *rest,
+                    pure=False,
+                )
+            )
+        return engine.in_order(engine.holding(tasks))
+
+    def let_go(self) -> None:
+        self._kept.text_futures.clear()
+
+
+def _with_texts(
+    function: Callable[..., T],
+    runs: Sequence[TextRun],
+    firsts: Sequence[int],
+    passages: npt.NDArray[np.int64],
+    *arguments: Any,
+) -> T:
+    """``function(texts, *arguments)`` on a worker, ``texts`` those of ``passages`` (numbers in
+    the scan), taken from the runs that hold them (``runs[i]`` from passage ``firsts[i]`` on)."""
+    starts = np.asarray(firsts, dtype=np.int64)
+    run_of = (np.searchsorted(starts, passages, side="right") - 1).tolist()
+    rows = (passages - starts[run_of]).tolist() if len(passages) else []
+    texts = [runs[run][row] for run, row in zip(run_of, rows, strict=True)]
+    return function(texts, *arguments)

@@ -232,11 +232,39 @@ def signatures_of(prepared: PreparedFile) -> npt.NDArray[np.uint32]:
     )
 
 
-def without_signatures(prepared: PreparedFile) -> PreparedFile:
-    """A prepared file as it is handed back when the workers keep its signatures (an empty
-    table of them per input)."""
+@dataclass(frozen=True, slots=True)
+class TextRun:
+    """The normalized texts of a prepared file's passages, in order, as one string (passage
+    ``i``'s is ``text[ends[i - 1]:ends[i]]``): what a cluster's worker keeps of the file
+    (dedup.engine.shuffle); one string pickles faster than many."""
+
+    text: str
+    ends: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, row: int) -> str:
+        return self.text[int(self.ends[row - 1]) if row else 0 : int(self.ends[row])]
+
+
+def texts_of(prepared: PreparedFile) -> TextRun:
+    """The normalized texts of every passage of a prepared file (of all its inputs), in
+    order; a text not handed back (see dedup.engine.copies) is empty."""
+    texts = [text or "" for item in prepared.inputs for text in item.normalized]
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    return TextRun("".join(texts), np.cumsum(lengths))
+
+
+def without_kept(prepared: PreparedFile) -> PreparedFile:
+    """A prepared file as it is handed back when the workers keep its signatures and texts
+    (an empty table of signatures per input, no text)."""
     inputs = tuple(
-        replace(item, signatures=np.empty((0, item.signatures.shape[1]), np.uint32))
+        replace(
+            item,
+            signatures=np.empty((0, item.signatures.shape[1]), np.uint32),
+            normalized=(None,) * len(item.normalized),
+        )
         for item in prepared.inputs
     )
     return replace(prepared, inputs=inputs)
