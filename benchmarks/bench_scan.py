@@ -17,8 +17,9 @@ Prints MB/s, passages/s, seconds per stage, peak RSS and the ratios.
 With ``--engine dask-local``, the same dump is scanned instead by the local engine (``--jobs``
 processes) and by a Dask cluster started for the scan with each of ``--workers`` single-thread
 workers, each scan in a process of its own, in alternating rounds: MB/s (the cluster's start
-included), the driver's peak RSS, and the share of the time the driver spends in the stages it
-runs itself (candidates to the report's records) rather than waiting on the workers.
+included), the driver's peak RSS, the share of the time spent after the files are prepared
+(candidates to the report's records; on Dask, candidates, verify and align run on the workers),
+and the shuffle's share (the candidates stage: on Dask, the band keys shuffled by partition).
 With several sizes, each is scanned in a process of its own (so each peak RSS is its own) and a
 closing table shows how MB/s holds up as the dump grows. Timings are printed, never asserted.
 """
@@ -356,8 +357,9 @@ print(json.dumps({
 }))
 """
 
-# The stages the driver runs itself, after the workers hand back their files.
-_DRIVER_STAGES = ("candidates", "verify", "align", "cluster")
+# The stages after the workers hand back their files (on a Dask cluster, candidates, verify
+# and align hand their chunks to the workers; the candidates stage is the band keys' shuffle).
+_LATER_STAGES = ("candidates", "verify", "align", "document texts", "cluster")
 
 
 def compare_engines(args: argparse.Namespace, size_mb: float) -> None:
@@ -384,17 +386,17 @@ def compare_engines(args: argparse.Namespace, size_mb: float) -> None:
         f"dump ({args.dump}): {size / 1e6:.1f} MB; {args.rounds} rounds, alternating; reports "
         + ("identical" if len(digests) == 1 else "DIFFERENT")
     )
-    print(f"{'engine':<44} seconds   MB/s  vs local  driver peak RSS  driver stages")
+    print(f"{'engine':<44} seconds   MB/s  vs local  driver peak RSS  later stages  shuffle")
     local_seconds = min(float(r["seconds"]) for r in results[runs[0]])  # type: ignore[arg-type]
     for run in runs:
         best = min(results[run], key=lambda result: float(result["seconds"]))  # type: ignore[arg-type]
         seconds = float(best["seconds"])  # type: ignore[arg-type]
         timings: dict[str, float] = best["timings"]  # type: ignore[assignment]
-        driver = sum(timings.get(stage, 0.0) for stage in _DRIVER_STAGES)
+        later = sum(timings.get(stage, 0.0) for stage in _LATER_STAGES)
         print(
             f"{best['engine']!s:<44} {seconds:7.1f} {size / 1e6 / seconds:6.2f} "
             f"{local_seconds / seconds:8.2f}x {float(best['peak_mb']):11.0f} MB "  # type: ignore[arg-type]
-            f"{driver / timings['total']:10.0%}"
+            f"{later / timings['total']:12.0%} {timings.get('candidates', 0.0) / timings['total']:8.0%}"
         )
 
 

@@ -36,7 +36,7 @@ from dedup.cluster import components
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
-from dedup.engine.base import HeldTexts, Threads
+from dedup.engine.base import HeldSteps, HeldTexts, Threads
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import (
@@ -467,31 +467,36 @@ def original_spans(
     documents: DocumentRuns,
     spans: SpanTable,
     alignment: PassageAlignment,
+    held_steps: HeldSteps | None = None,
 ) -> npt.NDArray[np.int64]:
     """Each aligned span's ends in the decoded text of its documents: rows (a_start, a_end,
-    b_start, b_end), the ends one past the last shared story character."""
+    b_start, b_end), the ends one past the last shared story character. ``held_steps``: the
+    offset steps, where the workers keep them (the alignment's are then empty)."""
     rows = aligned.spans
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
     lengths, leads = alignment.lengths, alignment.leads
     base = np.cumsum(documents.story_chars) - documents.story_chars
     own_starts = base[documents.of_passage] + documents.own_start
-    step_first = np.cumsum(lengths) - lengths
-    found = []
+    # The four ends of every span (a's start and end, b's), mapped back in one go.
+    passages, indexes, ends = [], [], []
     for side, column in ((0, 1), (1, 3)):
         document = aligned.pairs[rows[:, 0], side]
         for position, end in ((rows[:, column], False), (rows[:, column + 1] - 1, True)):
             at = base[document] + position
             passage = np.searchsorted(own_starts, at, side="right") - 1
-            index = at - own_starts[passage] + leads[passage]
-            offset = original_offsets(
-                alignment.steps,
-                alignment.big_steps,
-                step_first[passage],
-                spans.start[passage],
-                index,
-            )
-            found.append(offset + 1 if end else offset)
+            passages.append(passage)
+            indexes.append(at - own_starts[passage] + leads[passage])
+            ends.append(end)
+    passage, index = np.concatenate(passages), np.concatenate(indexes)
+    if held_steps is not None:
+        offset = held_steps.original_offsets(passage, index, spans.start[passage])
+    else:
+        step_first = np.cumsum(lengths) - lengths
+        offset = original_offsets(
+            alignment.steps, alignment.big_steps, step_first[passage], spans.start[passage], index
+        )
+    found = [part + 1 if end else part for part, end in zip(np.split(offset, 4), ends, strict=True)]
     return np.column_stack(found)
 
 

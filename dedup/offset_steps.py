@@ -11,6 +11,8 @@ are mapped back to the original text by these steps.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -82,3 +84,21 @@ def original_offsets(
             offset += step
         found[row] = offset
     return found
+
+
+def offsets_in_runs(
+    runs: Sequence[tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]],
+    first_step: npt.NDArray[np.int64],
+    span_start: npt.NDArray[np.int64],
+    index: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """:func:`original_offsets` given the steps of consecutive runs of passages (each run's
+    steps and big steps, as a worker keeps a file's), ``first_step`` counted from the first
+    run's first step."""
+    steps = np.concatenate([run[0] for run in runs]) if runs else np.empty(0, np.uint8)
+    starts = np.cumsum([0, *(len(run[0]) for run in runs)])[:-1].tolist()
+    big = np.concatenate(
+        [run[1] + np.array([start, 0]) for run, start in zip(runs, starts, strict=True)]
+        or [np.empty((0, 2), np.int64)]
+    )
+    return original_offsets(steps, big.astype(np.int64), first_step, span_start, index)

@@ -133,7 +133,9 @@ def scan_files(
                 counted(engine, "align", "part", bars),
             )
             del texts
-            shared = original_spans(aligned, documents, passages.spans, passages.alignment)
+            shared = original_spans(
+                aligned, documents, passages.spans, passages.alignment, passages.held_steps
+            )
             passages.let_go_of_alignment()
         with timer("document texts"):
             # Only the documents that match or hold passages that cluster are shown with

@@ -125,19 +125,20 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
-def test_the_workers_keep_signatures_and_texts_and_the_stages_run_there(
+def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     cluster: Cluster, mirror_dump: Path
 ) -> None:
-    """This process gets no signature and no normalized text: the candidate pairs (band keys
-    shuffled by partition), their MinHash estimates, their verification and the documents'
-    alignment are made on the workers, and are the local engine's."""
+    """This process gets no signature, normalized text or offset step: the candidate pairs
+    (band keys shuffled by partition), their MinHash estimates, their verification, the
+    documents' alignment and the spans mapped back to the original text are made on the
+    workers, and are the local engine's."""
     from dedup.candidates import find_candidates
     from dedup.config import ScanConfig
     from dedup.documents import candidate_documents, document_runs
     from dedup.engine.base import engine_for
     from dedup.engine.gather import prepare_all
     from dedup.engine.shuffle import SignaturesOnWorkers, TextsOnWorkers
-    from dedup.matches import align_pairs, texts_to_align
+    from dedup.matches import align_pairs, original_spans, texts_to_align
     from dedup.read import discover_inputs
     from dedup.timing import StageTimer
     from dedup.verify import minhash_estimates, verify_candidates
@@ -156,6 +157,7 @@ def test_the_workers_keep_signatures_and_texts_and_the_stages_run_there(
             if name == "dask":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)
                 assert isinstance(passages.texts, TextsOnWorkers)
+                assert not len(passages.alignment.steps)  # the offset steps: kept there too
             candidates = find_candidates(
                 passages.alignment.lengths,
                 passages.hashes,
@@ -181,7 +183,10 @@ def test_the_workers_keep_signatures_and_texts_and_the_stages_run_there(
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
             texts = texts_to_align(passages.texts, leader, passages.alignment)
             aligned = align_pairs(document_pairs, documents, texts, config.align, engine)
-            found[name] = (candidates.pairs, estimates, verified, aligned.spans)
+            shared = original_spans(
+                aligned, documents, passages.spans, passages.alignment, passages.held_steps
+            )
+            found[name] = (candidates.pairs, estimates, verified, aligned.spans, shared)
     local, dask = found["local"], found["dask"]
     assert len(local[0]) > 300 and len(local[2]) > 300  # the sites' near copies
     assert len(local[3]) > 100  # and the pages' shared spans
@@ -189,6 +194,7 @@ def test_the_workers_keep_signatures_and_texts_and_the_stages_run_there(
     assert np.array_equal(dask[1], local[1])
     assert list(dask[2]) == list(local[2])
     assert np.array_equal(dask[3], local[3])
+    assert np.array_equal(dask[4], local[4])
 
 
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:

@@ -58,6 +58,27 @@ class HeldTexts(Protocol):
         ...
 
 
+@runtime_checkable
+class HeldSteps(Protocol):
+    """The offset steps of a scan's passages (dedup.offset_steps) where the workers that made
+    them keep them (a cluster's): normalized positions are mapped back to the original text
+    there."""
+
+    def original_offsets(
+        self,
+        passage: npt.NDArray[np.int64],
+        index: npt.NDArray[np.int64],
+        span_start: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        """``offset_steps.original_offsets`` of each (passage, normalized ``index``), the
+        passage's span starting at ``span_start``."""
+        ...
+
+    def let_go(self) -> None:
+        """The workers let the steps go."""
+        ...
+
+
 class Engine(Protocol):
     """Where a scan's tasks run. Entered (``with``) for the scan; left at once, its tasks
     dropped, after an error or an interrupt."""

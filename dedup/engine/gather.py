@@ -15,7 +15,7 @@ from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
-from dedup.engine.base import Engine, HeldTexts
+from dedup.engine.base import Engine, HeldSteps, HeldTexts
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
@@ -92,6 +92,7 @@ class Prepared:
             hashes=concatenated(self.hashes, np.int64, columns=2),
             signatures=self.signatures if kept is None else kept.signatures(),
             alignment=alignment,
+            held_steps=None if kept is None else kept.steps(alignment.lengths),
         )
         self.alignment_parts = []
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
@@ -115,6 +116,8 @@ class Passages:
     hashes: npt.NDArray[np.int64]
     signatures: SignatureTable | HeldSignatures
     alignment: PassageAlignment  # of the whole dump: its indexes are of all passages
+    # On a cluster, the workers keep the offset steps (the alignment's are empty).
+    held_steps: HeldSteps | None = None
 
     def let_go_of_signatures(self) -> None:
         """Signatures are done with once the candidate pairs' MinHash estimates are made:
@@ -148,6 +151,9 @@ class Passages:
         the documents' texts are read back and the report made (on a 1 GB dump, about 0.7
         GB)."""
         self.alignment = PassageAlignment.empty()
+        if self.held_steps is not None:
+            self.held_steps.let_go()
+            self.held_steps = None
         if isinstance(self.texts, HeldTexts):
             self.texts.let_go()
             self.texts = []
@@ -297,7 +303,7 @@ def _by_file(
             yield taken[0][0], runs
             continue
         joined = joined_slices([result for result, _run in taken], config)
-        yield joined, runs if passage_count(joined) == sum(count for count, _s, _t in runs) else []
+        yield joined, runs if passage_count(joined) == sum(run[0] for run in runs) else []
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

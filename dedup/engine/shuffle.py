@@ -37,9 +37,11 @@ from dedup.engine.tasks import (
     TextRun,
     passage_count,
     signatures_of,
+    steps_of,
     texts_of,
     without_kept,
 )
+from dedup.offset_steps import offsets_in_runs
 from dedup.progress import progress
 from dedup.verify import estimates_in_runs
 
@@ -49,8 +51,8 @@ if TYPE_CHECKING:
     from dedup.engine.dask_cluster import DaskEngine
 
 # What the workers keep of a file (or a slice of one): how many passages, and the futures
-# of their signatures and of their texts.
-Run = tuple[int, "Future[Any]", "Future[Any]"]
+# of their signatures, texts and offset steps.
+Run = tuple[int, "Future[Any]", "Future[Any]", "Future[Any]"]
 
 T = TypeVar("T")
 
@@ -59,6 +61,8 @@ T = TypeVar("T")
 PARTITIONS_PER_THREAD = 2
 # Batches of files whose band keys one task makes, per worker thread.
 BATCHES_PER_THREAD = 4
+# Files whose steps one task maps positions back through, at most.
+_RUNS_A_BATCH = 64
 # Candidate pairs whose MinHash estimates one task makes.
 _PAIRS_A_TASK = 500_000
 
@@ -83,6 +87,7 @@ class KeptOnWorkers:
         # The futures, in lists the engine cancels on an error (each let go when done with).
         self.signature_futures: list[Future[Any] | None] = engine.holding([])
         self.text_futures: list[Future[Any] | None] = engine.holding([])
+        self.step_futures: list[Future[Any] | None] = engine.holding([])
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
@@ -90,18 +95,19 @@ class KeptOnWorkers:
         """``function`` (the main pass's task) over the arguments on the workers: each
         prepared file without its signatures and texts, in order, with what the worker kept
         of it; :meth:`add` takes those of the files the scan keeps."""
-        for result, (signatures, texts) in self.engine.map_keeping(
-            function, (signatures_of, texts_of), without_kept, *arguments
+        for result, (signatures, texts, steps) in self.engine.map_keeping(
+            function, (signatures_of, texts_of, steps_of), without_kept, *arguments
         ):
-            yield result, (passage_count(result), signatures, texts)
+            yield result, (passage_count(result), signatures, texts, steps)
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
-        for count, signatures, texts in runs:
+        for count, signatures, texts, steps in runs:
             if count:
                 self.runs.append(_Held(self.count, count))
                 self.signature_futures.append(signatures)
                 self.text_futures.append(texts)
+                self.step_futures.append(steps)
 
     @property
     def count(self) -> int:
@@ -121,6 +127,19 @@ class KeptOnWorkers:
     def texts(self, lengths: npt.NDArray[np.int64]) -> TextsOnWorkers:
         """The texts, given each passage's length."""
         return TextsOnWorkers(self, lengths)
+
+    def steps(self, lengths: npt.NDArray[np.int64]) -> StepsOnWorkers:
+        """The offset steps, given each passage's length (a step a character)."""
+        return StepsOnWorkers(self, lengths)
+
+    def batches(self, rows: int) -> list[range]:
+        """The runs in batches of consecutive ones, ``rows`` of each at most, and as many
+        as there are worker threads at least (so each has work)."""
+        size = min(rows, -(-len(self.runs) // max(1, self.engine.workers))) or 1
+        return [
+            range(start, min(start + size, len(self.runs)))
+            for start in range(0, len(self.runs), size)
+        ]
 
 
 class SignaturesOnWorkers:
@@ -242,6 +261,53 @@ class TextsOnWorkers:
 
     def let_go(self) -> None:
         self._kept.text_futures.clear()
+
+
+class StepsOnWorkers:
+    """The scan's offset steps, kept by the workers that made them; an
+    ``engine.base.HeldSteps``."""
+
+    def __init__(self, kept: KeptOnWorkers, lengths: npt.NDArray[np.int64]) -> None:
+        self._kept = kept
+        self._step_first = np.cumsum(lengths) - lengths  # each passage's first step's number
+
+    def original_offsets(
+        self,
+        passage: npt.NDArray[np.int64],
+        index: npt.NDArray[np.int64],
+        span_start: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.int64]:
+        kept, engine = self._kept, self._kept.engine
+        client = engine.client_for_tasks()
+        firsts = kept.firsts()
+        run_of = np.searchsorted(firsts, passage, side="right") - 1
+        found = np.empty(len(passage), dtype=np.int64)
+        tasks: list[Future[Any] | None] = []
+        rows_of_tasks = []
+        for batch in kept.batches(_RUNS_A_BATCH):
+            rows = np.flatnonzero((run_of >= batch.start) & (run_of < batch.stop))
+            if not len(rows):
+                continue
+            base = self._step_first[firsts[batch.start]]
+            tasks.append(
+                client.submit(
+                    offsets_in_runs,
+                    kept.step_futures[batch.start : batch.stop],
+                    self._step_first[passage[rows]] - base,
+                    span_start[rows],
+                    index[rows],
+                    pure=False,
+                )
+            )
+            rows_of_tasks.append(rows)
+        for rows, offsets in zip(
+            rows_of_tasks, engine.in_order(engine.holding(tasks)), strict=True
+        ):
+            found[rows] = offsets
+        return found
+
+    def let_go(self) -> None:
+        self._kept.step_futures.clear()
 
 
 def _with_texts(

@@ -256,14 +256,26 @@ def texts_of(prepared: PreparedFile) -> TextRun:
     return TextRun("".join(texts), np.cumsum(lengths))
 
 
+def steps_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The offset steps of every passage of a prepared file (of all its inputs), one after
+    another, and the steps too big for a byte (dedup.offset_steps)."""
+    alignment = PassageAlignment.concatenate([item.alignment for item in prepared.inputs])
+    return alignment.steps, alignment.big_steps
+
+
 def without_kept(prepared: PreparedFile) -> PreparedFile:
-    """A prepared file as it is handed back when the workers keep its signatures and texts
-    (an empty table of signatures per input, no text)."""
+    """A prepared file as it is handed back when the workers keep its signatures, texts and
+    offset steps (an empty table of signatures per input, no text, no step)."""
     inputs = tuple(
         replace(
             item,
             signatures=np.empty((0, item.signatures.shape[1]), np.uint32),
             normalized=(None,) * len(item.normalized),
+            alignment=replace(
+                item.alignment,
+                steps=np.empty(0, np.uint8),
+                big_steps=np.empty((0, 2), np.int64),
+            ),
         )
         for item in prepared.inputs
     )
