@@ -14,8 +14,10 @@ their other seeds.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +26,9 @@ from dedup.arrays import key_counts
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
+
+if TYPE_CHECKING:
+    from dedup.engine.base import HeldSeeds, HeldSteps
 
 MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
@@ -44,6 +49,10 @@ class PassageAlignment:
     big_steps: npt.NDArray[np.int64]
     seeds: npt.NDArray[np.uint32]
     seed_passage: npt.NDArray[np.int64]
+    # On a cluster, the seeds and the steps where the workers keep them (this process's
+    # arrays of them are then empty): the stages that read them hand them their work.
+    held_seeds: HeldSeeds | None = None
+    held_steps: HeldSteps | None = None
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -159,35 +168,40 @@ def candidate_documents(
     """Pairs (a, b), a < b, of documents to align, sorted: those holding the same passage
     text, those sharing seeds of different texts, and those a verified passage pair joins.
     A seed counts for every document that holds its passage's text (an exact copy's seeds are
-    its first passage's: workers hand each text back once)."""
+    its first passage's: workers hand each text back once). Where the workers keep the seeds
+    (``alignment.held_seeds``), the pairs of texts sharing them are counted there."""
     of_passage = documents.of_passage
-    seeds, seed_passage = alignment.seeds, alignment.seed_passage
     count = max(1, len(documents))
     by_text = np.argsort(leader, kind="stable")
     holders = of_passage[by_text]
     text_of = leader[by_text]
     holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
     holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
-    # sorted by seed, then passage: the two as one key, sorted (faster than an argsort), made
-    # in place (a large dump has tens of millions of seeds: each temporary is hundreds of MB)
-    keys = seeds.astype(np.uint64)
-    keys <<= np.uint64(32)
-    keys |= seed_passage.view(np.uint64)  # passage numbers are not negative
-    keys.sort()
     # Pairs of texts a verified pair joins propose their documents without counting their
     # seeds (near copies share hundreds).
     texts = max(1, len(leader))
     one, two = leader[verified.first], leader[verified.second]
     apart = one != two
     known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
-    text_pairs, counts = _text_pair_counts(
-        keys,
-        holder_start,
-        holder_end,
-        MAX_SEED_DOCUMENTS,
-        _key_set(known),
-        MIN_SHARED_SEEDS,
-    )
+    held_seeds = alignment.held_seeds
+    if held_seeds is None:
+        text_pairs, counts = _text_pair_counts(
+            _seed_keys(alignment.seeds, alignment.seed_passage),
+            holder_start,
+            holder_end,
+            MAX_SEED_DOCUMENTS,
+            _key_set(known),
+            MIN_SHARED_SEEDS,
+        )
+    else:
+        distinct = np.flatnonzero(leader == np.arange(len(leader)))
+        text_pairs, counts = with_known(
+            *held_seeds.text_pair_counts(
+                distinct, (holder_end - holder_start)[distinct], MAX_SEED_DOCUMENTS, texts
+            ),
+            known,
+            MIN_SHARED_SEEDS,
+        )
     shared = _document_pair_codes(
         text_pairs, counts, texts, holders, holder_start, holder_end, count, MIN_SHARED_SEEDS
     )
@@ -199,6 +213,107 @@ def candidate_documents(
     found.append(low * count + high)
     joined = np.unique(np.concatenate(found))
     return np.column_stack((joined // count, joined % count))
+
+
+def _seed_keys(
+    seeds: npt.NDArray[np.uint32], seed_passage: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
+    """Seeds sorted by seed, then passage: the two as one key, sorted (faster than an
+    argsort), made in place (a large dump has tens of millions of seeds: each temporary is
+    hundreds of MB)."""
+    keys = seeds.astype(np.uint64)
+    keys <<= np.uint64(32)
+    keys |= seed_passage.view(np.uint64)  # passage numbers are not negative
+    keys.sort()
+    return keys
+
+
+def with_known(
+    text_pairs: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    known: npt.NDArray[np.int64],
+    least: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Pairs of texts with the seeds they share (``text_pairs``, every pair counted), and the
+    ``known`` pairs counted ``least`` instead, whatever they share: what _text_pair_counts
+    makes given them."""
+    known = np.unique(known)
+    unknown = ~np.isin(text_pairs, known)
+    return (
+        np.concatenate((text_pairs[unknown], known)),
+        np.concatenate((counts[unknown], np.full(len(known), least, dtype=np.int64))),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SeedEntries:
+    """Winnowed seeds of some passages bound for one partition of a shuffle (on a cluster,
+    where the workers keep them): seed ``seeds[i]`` of passage ``passages[i]`` (numbered in
+    the scan), whose text ``holders[i]`` documents hold."""
+
+    seeds: npt.NDArray[np.uint32]
+    passages: npt.NDArray[np.int64]
+    holders: npt.NDArray[np.int64]
+
+
+def seed_entries(
+    runs: Sequence[tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]],
+    taking_part: Sequence[npt.NDArray[np.int64]],
+    holders: Sequence[npt.NDArray[np.int64]],
+    firsts: Sequence[int],
+    partitions: int,
+) -> list[SeedEntries]:
+    """The seeds of runs of consecutive passages (``runs[i]``: seeds and their passages,
+    numbered in the run, from passage ``firsts[i]`` of the scan on) of the rows
+    ``taking_part[i]`` (sorted; the first of each distinct text), each with ``holders[i]``
+    (the documents holding that row's text), split into ``partitions`` by seed: all entries
+    of a seed go to one partition (:func:`partition_text_pairs`)."""
+    parts: list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+    parts = []
+    for (seeds, seed_passage), rows, held, first in zip(
+        runs, taking_part, holders, firsts, strict=True
+    ):
+        at = np.minimum(np.searchsorted(rows, seed_passage), max(0, len(rows) - 1))
+        taken = (rows[at] == seed_passage) if len(rows) else np.zeros(len(seeds), np.bool_)
+        parts.append((seeds[taken], seed_passage[taken] + first, held[at[taken]]))
+    seeds = np.concatenate([part[0] for part in parts] or [np.empty(0, np.uint32)])
+    passages = np.concatenate([part[1] for part in parts] or [np.empty(0, np.int64)])
+    held = np.concatenate([part[2] for part in parts] or [np.empty(0, np.int64)])
+    with np.errstate(over="ignore"):
+        mixed = seeds.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    partition = ((mixed >> np.uint64(33)) % np.uint64(partitions)).astype(np.int64)
+    order = np.argsort(partition, kind="stable")
+    bounds = np.searchsorted(partition[order], np.arange(partitions + 1))
+    return [
+        SeedEntries(seeds[rows], passages[rows], held[rows])
+        for rows in (order[low:high] for low, high in itertools.pairwise(bounds))
+    ]
+
+
+def partition_text_pairs(
+    parts: Sequence[SeedEntries], texts: int, most: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The pairs of texts (first passages, as ``low * texts + high``) sharing the seeds of one
+    partition, given its entries from every run, and how many each shares: a seed whose texts'
+    documents are more than ``most`` counts for none (as in _text_pair_counts, whose loop
+    this runs with the partition's passages numbered afresh)."""
+    seeds = np.concatenate([part.seeds for part in parts] or [np.empty(0, np.uint32)])
+    passages = np.concatenate([part.passages for part in parts] or [np.empty(0, np.int64)])
+    held = np.concatenate([part.holders for part in parts] or [np.empty(0, np.int64)])
+    numbered, local = np.unique(passages, return_inverse=True)
+    holder_end = np.zeros(len(numbered), dtype=np.int64)
+    holder_end[local] = held
+    none = _key_set(np.empty(0, dtype=np.int64))
+    codes, counts = _text_pair_counts(
+        _seed_keys(seeds, local.astype(np.int64)),
+        np.zeros(len(numbered), dtype=np.int64),
+        holder_end,
+        most,
+        none,
+        1,
+    )
+    size = max(1, len(numbered))
+    return numbered[codes // size] * texts + numbered[codes % size], counts
 
 
 @compiled

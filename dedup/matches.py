@@ -36,7 +36,7 @@ from dedup.cluster import components
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
-from dedup.engine.base import HeldSteps, HeldTexts, Threads
+from dedup.engine.base import HeldTexts, Threads
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import (
@@ -467,11 +467,10 @@ def original_spans(
     documents: DocumentRuns,
     spans: SpanTable,
     alignment: PassageAlignment,
-    held_steps: HeldSteps | None = None,
 ) -> npt.NDArray[np.int64]:
     """Each aligned span's ends in the decoded text of its documents: rows (a_start, a_end,
-    b_start, b_end), the ends one past the last shared story character. ``held_steps``: the
-    offset steps, where the workers keep them (the alignment's are then empty)."""
+    b_start, b_end), the ends one past the last shared story character; where the workers
+    keep the offset steps (``alignment.held_steps``), mapped there."""
     rows = aligned.spans
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
@@ -489,8 +488,8 @@ def original_spans(
             indexes.append(at - own_starts[passage] + leads[passage])
             ends.append(end)
     passage, index = np.concatenate(passages), np.concatenate(indexes)
-    if held_steps is not None:
-        offset = held_steps.original_offsets(passage, index, spans.start[passage])
+    if alignment.held_steps is not None:
+        offset = alignment.held_steps.original_offsets(passage, index, spans.start[passage])
     else:
         step_first = np.cumsum(lengths) - lengths
         offset = original_offsets(

@@ -133,9 +133,7 @@ def scan_files(
                 counted(engine, "align", "part", bars),
             )
             del texts
-            shared = original_spans(
-                aligned, documents, passages.spans, passages.alignment, passages.held_steps
-            )
+            shared = original_spans(aligned, documents, passages.spans, passages.alignment)
             passages.let_go_of_alignment()
         with timer("document texts"):
             # Only the documents that match or hold passages that cluster are shown with

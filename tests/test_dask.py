@@ -128,10 +128,11 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
 def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     cluster: Cluster, mirror_dump: Path
 ) -> None:
-    """This process gets no signature, normalized text or offset step: the candidate pairs
-    (band keys shuffled by partition), their MinHash estimates, their verification, the
-    documents' alignment and the spans mapped back to the original text are made on the
-    workers, and are the local engine's."""
+    """This process gets no signature, normalized text, offset step or seed: the candidate
+    pairs (band keys shuffled by partition), their MinHash estimates, their verification, the
+    pairs of documents sharing seeds (seeds shuffled by partition), their alignment and the
+    spans mapped back to the original text are made on the workers, and are the local
+    engine's."""
     from dedup.candidates import find_candidates
     from dedup.config import ScanConfig
     from dedup.documents import candidate_documents, document_runs
@@ -157,7 +158,8 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
             if name == "dask":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)
                 assert isinstance(passages.texts, TextsOnWorkers)
-                assert not len(passages.alignment.steps)  # the offset steps: kept there too
+                # the offset steps and the winnowed seeds: kept there too
+                assert not len(passages.alignment.steps) and not len(passages.alignment.seeds)
             candidates = find_candidates(
                 passages.alignment.lengths,
                 passages.hashes,
@@ -183,10 +185,15 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
             texts = texts_to_align(passages.texts, leader, passages.alignment)
             aligned = align_pairs(document_pairs, documents, texts, config.align, engine)
-            shared = original_spans(
-                aligned, documents, passages.spans, passages.alignment, passages.held_steps
+            shared = original_spans(aligned, documents, passages.spans, passages.alignment)
+            found[name] = (
+                candidates.pairs,
+                estimates,
+                verified,
+                aligned.spans,
+                shared,
+                document_pairs,
             )
-            found[name] = (candidates.pairs, estimates, verified, aligned.spans, shared)
     local, dask = found["local"], found["dask"]
     assert len(local[0]) > 300 and len(local[2]) > 300  # the sites' near copies
     assert len(local[3]) > 100  # and the pages' shared spans
@@ -195,6 +202,7 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert list(dask[2]) == list(local[2])
     assert np.array_equal(dask[3], local[3])
     assert np.array_equal(dask[4], local[4])
+    assert len(local[5]) > 100 and np.array_equal(dask[5], local[5])  # the pairs of documents
 
 
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:

@@ -1,27 +1,43 @@
-"""The candidates stage as a cluster runs it (dedup.engine.shuffle): band keys split into
-partitions by file, each partition's pairs found apart, and the MinHash estimates made from
-runs of signatures, give what the stage finds in one process. (On real workers:
-tests/test_dask.py.)"""
+"""The stages as a cluster runs them (dedup.engine.shuffle): band keys and winnowed seeds
+split into partitions by runs of files, each partition's pairs found apart, and the MinHash
+estimates and original offsets made from runs of what the workers keep, give what the stages
+find in one process. (On real workers: tests/test_dask.py.)"""
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dedup import documents as documents_module
+from dedup.arrays import key_counts
 from dedup.candidates import (
     MAX_BUCKET_PAIRS_MEMBERS,
     band_entries,
     candidate_pairs,
+    find_candidates,
     lsh_params,
     merged_codes,
     pairs_of_codes,
     partition_pair_codes,
 )
+from dedup.config import ScanConfig
+from dedup.documents import (
+    MAX_SEED_DOCUMENTS,
+    MIN_SHARED_SEEDS,
+    partition_text_pairs,
+    seed_entries,
+    with_known,
+)
+from dedup.engine.base import engine_for
+from dedup.engine.gather import Passages, prepare_all
 from dedup.fingerprint import signatures
 from dedup.normalize import normalize
-from dedup.verify import estimates_in_runs, minhash_estimates
+from dedup.read import discover_inputs
+from dedup.timing import StageTimer
+from dedup.verify import estimates_in_runs, minhash_estimates, verify_candidates
 
 
 def _windows(text: str, width: int = 300, step: int = 150) -> list[str]:
@@ -110,4 +126,85 @@ def test_estimates_from_runs_of_signatures_are_the_scans(texts: list[str]) -> No
     inside = pairs[(pairs[:, 0] >= 51)]
     assert np.array_equal(
         estimates_in_runs(inside, [51], [table[51:]]), minhash_estimates(inside, table)
+    )
+
+
+@pytest.fixture(scope="module")
+def scanned(samples: Path) -> tuple[Passages, np.ndarray, np.ndarray]:
+    """corpus_samples prepared here: its passages, their leaders, the verified text pairs."""
+    config = ScanConfig(jobs=1)
+    files, _skipped = discover_inputs([str(samples)], False)
+    with engine_for(config, len(files)) as engine:
+        passages = prepare_all(files, config, StageTimer(), engine).passages()
+    found = find_candidates(
+        passages.alignment.lengths,
+        passages.hashes,
+        passages.signatures,
+        passages.spans,
+        config.threshold,
+        config.num_perm,
+    )
+    estimates = minhash_estimates(found.pairs, passages.signatures)
+    verified = verify_candidates(found.copies, found.pairs, passages.texts, estimates, 5, 0.5, 0.8)
+    leader = found.leaders(len(passages.spans))
+    texts = len(leader)
+    one, two = leader[verified.first], leader[verified.second]
+    known = np.minimum(one, two)[one != two] * texts + np.maximum(one, two)[one != two]
+    return passages, leader, known
+
+
+@pytest.mark.parametrize(("cuts", "partitions"), [([], 1), ([1000, 1001, 3000], 3)])
+def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
+    scanned: tuple[Passages, np.ndarray, np.ndarray],
+    cuts: list[int],
+    partitions: int,
+) -> None:
+    passages, leader, known = scanned
+    alignment = passages.alignment
+    by_text = np.argsort(leader, kind="stable")
+    text_of = leader[by_text]
+    holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
+    holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
+    here = documents_module._text_pair_counts(
+        documents_module._seed_keys(alignment.seeds, alignment.seed_passage),
+        holder_start,
+        holder_end,
+        MAX_SEED_DOCUMENTS,
+        documents_module._key_set(known),
+        MIN_SHARED_SEEDS,
+    )
+    # The seeds as workers keep them, a run of passages each, seeds numbered in their run.
+    distinct = np.flatnonzero(leader == np.arange(len(leader)))
+    holders = holder_end - holder_start
+    bounds = [0, *cuts, len(leader)]
+    runs, taking_part, held = [], [], []
+    for first, end in itertools.pairwise(bounds):
+        inside = (alignment.seed_passage >= first) & (alignment.seed_passage < end)
+        runs.append((alignment.seeds[inside], alignment.seed_passage[inside] - first))
+        rows = distinct[(distinct >= first) & (distinct < end)]
+        taking_part.append(rows - first)
+        held.append(holders[rows])
+    # Runs in batches of two, as a cluster's tasks take them.
+    batches = [
+        seed_entries(
+            runs[start : start + 2],
+            taking_part[start : start + 2],
+            held[start : start + 2],
+            bounds[:-1][start : start + 2],
+            partitions,
+        )
+        for start in range(0, len(runs), 2)
+    ]
+    found = [
+        partition_text_pairs([batch[part] for batch in batches], len(leader), MAX_SEED_DOCUMENTS)
+        for part in range(partitions)
+    ]
+    shuffled = with_known(
+        *key_counts([codes for codes, _ in found], [counts for _, counts in found]),
+        known,
+        MIN_SHARED_SEEDS,
+    )
+    assert len(here[0]) > 50  # the sample books' copies share seeds
+    assert dict(zip(*(part.tolist() for part in shuffled), strict=True)) == dict(
+        zip(*(part.tolist() for part in here), strict=True)
     )

@@ -58,6 +58,28 @@ class HeldTexts(Protocol):
         ...
 
 
+class HeldSeeds(Protocol):
+    """The winnowed seeds of a scan's passages (dedup.align) where the workers that made them
+    keep them (a cluster's): the pairs of texts that share them are counted there."""
+
+    def text_pair_counts(
+        self,
+        distinct: npt.NDArray[np.int64],
+        holders: npt.NDArray[np.int64],
+        most: int,
+        texts: int,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The pairs of the passages ``distinct`` (sorted; the first of each text, whose
+        texts ``holders`` documents hold) that share seeds, as ``low * texts + high``, and
+        how many each shares (``documents.partition_text_pairs``, summed), a seed of more
+        than ``most`` documents counting for none."""
+        ...
+
+    def let_go(self) -> None:
+        """The workers let the seeds go."""
+        ...
+
+
 @runtime_checkable
 class HeldSteps(Protocol):
     """The offset steps of a scan's passages (dedup.offset_steps) where the workers that made

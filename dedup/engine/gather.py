@@ -15,7 +15,7 @@ from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
-from dedup.engine.base import Engine, HeldSteps, HeldTexts
+from dedup.engine.base import Engine, HeldTexts
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
@@ -91,8 +91,11 @@ class Prepared:
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
             hashes=concatenated(self.hashes, np.int64, columns=2),
             signatures=self.signatures if kept is None else kept.signatures(),
-            alignment=alignment,
-            held_steps=None if kept is None else kept.steps(alignment.lengths),
+            alignment=alignment
+            if kept is None
+            else replace(
+                alignment, held_seeds=kept.seeds(), held_steps=kept.steps(alignment.lengths)
+            ),
         )
         self.alignment_parts = []
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
@@ -115,9 +118,9 @@ class Passages:
     texts: list[str | None] | HeldTexts
     hashes: npt.NDArray[np.int64]
     signatures: SignatureTable | HeldSignatures
-    alignment: PassageAlignment  # of the whole dump: its indexes are of all passages
-    # On a cluster, the workers keep the offset steps (the alignment's are empty).
-    held_steps: HeldSteps | None = None
+    # Of the whole dump: its indexes are of all passages (on a cluster, its seeds and offset
+    # steps are kept by the workers: alignment.held_seeds, .held_steps).
+    alignment: PassageAlignment
 
     def let_go_of_signatures(self) -> None:
         """Signatures are done with once the candidate pairs' MinHash estimates are made:
@@ -143,17 +146,20 @@ class Passages:
     def let_go_of_seeds(self) -> None:
         """The winnowed seeds are done with once pairs of documents are chosen (about a
         third of what the alignment holds per passage)."""
-        self.alignment = self.alignment.seeded_by(np.zeros(len(self.alignment), np.bool_))
+        if self.alignment.held_seeds is not None:
+            self.alignment.held_seeds.let_go()
+        self.alignment = replace(
+            self.alignment.seeded_by(np.zeros(len(self.alignment), np.bool_)), held_seeds=None
+        )
 
     def let_go_of_alignment(self) -> None:
         """What the align stage needs of each passage (its offset steps above all, a byte a
         normalized character) is done with once the spans are mapped back: free it before
         the documents' texts are read back and the report made (on a 1 GB dump, about 0.7
         GB)."""
+        if self.alignment.held_steps is not None:
+            self.alignment.held_steps.let_go()
         self.alignment = PassageAlignment.empty()
-        if self.held_steps is not None:
-            self.held_steps.let_go()
-            self.held_steps = None
         if isinstance(self.texts, HeldTexts):
             self.texts.let_go()
             self.texts = []

@@ -1,28 +1,37 @@
-"""What a Dask cluster's workers keep of the files they prepare (each passage's signature and
-normalized text), and the stages that run there on it, so that this process holds neither.
+"""What a Dask cluster's workers keep of the files they prepare (each passage's signature,
+normalized text, offset steps and winnowed seeds), and the stages that run there on it, so
+that this process holds none of them.
 
-Each file's task leaves its passages' signatures and texts on its worker
-(``DaskEngine.map_keeping``); this process gets the rest of the file and numbers its
-passages. For the candidate pairs, a task per batch of consecutive files turns their
-signatures into band keys of the passages that take part (the first of each distinct text),
-split into partitions by ``hash(band, key) % P`` (``candidates.band_entries``); a task per
-partition gathers that partition from every batch, in the scan's order, and makes its
-buckets' pairs (``candidates.partition_pair_codes``); only the pairs come back, merged here.
-Every bucket lies in one partition, so the pairs are those the local engine finds, whatever P,
-the batches and the number of workers. The MinHash estimates of the pairs are made by tasks of
-consecutive pairs, each given the signatures of the files its pairs name (Dask moves them to
-its worker). Verification and the alignment hand their chunks (a block of candidate groups,
-a chunk of document pairs) to :meth:`TextsOnWorkers.map`: a task per chunk, given the texts
-of the files its passages are in; only scores and spans come back.
+Each file's task leaves them on its worker (``DaskEngine.map_keeping``); this process gets
+the rest of the file (spans, hashes, lengths) and numbers its passages. Then:
 
-What it holds, where: a worker, its files' signatures (``num_perm`` × 4 bytes a passage) and
-texts (about 2 bytes a character) until the stages that use them are done; during the
-shuffle, a batch's signatures and band keys (``bands`` × 18 bytes a passage taking part) and a
-partition's; in a verify or align task, the texts of the files its chunk names. This process:
-futures and a few numbers a file, then the pairs, scores and spans."""
+- candidates: a shuffle (:meth:`KeptOnWorkers.shuffled`): a task per batch of consecutive
+  files turns their signatures into band keys of the passages that take part (the first of
+  each distinct text), split into partitions by ``hash(band, key) % P``
+  (``candidates.band_entries``); a task per partition gathers that partition from every
+  batch, in the scan's order, and makes its buckets' pairs
+  (``candidates.partition_pair_codes``); only the pairs come back, merged here. Every bucket
+  lies in one partition, so the pairs are those the local engine finds, whatever P, the
+  batches and the number of workers.
+- MinHash estimates: tasks of consecutive pairs, each given the signatures of the files its
+  pairs name (Dask moves them to its worker).
+- verification and the alignment hand their chunks (a block of candidate groups, a chunk of
+  document pairs) to :meth:`TextsOnWorkers.map`: a task per chunk, given the texts of the
+  files its passages are in; only scores and spans come back.
+- document pairs: the same shuffle over the seeds, by ``hash(seed) % P``
+  (``documents.seed_entries``, ``documents.partition_text_pairs``); the pairs of texts and
+  the seeds they share come back, summed here.
+- spans mapped back to the original text: a task per batch of files, given their offset
+  steps (``offset_steps.offsets_in_runs``).
+
+What it holds, where: a worker, what it keeps of its files until the stage that last uses
+each is done; during a shuffle, a batch's entries and a partition's; in a task, what the files
+its chunk names keep. This process: futures and a few numbers a file, then pairs, scores and
+spans."""
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,11 +40,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import key_counts
 from dedup.candidates import band_entries, merged_codes, partition_pair_codes
+from dedup.documents import partition_text_pairs, seed_entries
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
     passage_count,
+    seeds_of,
     signatures_of,
     steps_of,
     texts_of,
@@ -51,8 +63,8 @@ if TYPE_CHECKING:
     from dedup.engine.dask_cluster import DaskEngine
 
 # What the workers keep of a file (or a slice of one): how many passages, and the futures
-# of their signatures, texts and offset steps.
-Run = tuple[int, "Future[Any]", "Future[Any]", "Future[Any]"]
+# of their signatures, texts, offset steps and seeds.
+Run = tuple[int, "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]"]
 
 T = TypeVar("T")
 
@@ -88,6 +100,7 @@ class KeptOnWorkers:
         self.signature_futures: list[Future[Any] | None] = engine.holding([])
         self.text_futures: list[Future[Any] | None] = engine.holding([])
         self.step_futures: list[Future[Any] | None] = engine.holding([])
+        self.seed_futures: list[Future[Any] | None] = engine.holding([])
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
@@ -95,19 +108,20 @@ class KeptOnWorkers:
         """``function`` (the main pass's task) over the arguments on the workers: each
         prepared file without its signatures and texts, in order, with what the worker kept
         of it; :meth:`add` takes those of the files the scan keeps."""
-        for result, (signatures, texts, steps) in self.engine.map_keeping(
-            function, (signatures_of, texts_of, steps_of), without_kept, *arguments
+        for result, (signatures, texts, steps, seeds) in self.engine.map_keeping(
+            function, (signatures_of, texts_of, steps_of, seeds_of), without_kept, *arguments
         ):
-            yield result, (passage_count(result), signatures, texts, steps)
+            yield result, (passage_count(result), signatures, texts, steps, seeds)
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
-        for count, signatures, texts, steps in runs:
+        for count, signatures, texts, steps, seeds in runs:
             if count:
                 self.runs.append(_Held(self.count, count))
                 self.signature_futures.append(signatures)
                 self.text_futures.append(texts)
                 self.step_futures.append(steps)
+                self.seed_futures.append(seeds)
 
     @property
     def count(self) -> int:
@@ -121,12 +135,70 @@ class KeptOnWorkers:
         found = np.searchsorted(self.firsts(), passages, side="right") - 1
         return np.unique(found).tolist()  # type: ignore[no-any-return]
 
+    def split(self, passages: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+        """Sorted ``passages`` (numbers in the scan) by run, numbered in their run."""
+        bounds = np.searchsorted(passages, [run.first for run in self.runs] + [self.count])
+        return [
+            passages[bounds[number] : bounds[number + 1]] - run.first
+            for number, run in enumerate(self.runs)
+        ]
+
+    def shuffled(
+        self,
+        kept: Sequence[Future[Any] | None],
+        entries: Callable[..., list[Any]],
+        per_run: Sequence[Sequence[Any]],
+        given: tuple[Any, ...],
+        grouped: Callable[..., T],
+        grouped_given: tuple[Any, ...],
+        stage: str,
+    ) -> Iterator[T]:
+        """A shuffle of what the workers keep (``kept``: a future a run): a task per batch of
+        consecutive runs makes ``entries(their kept, *their per_run values, their firsts,
+        *given, partitions)``, a list of P partitions' entries; a task per partition makes
+        ``grouped(that partition's entries from every batch, in the scan's order,
+        *grouped_given)``. The partitions' results, as they come."""
+        client = self.engine.client_for_tasks()
+        partitions = max(1, PARTITIONS_PER_THREAD * self.engine.workers)
+        # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
+        # tasks that split them into partitions are batches × P, not runs × P, however
+        # many files a dump has.
+        batches = max(1, BATCHES_PER_THREAD * self.engine.workers)
+        size = -(-len(self.runs) // batches) or 1
+        made = [
+            client.submit(
+                entries,
+                kept[start : start + size],
+                *(values[start : start + size] for values in per_run),
+                [run.first for run in self.runs[start : start + size]],
+                *given,
+                partitions,
+                pure=False,
+            )
+            for start in range(0, len(self.runs), size)
+        ]
+        parts: list[Future[Any] | None] = [
+            client.submit(
+                grouped,
+                [client.submit(operator.getitem, batch, part, pure=False) for batch in made],
+                *grouped_given,
+                pure=False,
+            )
+            for part in range(partitions)
+        ]
+        del made  # each let go on its worker once its partitions are taken
+        done = self.engine.as_done(self.engine.holding(parts))
+        return progress(done, stage, "partition", partitions, self.shown)
+
     def signatures(self) -> SignaturesOnWorkers:
         return SignaturesOnWorkers(self)
 
     def texts(self, lengths: npt.NDArray[np.int64]) -> TextsOnWorkers:
         """The texts, given each passage's length."""
         return TextsOnWorkers(self, lengths)
+
+    def seeds(self) -> SeedsOnWorkers:
+        return SeedsOnWorkers(self)
 
     def steps(self, lengths: npt.NDArray[np.int64]) -> StepsOnWorkers:
         """The offset steps, given each passage's length (a step a character)."""
@@ -158,45 +230,17 @@ class SignaturesOnWorkers:
     def pair_codes(
         self, bands: int, rows: int, among: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.int64]:
-        client = self._engine.client_for_tasks()
         count = len(self)
-        partitions = max(1, PARTITIONS_PER_THREAD * self._engine.workers)
-        bounds = np.searchsorted(among, [run.first for run in self._runs] + [count])
-        taking_part = [
-            among[bounds[number] : bounds[number + 1]] - run.first
-            for number, run in enumerate(self._runs)
-        ]
-        # The files' band keys are made a batch of files at a time (Dask moves a batch's
-        # signatures to its worker), so that the tasks that split them into partitions are
-        # batches × partitions, not files × partitions, however many files a dump has.
-        batches = max(1, BATCHES_PER_THREAD * self._engine.workers)
-        size = -(-len(self._runs) // batches) or 1
-        entries = [
-            client.submit(
-                band_entries,
-                self._kept.signature_futures[start : start + size],
-                taking_part[start : start + size],
-                [run.first for run in self._runs[start : start + size]],
-                bands,
-                rows,
-                partitions,
-                pure=False,
-            )
-            for start in range(0, len(self._runs), size)
-        ]
-        parts: list[Future[Any] | None] = [
-            client.submit(
-                partition_pair_codes,
-                [client.submit(operator.getitem, entry, part, pure=False) for entry in entries],
-                count,
-                pure=False,
-            )
-            for part in range(partitions)
-        ]
-        del entries  # each let go on its worker once its partitions are taken
         codes = np.empty(0, dtype=np.int64)
-        done = self._engine.as_done(self._engine.holding(parts))
-        for found in progress(done, "candidates", "partition", partitions, self._shown):
+        for found in self._kept.shuffled(
+            self._kept.signature_futures,
+            band_entries,
+            [self._kept.split(among)],
+            (bands, rows),
+            partition_pair_codes,
+            (count,),
+            "candidates",
+        ):
             codes = merged_codes(codes, found)
         return codes
 
@@ -261,6 +305,42 @@ class TextsOnWorkers:
 
     def let_go(self) -> None:
         self._kept.text_futures.clear()
+
+
+class SeedsOnWorkers:
+    """The scan's winnowed seeds, kept by the workers that made them; an
+    ``engine.base.HeldSeeds``."""
+
+    def __init__(self, kept: KeptOnWorkers) -> None:
+        self._kept = kept
+
+    def text_pair_counts(
+        self,
+        distinct: npt.NDArray[np.int64],
+        holders: npt.NDArray[np.int64],
+        most: int,
+        texts: int,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        kept = self._kept
+        taking_part = kept.split(distinct)
+        bounds = np.cumsum([0, *(len(rows) for rows in taking_part)]).tolist()
+        held = [holders[low:high] for low, high in itertools.pairwise(bounds)]
+        found = list(
+            kept.shuffled(
+                kept.seed_futures,
+                seed_entries,
+                [taking_part, held],
+                (),
+                partition_text_pairs,
+                (texts, most),
+                "document pairs",
+            )
+        )
+        # A pair of texts shares seeds in several partitions: its counts are summed.
+        return key_counts([codes for codes, _c in found], [counts for _p, counts in found])
+
+    def let_go(self) -> None:
+        self._kept.seed_futures.clear()
 
 
 class StepsOnWorkers:

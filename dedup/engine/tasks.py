@@ -263,9 +263,17 @@ def steps_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint8], npt.NDArray
     return alignment.steps, alignment.big_steps
 
 
+def seeds_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    """The winnowed seeds of every passage of a prepared file (of all its inputs), with the
+    passage (numbered in the file) of each."""
+    alignment = PassageAlignment.concatenate([item.alignment for item in prepared.inputs])
+    return alignment.seeds, alignment.seed_passage
+
+
 def without_kept(prepared: PreparedFile) -> PreparedFile:
-    """A prepared file as it is handed back when the workers keep its signatures, texts and
-    offset steps (an empty table of signatures per input, no text, no step)."""
+    """A prepared file as it is handed back when the workers keep its signatures, texts,
+    offset steps and seeds (an empty table of signatures per input, no text, no step, no
+    seed)."""
     inputs = tuple(
         replace(
             item,
@@ -275,6 +283,8 @@ def without_kept(prepared: PreparedFile) -> PreparedFile:
                 item.alignment,
                 steps=np.empty(0, np.uint8),
                 big_steps=np.empty((0, 2), np.int64),
+                seeds=np.empty(0, np.uint32),
+                seed_passage=np.empty(0, np.int64),
             ),
         )
         for item in prepared.inputs
