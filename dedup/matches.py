@@ -330,7 +330,10 @@ def _aligned_where_held(
             )
         )
     return texts.held.map(
-        aligned_on_worker, [fetched for fetched, _rest in calls], [rest for _f, rest in calls]
+        aligned_on_worker,
+        [fetched for fetched, _rest in calls],
+        [rest for _f, rest in calls],
+        stage="align",
     )
 
 

@@ -244,6 +244,7 @@ def verify_where_held(
         [involved[block_texts] for block_texts, _pairs in blocks],
         block_locals,
         repeat(ngram),
+        stage="verify",
     )
     scores = _Scores(len(pairs))
     for (_texts, block_pairs), block_scores in zip(blocks, scored, strict=True):

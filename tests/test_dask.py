@@ -205,6 +205,23 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert len(local[5]) > 100 and np.array_equal(dask[5], local[5])  # the pairs of documents
 
 
+def test_the_stages_on_the_workers_show_their_tasks(
+    cluster: Cluster, samples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dedup.scan([samples], scheduler=cluster.address, show_progress=True)
+    shown = capsys.readouterr().err
+    for stage, unit in (
+        ("read+fingerprint", "file"),
+        ("candidates", "partition"),
+        ("estimates", "chunk"),
+        ("verify", "task"),
+        ("document pairs", "partition"),
+        ("align", "task"),
+        ("spans mapped", "task"),
+    ):
+        assert f"{stage}: " in shown and f"{unit}/s" in shown, stage
+
+
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:
     url = f"file://{samples}"
     report = dedup.scan([url], scheduler=cluster.address)

@@ -46,11 +46,12 @@ class HeldTexts(Protocol):
         function: Callable[..., T],
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
+        stage: str = "texts",
     ) -> Iterator[T]:
         """``function(texts, *arguments)`` for each call, ``texts`` the normalized texts of
         its ``passages`` (numbers in the scan), in that order, on the workers; results in
-        order. ``function`` and the arguments go to the workers: plain functions of
-        picklable values."""
+        order, counted on a progress bar named ``stage``. ``function`` and the arguments go
+        to the workers: plain functions of picklable values."""
         ...
 
     def let_go(self) -> None:

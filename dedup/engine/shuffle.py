@@ -284,6 +284,7 @@ class TextsOnWorkers:
         function: Callable[..., T],
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
+        stage: str = "texts",
     ) -> Iterator[T]:
         kept, engine = self._kept, self._kept.engine
         client = engine.client_for_tasks()
@@ -301,7 +302,8 @@ class TextsOnWorkers:
                     pure=False,
                 )
             )
-        return engine.in_order(engine.holding(tasks))
+        done = engine.in_order(engine.holding(tasks))
+        return progress(done, stage, "task", len(tasks), kept.shown)
 
     def let_go(self) -> None:
         self._kept.text_futures.clear()
@@ -380,9 +382,9 @@ class StepsOnWorkers:
                 )
             )
             rows_of_tasks.append(rows)
-        for rows, offsets in zip(
-            rows_of_tasks, engine.in_order(engine.holding(tasks)), strict=True
-        ):
+        done = engine.in_order(engine.holding(tasks))
+        shown = progress(done, "spans mapped", "task", len(tasks), kept.shown)
+        for rows, offsets in zip(rows_of_tasks, shown, strict=True):
             found[rows] = offsets
         return found
 
