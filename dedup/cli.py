@@ -237,17 +237,18 @@ def engine_options(function: F) -> F:
                 type=click.Choice(ENGINES),
                 default="local",
                 show_default=True,
-                help="Where the per-file work runs: local processes, a Dask cluster started "
-                "here for the run (dask-local, --jobs workers), or a running Dask cluster "
-                "(dask, with --scheduler). Needs pip install 'dedup[dask]' for Dask.",
+                help="Where the work runs: local processes, a Dask cluster started here for "
+                "the run (dask-local, --jobs workers), or a running Dask cluster (dask, with "
+                "--scheduler), whose workers also keep the passages and run the candidates, "
+                "verification and alignment. Needs pip install 'dedup[dask]' for Dask.",
             ),
             click.option(
                 "--scheduler",
                 metavar="ADDRESS",
                 default=None,
-                help="A running Dask scheduler (tcp://HOST:8786) whose workers do the per-file "
-                "work; they read the inputs at the same paths, so put them on a filesystem "
-                "every worker mounts. Implies --engine dask.",
+                help="A running Dask scheduler (tcp://HOST:8786) whose workers do the work; "
+                "they read the inputs at the same paths, so put them on a filesystem every "
+                "worker mounts. Implies --engine dask.",
             ),
         ],
     )
