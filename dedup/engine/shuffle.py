@@ -81,8 +81,9 @@ _PAIRS_A_TASK = 500_000
 
 @dataclass(frozen=True, slots=True)
 class _Held:
-    """Consecutive passages of the scan whose signatures and texts a worker keeps: from
-    ``first``, ``count`` of them (the futures: KeptOnWorkers' lists, at the run's number)."""
+    """Consecutive passages of the scan (a file's, or a slice's) whose signatures, texts,
+    steps and seeds a worker keeps: from ``first``, ``count`` of them (the futures:
+    KeptOnWorkers' lists, at the run's number)."""
 
     first: int
     count: int
@@ -90,7 +91,7 @@ class _Held:
 
 class KeptOnWorkers:
     """What the workers keep of the files they prepare (see the module's docstring): read by
-    the stages as :meth:`signatures` and :meth:`texts`."""
+    the stages as :meth:`signatures`, :meth:`texts`, :meth:`seeds` and :meth:`steps`."""
 
     def __init__(self, engine: DaskEngine, shown: bool) -> None:
         self.engine = engine
@@ -106,8 +107,8 @@ class KeptOnWorkers:
         self, function: Any, *arguments: Iterable[Any]
     ) -> Iterator[tuple[PreparedFile, Run]]:
         """``function`` (the main pass's task) over the arguments on the workers: each
-        prepared file without its signatures and texts, in order, with what the worker kept
-        of it; :meth:`add` takes those of the files the scan keeps."""
+        prepared file without what the worker keeps of it, in order, with the futures of
+        that; :meth:`add` takes those of the files the scan keeps."""
         for result, (signatures, texts, steps, seeds) in self.engine.map_keeping(
             function, (signatures_of, texts_of, steps_of, seeds_of), without_kept, *arguments
         ):
