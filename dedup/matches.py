@@ -340,7 +340,9 @@ def _aligned_where_held(
 def aligned_on_worker(texts: list[str], arrays: tuple[Any, ...]) -> npt.NDArray[np.int64]:
     """A chunk's spans (:func:`_align_chunk`), on the worker that has its ``texts`` (each
     distinct text of the chunk's passages once, in the order ``arrays``' starts count)."""
-    codes = np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32)
+    # A writable copy: numba compiles a loop again for a read-only array (what frombuffer
+    # gives), and the shipped loops are of writable ones.
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32).copy()
     return _align_chunk(codes, *arrays)
 
 

@@ -222,6 +222,26 @@ def test_the_stages_on_the_workers_show_their_tasks(
         assert f"{stage}: " in shown and f"{unit}/s" in shown, stage
 
 
+def test_a_first_dask_local_scan_compiles_no_loop_on_the_workers(
+    samples: Path, tmp_path: Path
+) -> None:
+    """The workers' tasks (the alignment's chunks among them) call the loops with arrays of
+    the kinds the shipped ones were built for: a fresh install's cluster compiles none (a
+    read-only array would make numba compile a loop again, seconds on each worker)."""
+    from dedup.kernels import jit
+
+    if not jit.shipped_fit():
+        pytest.skip("the shipped loops are for another processor or numba")
+    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    environment.pop("DEDUP_IGNORE_SHIPPED_KERNELS", None)
+    command = [sys.executable, "-m", "dedup", "scan", str(samples), "-q"]
+    command += ["--engine", "dask-local", "-j", "2", "-o", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["matches"]
+    assert not list((tmp_path / "cache").rglob("*.nbi"))
+
+
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:
     url = f"file://{samples}"
     report = dedup.scan([url], scheduler=cluster.address)
