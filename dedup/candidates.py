@@ -8,7 +8,6 @@ are grouped by sorting compact arrays, not by one Python object per passage per 
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -16,7 +15,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, sorted_unique
+from dedup.arrays import concatenated, partitioned, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.engine.base import Threads
 from dedup.fingerprint import HeldSignatures, SignatureTable
@@ -156,13 +155,11 @@ def band_entries(
     band_of = np.repeat(np.arange(bands, dtype=np.int16), len(passages))
     passages = np.tile(passages, bands)
     with np.errstate(over="ignore"):
-        mixed = keys * np.uint64(0x9E3779B97F4A7C15) + band_of.astype(np.uint64)
-    partition = ((mixed >> np.uint64(33)) % np.uint64(partitions)).astype(np.int64)
-    order = np.argsort(partition, kind="stable")  # stable: by band, then passage, within one
-    bounds = np.searchsorted(partition[order], np.arange(partitions + 1))
+        bucket = keys * np.uint64(0x100000001B3) + band_of.astype(np.uint64)
+    # In order within a partition: by band, then passage.
     return [
-        BandEntries(band_of[part], keys[part], passages[part])
-        for part in (order[low:high] for low, high in itertools.pairwise(bounds))
+        BandEntries(band_of[rows], keys[rows], passages[rows])
+        for rows in partitioned(bucket, partitions)
     ]
 
 

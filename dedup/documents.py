@@ -14,7 +14,6 @@ their other seeds.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import key_counts
+from dedup.arrays import concatenated, key_counts, partitioned
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
@@ -276,17 +275,12 @@ def seed_entries(
         at = np.minimum(np.searchsorted(rows, seed_passage), max(0, len(rows) - 1))
         taken = (rows[at] == seed_passage) if len(rows) else np.zeros(len(seeds), np.bool_)
         parts.append((seeds[taken], seed_passage[taken] + first, held[at[taken]]))
-    seeds = np.concatenate([part[0] for part in parts] or [np.empty(0, np.uint32)])
-    passages = np.concatenate([part[1] for part in parts] or [np.empty(0, np.int64)])
-    held = np.concatenate([part[2] for part in parts] or [np.empty(0, np.int64)])
-    with np.errstate(over="ignore"):
-        mixed = seeds.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    partition = ((mixed >> np.uint64(33)) % np.uint64(partitions)).astype(np.int64)
-    order = np.argsort(partition, kind="stable")
-    bounds = np.searchsorted(partition[order], np.arange(partitions + 1))
+    seeds = concatenated([part[0] for part in parts], np.uint32)
+    passages = concatenated([part[1] for part in parts], np.int64)
+    held = concatenated([part[2] for part in parts], np.int64)
     return [
         SeedEntries(seeds[rows], passages[rows], held[rows])
-        for rows in (order[low:high] for low, high in itertools.pairwise(bounds))
+        for rows in partitioned(seeds.astype(np.uint64), partitions)
     ]
 
 
@@ -297,9 +291,9 @@ def partition_text_pairs(
     partition, given its entries from every run, and how many each shares: a seed whose texts'
     documents are more than ``most`` counts for none (as in _text_pair_counts, whose loop
     this runs with the partition's passages numbered afresh)."""
-    seeds = np.concatenate([part.seeds for part in parts] or [np.empty(0, np.uint32)])
-    passages = np.concatenate([part.passages for part in parts] or [np.empty(0, np.int64)])
-    held = np.concatenate([part.holders for part in parts] or [np.empty(0, np.int64)])
+    seeds = concatenated([part.seeds for part in parts], np.uint32)
+    passages = concatenated([part.passages for part in parts], np.int64)
+    held = concatenated([part.holders for part in parts], np.int64)
     numbered, local = np.unique(passages, return_inverse=True)
     holder_end = np.zeros(len(numbered), dtype=np.int64)
     holder_end[local] = held

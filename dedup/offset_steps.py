@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import concatenated
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 
@@ -95,10 +96,11 @@ def offsets_in_runs(
     """:func:`original_offsets` given the steps of consecutive runs of passages (each run's
     steps and big steps, as a worker keeps a file's), ``first_step`` counted from the first
     run's first step."""
-    steps = np.concatenate([run[0] for run in runs]) if runs else np.empty(0, np.uint8)
+    steps = concatenated([run[0] for run in runs], np.uint8)
     starts = np.cumsum([0, *(len(run[0]) for run in runs)])[:-1].tolist()
-    big = np.concatenate(
-        [run[1] + np.array([start, 0]) for run, start in zip(runs, starts, strict=True)]
-        or [np.empty((0, 2), np.int64)]
+    big = concatenated(
+        [run[1] + np.array([start, 0]) for run, start in zip(runs, starts, strict=True)],
+        np.int64,
+        columns=2,
     )
     return original_offsets(steps, big.astype(np.int64), first_step, span_start, index)

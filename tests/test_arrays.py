@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup.arrays import sorted_unique
+from dedup.arrays import partitioned, sorted_unique
 
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
@@ -18,3 +18,16 @@ def test_sorted_unique_is_numpys_unique(values: list[int]) -> None:
 def test_sorted_unique_of_pairs_flattens_them_as_numpy_does() -> None:
     pairs = np.array([[3, 1], [1, 2], [3, 3]], dtype=np.int64)
     assert sorted_unique(pairs).tolist() == [1, 2, 3]
+
+
+@given(st.lists(st.integers(0, 40), max_size=300), st.integers(1, 7))
+def test_partitioned_puts_equal_keys_together_and_every_row_once_in_order(
+    keys: list[int], partitions: int
+) -> None:
+    array = np.array(keys, dtype=np.uint64)
+    parts = partitioned(array, partitions)
+    assert len(parts) == partitions
+    assert sorted(row for part in parts for row in part.tolist()) == list(range(len(keys)))
+    assert all(np.all(np.diff(part) > 0) for part in parts)
+    home = {int(array[row]): number for number, part in enumerate(parts) for row in part}
+    assert all(home[int(array[row])] == number for number, part in enumerate(parts) for row in part)

@@ -165,18 +165,17 @@ class KeptOnWorkers:
         # tasks that split them into partitions are batches × P, not runs × P, however
         # many files a dump has.
         batches = max(1, BATCHES_PER_THREAD * self.engine.workers)
-        size = -(-len(self.runs) // batches) or 1
         made = [
             client.submit(
                 entries,
-                kept[start : start + size],
-                *(values[start : start + size] for values in per_run),
-                [run.first for run in self.runs[start : start + size]],
+                kept[batch.start : batch.stop],
+                *(values[batch.start : batch.stop] for values in per_run),
+                [run.first for run in self.runs[batch.start : batch.stop]],
                 *given,
                 partitions,
                 pure=False,
             )
-            for start in range(0, len(self.runs), size)
+            for batch in self.batches(-(-len(self.runs) // batches))
         ]
         parts: list[Future[Any] | None] = [
             client.submit(
@@ -221,9 +220,6 @@ class SignaturesOnWorkers:
 
     def __init__(self, kept: KeptOnWorkers) -> None:
         self._kept = kept
-        self._engine = kept.engine
-        self._shown = kept.shown
-        self._runs = kept.runs
 
     def __len__(self) -> int:
         return self._kept.count
@@ -246,7 +242,8 @@ class SignaturesOnWorkers:
         return codes
 
     def estimates(self, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        client = self._engine.client_for_tasks()
+        kept = self._kept
+        client = kept.engine.client_for_tasks()
         tasks: list[Future[Any] | None] = []
         for start in range(0, len(pairs), _PAIRS_A_TASK):
             chunk = pairs[start : start + _PAIRS_A_TASK]
@@ -255,13 +252,13 @@ class SignaturesOnWorkers:
                 client.submit(
                     estimates_in_runs,
                     chunk,
-                    [self._runs[run].first for run in named],
+                    [kept.runs[run].first for run in named],
                     [self._kept.signature_futures[run] for run in named],
                     pure=False,
                 )
             )
-        done = self._engine.in_order(self._engine.holding(tasks))
-        estimated = list(progress(done, "estimates", "chunk", len(tasks), self._shown))
+        done = kept.engine.in_order(kept.engine.holding(tasks))
+        estimated = list(progress(done, "estimates", "chunk", len(tasks), kept.shown))
         return np.concatenate(estimated) if estimated else np.empty(0, dtype=np.float64)
 
     def let_go(self) -> None:
