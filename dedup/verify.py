@@ -206,15 +206,14 @@ def verify_estimated(
     if not len(pairs):
         return SimilarityTable.of([])
     run = threads.in_threads if threads is not None else map
-    involved = sorted_unique(pairs)
-    local = np.searchsorted(involved, pairs)
-    lengths = np.fromiter((len(texts[i]) for i in involved.tolist()), np.int64, len(involved))
+
+    def lengths(involved: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.fromiter((len(texts[i]) for i in involved.tolist()), np.int64, len(involved))
+
     scores = _Scores(len(pairs))
-    for block_texts, block_pairs in _text_blocks(local, lengths, _CHARACTERS_AT_ONCE):
-        place = np.empty(len(involved), dtype=np.int64)
-        place[block_texts] = np.arange(len(block_texts))
-        batch = [texts[index] for index in involved[block_texts].tolist()]
-        scores.put(block_pairs, _scored_block(place[local[block_pairs]], batch, ngram, run))
+    for block, rows, block_pairs in _blocks(pairs, lengths, _CHARACTERS_AT_ONCE):
+        batch = [texts[index] for index in block.tolist()]
+        scores.put(rows, _scored_block(block_pairs, batch, ngram, run))
     return scores.passing(pairs, estimates, threshold, containment)
 
 
@@ -231,25 +230,34 @@ def verify_where_held(
     the texts of its block; only the scores come back."""
     if not len(pairs):
         return SimilarityTable.of([])
-    involved = sorted_unique(pairs)
-    local = np.searchsorted(involved, pairs)
-    blocks = list(_text_blocks(local, texts.lengths[involved], _CHARACTERS_A_TASK))
-    place = np.empty(len(involved), dtype=np.int64)
-    block_locals = []
-    for block_texts, block_pairs in blocks:
-        place[block_texts] = np.arange(len(block_texts))
-        block_locals.append(place[local[block_pairs]])
+    blocks = list(_blocks(pairs, lambda involved: texts.lengths[involved], _CHARACTERS_A_TASK))
     scored = texts.map(
         scored_pairs,
-        [involved[block_texts] for block_texts, _pairs in blocks],
-        block_locals,
+        [block for block, _rows, _pairs in blocks],
+        [block_pairs for _block, _rows, block_pairs in blocks],
         repeat(ngram),
         stage="verify",
     )
     scores = _Scores(len(pairs))
-    for (_texts, block_pairs), block_scores in zip(blocks, scored, strict=True):
-        scores.put(block_pairs, block_scores)
+    for (_block, rows, _pairs), block_scores in zip(blocks, scored, strict=True):
+        scores.put(rows, block_scores)
     return scores.passing(pairs, estimates, threshold, containment)
+
+
+def _blocks(
+    pairs: npt.NDArray[np.int64],
+    lengths: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]],
+    characters: int,
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """The blocks :func:`_text_blocks` makes of the texts ``pairs`` involve (``lengths`` of
+    them, given their numbers), each as its texts (numbers in the scan), its pairs (rows of
+    ``pairs``) and those pairs as numbers into its texts."""
+    involved = sorted_unique(pairs)
+    local = np.searchsorted(involved, pairs)
+    place = np.empty(len(involved), dtype=np.int64)
+    for block_texts, block_pairs in _text_blocks(local, lengths(involved), characters):
+        place[block_texts] = np.arange(len(block_texts))
+        yield involved[block_texts], block_pairs, place[local[block_pairs]]
 
 
 def scored_pairs(

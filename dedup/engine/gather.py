@@ -46,7 +46,8 @@ class Prepared:
     signatures are held once, not twice."""
 
     signatures: SignatureTable
-    # Where the workers keep the signatures instead (a cluster's), or None.
+    # Where the workers keep the signatures, texts, steps and seeds instead (a cluster's),
+    # or None.
     kept: KeptOnWorkers | None = None
     span_parts: list[SpanTable] = field(default_factory=list)
     files: list[FoundFile] = field(default_factory=list)
@@ -60,8 +61,8 @@ class Prepared:
     alignment_parts: list[PassageAlignment] = field(default_factory=list)
 
     def add(self, file: FoundFile, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
-        """A file's passages, after those of the files before it; ``runs``: its signatures
-        as the workers keep them."""
+        """A file's passages, after those of the files before it; ``runs``: what the workers
+        keep of it."""
         if self.kept is not None:
             self.kept.add(runs)
         for item in result.inputs:
