@@ -139,13 +139,18 @@ class DaskEngine:
         traceback: TracebackType | None,
     ) -> None:
         pending = [task for tasks in self._tasks for task in tasks if task is not None]
-        if self.client is not None and pending:
-            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
-                self.client.cancel(pending, force=True)
-        self._tasks = []
-        self._close()
+        with _distributed_silenced():
+            if self.client is not None and pending:
+                with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                    self.client.cancel(pending, force=True)
+            self._tasks = []
+            self._close()
 
     def _close(self) -> None:
+        with _distributed_silenced():
+            self._close_what_was_opened()
+
+    def _close_what_was_opened(self) -> None:
         if self.client is not None and self._owns_client:
             with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
                 self.client.close(timeout=CONNECT_SECONDS)  # a lost scheduler: given up on
@@ -392,6 +397,21 @@ class _LocalWorkers:
                 process.kill()
                 process.wait()
         self.log.close()
+
+
+@contextlib.contextmanager
+def _distributed_silenced() -> Iterator[None]:
+    """While the scan's tasks are cancelled and what it opened is closed, distributed's own
+    messages are about that closing: after a Ctrl-C (which the local workers get too) the
+    scheduler, still running, logs each cancelled task it cannot report to the client that
+    just closed as a CRITICAL traceback. The logger's level is put back afterwards."""
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _check_workers_run_this_dedup(client: Client) -> None:
