@@ -103,6 +103,9 @@ class Prepared:
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
         self.kept = None
+        # The workers' results were unpickled on the pool's result thread (or the Dask
+        # client's), whose malloc arena keeps what the merge just freed: hand it back.
+        release_freed_memory()
         return passages
 
 
