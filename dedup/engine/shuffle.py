@@ -75,7 +75,7 @@ PARTITIONS_PER_THREAD = 2
 BATCHES_PER_THREAD = 4
 # Files whose steps one task maps positions back through, at most.
 _RUNS_A_BATCH = 64
-# Candidate pairs whose MinHash estimates one task makes.
+# Candidate pairs whose MinHash estimates one task makes, at most.
 _PAIRS_A_TASK = 500_000
 
 
@@ -245,8 +245,10 @@ class SignaturesOnWorkers:
         kept = self._kept
         client = kept.engine.client_for_tasks()
         tasks: list[Future[Any] | None] = []
-        for start in range(0, len(pairs), _PAIRS_A_TASK):
-            chunk = pairs[start : start + _PAIRS_A_TASK]
+        # A task a worker thread at least: as one task, the other workers waited on it.
+        size = min(_PAIRS_A_TASK, -(-len(pairs) // max(1, kept.engine.workers)))
+        for start in range(0, len(pairs), max(1, size)):
+            chunk = pairs[start : start + size]
             named = self._kept.runs_of(chunk.ravel())
             tasks.append(
                 client.submit(
