@@ -24,7 +24,9 @@ import pytest
 from click.testing import CliRunner
 
 import dedup
+from dedup import pipeline
 from dedup.cli import cli
+from dedup.errors import DedupError
 from tests.processes import alive, descendants
 from tests.test_slices import mirror_records
 
@@ -262,6 +264,28 @@ def test_the_api_takes_a_client_and_leaves_it_open(
         while client.run_on_scheduler(_tasks_held):
             assert time.monotonic() < deadline, "the scan left tasks on the cluster"
             time.sleep(0.05)
+
+
+def test_a_scan_that_fails_after_the_files_leaves_the_callers_client_working(
+    cluster: Cluster, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(*_arguments: object, **_options: object) -> None:
+        raise DedupError("the candidates stage failed")
+
+    monkeypatch.setattr(pipeline, "find_candidates", fails)
+    log_before = cluster.log.read_text("utf-8", "replace")
+    with cluster.client() as client:
+        # The files are prepared, the workers keep what they made, and the scan stops.
+        with pytest.raises(DedupError, match="the candidates stage failed"):
+            dedup.scan([samples], scheduler=client)
+        assert client.submit(sum, [1, 2], pure=False).result(timeout=20) == 3
+        deadline = time.monotonic() + 10
+        while client.run_on_scheduler(_tasks_held):
+            assert time.monotonic() < deadline, "the scan left tasks on the cluster"
+            time.sleep(0.05)
+    # Cancelling finished tasks made the scheduler assert on their dependents (a traceback in
+    # its log, the caller's stream handler gone).
+    assert "AssertionError" not in cluster.log.read_text("utf-8", "replace")[len(log_before) :]
 
 
 def test_a_worker_killed_part_way_has_its_tasks_run_again(

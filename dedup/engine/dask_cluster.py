@@ -138,7 +138,11 @@ class DaskEngine:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        pending = [task for tasks in self._tasks for task in tasks if task is not None]
+        # Only the tasks not done: cancelling a finished one cancels its dependents too, and
+        # distributed asserts on a dependent no client wants any more (a traceback).
+        pending = [
+            task for tasks in self._tasks for task in tasks if task is not None and not task.done()
+        ]
         with _distributed_silenced():
             if self.client is not None and pending:
                 with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
