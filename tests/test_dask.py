@@ -276,13 +276,16 @@ def test_a_scan_that_fails_after_the_files_leaves_the_callers_client_working(
     log_before = cluster.log.read_text("utf-8", "replace")
     with cluster.client() as client:
         # The files are prepared, the workers keep what they made, and the scan stops.
-        with pytest.raises(DedupError, match="the candidates stage failed"):
+        with pytest.raises(DedupError, match="the candidates stage failed") as failure:
             dedup.scan([samples], scheduler=client)
         assert client.submit(sum, [1, 2], pure=False).result(timeout=20) == 3
+        # Its tasks are let go of though the error (and the scan's frames) is kept, as a
+        # notebook keeps the last one.
         deadline = time.monotonic() + 10
         while client.run_on_scheduler(_tasks_held):
             assert time.monotonic() < deadline, "the scan left tasks on the cluster"
             time.sleep(0.05)
+        assert failure.traceback
     # Cancelling finished tasks made the scheduler assert on their dependents (a traceback in
     # its log, the caller's stream handler gone).
     assert "AssertionError" not in cluster.log.read_text("utf-8", "replace")[len(log_before) :]

@@ -138,15 +138,19 @@ class DaskEngine:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        # Only the tasks not done: cancelling a finished one cancels its dependents too, and
-        # distributed asserts on a dependent no client wants any more (a traceback).
-        pending = [
-            task for tasks in self._tasks for task in tasks if task is not None and not task.done()
-        ]
+        held = [task for tasks in self._tasks for task in tasks if task is not None]
+        # Only the tasks not done are cancelled: cancelling a finished one cancels its
+        # dependents too, and distributed asserts on a dependent no client wants any more.
+        pending = [task for task in held if not task.done()]
         with _distributed_silenced():
             if self.client is not None and pending:
                 with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
                     self.client.cancel(pending, force=True)
+            # The rest let go of now, not when the caller lets go of the error: a traceback
+            # kept (a notebook keeps the last one) holds the stages' futures, and a caller's
+            # cluster would keep what its workers made for the scan.
+            for task in held:
+                task.release()
             self._tasks = []
             self._close()
 
