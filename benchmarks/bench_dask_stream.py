@@ -1,0 +1,121 @@
+"""Where a Dask scan's time goes, from the scheduler's task stream.
+
+    python benchmarks/bench_dask_stream.py DUMP [--workers 2]
+
+Starts a ``dask scheduler`` and ``--workers`` fresh ``dask worker --nthreads 1`` processes (as
+a user's cluster would be: the scheduler in a process of its own), scans DUMP through it, and
+prints from ``Client.get_task_stream``: each task function's seconds computing and receiving
+its inputs from other workers, each worker's busy share, and the stretches of a second or more
+where no worker computed (the driver planning, or waiting on a transfer). Needs the dask
+extra. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import dedup
+
+_UUID = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_IDLE_SECONDS = 1.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dump", type=Path)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    import distributed
+
+    with tempfile.TemporaryDirectory() as folder:
+        processes, address = _start(Path(folder), args.workers)
+        try:
+            with distributed.Client(address, set_as_default=False) as client:
+                client.wait_for_workers(args.workers, timeout=60)
+                client.get_task_stream()  # the scheduler records the stream from now on
+                started = time.time()
+                report = dedup.scan([args.dump], scheduler=client, show_progress=False)
+                seconds = time.time() - started
+                stream = client.get_task_stream(start=started)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait()
+    print(f"scan {seconds:.1f} s on {report.engine}")
+    print("stages:", ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+    _print_stream(stream, started, seconds)
+
+
+def _start(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:
+    scheduler_file = folder / "scheduler.json"
+    log = open(folder / "cluster.log", "wb")  # noqa: SIM115  # open while they run
+    python = [sys.executable, "-m"]
+    scheduler = ["distributed.cli.dask_scheduler", "--port", "0", "--no-dashboard"]
+    processes = [
+        subprocess.Popen(
+            [*python, *scheduler, "--scheduler-file", str(scheduler_file)],
+            stdout=log,
+            stderr=log,
+        )
+    ]
+    deadline = time.monotonic() + 60
+    while not scheduler_file.exists() or not scheduler_file.read_text():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the scheduler did not start: {folder / 'cluster.log'}")
+        time.sleep(0.1)
+    address = json.loads(scheduler_file.read_text())["address"]
+    processes += [
+        subprocess.Popen(
+            [*python, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny"],
+            stdout=log,
+            stderr=log,
+        )
+        for _ in range(workers)
+    ]
+    return processes, address
+
+
+def _print_stream(stream: list[dict[str, Any]], started: float, seconds: float) -> None:
+    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    busy: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for task in stream:
+        name = _UUID.sub("", str(task["key"]))
+        for piece in task["startstops"]:
+            span = (piece["start"] - started, piece["stop"] - started)
+            total = totals[(name, piece["action"])]
+            total[0] += span[1] - span[0]
+            total[1] += 1
+            if piece["action"] == "compute":
+                busy[task["worker"]].append(span)
+    print(f"\n{'task function':<28}{'action':<12}{'seconds':>9}{'tasks':>8}")
+    for (name, action), (spent, count) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+        if spent >= 0.05:
+            print(f"{name:<28}{action:<12}{spent:9.2f}{int(count):8d}")
+    print()
+    for number, (worker, spans) in enumerate(sorted(busy.items())):
+        computing = sum(stop - start for start, stop in spans)
+        print(f"worker {number} ({worker}): computing {computing:.1f} s, {computing / seconds:.0%}")
+    spans = sorted(span for worker_spans in busy.values() for span in worker_spans)
+    reached = 0.0
+    print(f"\nstretches of {_IDLE_SECONDS:.0f} s or more with no worker computing:")
+    for start, stop in spans:
+        if start - reached >= _IDLE_SECONDS:
+            print(f"  {reached:6.1f} - {start:6.1f} s")
+        reached = max(reached, stop)
+    if seconds - reached >= _IDLE_SECONDS:
+        print(f"  {reached:6.1f} - {seconds:6.1f} s (the driver's last stages and the report)")
+
+
+if __name__ == "__main__":
+    main()
