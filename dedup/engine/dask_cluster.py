@@ -151,21 +151,18 @@ class DaskEngine:
             # cluster would keep what its workers made for the scan.
             for task in held:
                 task.release()
-            self._tasks = []
-            self._close()
+        self._tasks = []
+        self._close()
 
     def _close(self) -> None:
         with _distributed_silenced():
-            self._close_what_was_opened()
-
-    def _close_what_was_opened(self) -> None:
-        if self.client is not None and self._owns_client:
-            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
-                self.client.close(timeout=CONNECT_SECONDS)  # a lost scheduler: given up on
-        if self._local_workers is not None:
-            self._local_workers.stop()
-        if self._cluster is not None:
-            self._cluster.close()
+            if self.client is not None and self._owns_client:
+                with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                    self.client.close(timeout=CONNECT_SECONDS)  # a lost scheduler: given up on
+            if self._local_workers is not None:
+                self._local_workers.stop()
+            if self._cluster is not None:
+                self._cluster.close()
         self.client, self._cluster, self._local_workers = None, None, None
 
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:

@@ -246,8 +246,8 @@ class SignaturesOnWorkers:
         client = kept.engine.client_for_tasks()
         tasks: list[Future[Any] | None] = []
         # A task a worker thread at least: as one task, the other workers waited on it.
-        size = min(_PAIRS_A_TASK, -(-len(pairs) // max(1, kept.engine.workers)))
-        for start in range(0, len(pairs), max(1, size)):
+        size = max(1, min(_PAIRS_A_TASK, -(-len(pairs) // max(1, kept.engine.workers))))
+        for start in range(0, len(pairs), size):
             chunk = pairs[start : start + size]
             named = self._kept.runs_of(chunk.ravel())
             tasks.append(
