@@ -5,7 +5,8 @@
 Starts a ``dask scheduler`` and ``--workers`` fresh ``dask worker --nthreads 1`` processes (as
 a user's cluster would be: the scheduler in a process of its own), scans DUMP through it, and
 prints from ``Client.get_task_stream``: each task function's seconds computing and receiving
-its inputs from other workers, each worker's busy share, and the stretches of a second or more
+its inputs from other workers and when (from its first task's start to its last's end, in
+seconds from the scan's start), each worker's busy share, and the stretches of a second or more
 where no worker computed (the driver planning, or waiting on a transfer). Needs the dask
 extra. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
 """
@@ -51,7 +52,11 @@ def main() -> None:
             for process in processes:
                 process.terminate()
             for process in processes:
-                process.wait()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:  # a worker closing gracefully, still
+                    process.kill()
+                    process.wait()
     print(f"scan {seconds:.1f} s on {report.engine}")
     print("stages:", ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
     _print_stream(stream, started, seconds)
@@ -87,7 +92,7 @@ def _start(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], s
 
 
 def _print_stream(stream: list[dict[str, Any]], started: float, seconds: float) -> None:
-    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0, seconds, 0.0])
     busy: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for task in stream:
         name = _UUID.sub("", str(task["key"]))
@@ -96,12 +101,15 @@ def _print_stream(stream: list[dict[str, Any]], started: float, seconds: float) 
             total = totals[(name, piece["action"])]
             total[0] += span[1] - span[0]
             total[1] += 1
+            total[2], total[3] = min(total[2], span[0]), max(total[3], span[1])
             if piece["action"] == "compute":
                 busy[task["worker"]].append(span)
-    print(f"\n{'task function':<28}{'action':<12}{'seconds':>9}{'tasks':>8}")
-    for (name, action), (spent, count) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+    print(f"\n{'task function':<28}{'action':<12}{'seconds':>9}{'tasks':>8}    from - to")
+    for (name, action), (spent, count, first, last) in sorted(
+        totals.items(), key=lambda kv: kv[1][2]
+    ):
         if spent >= 0.05:
-            print(f"{name:<28}{action:<12}{spent:9.2f}{int(count):8d}")
+            print(f"{name:<28}{action:<12}{spent:9.2f}{int(count):8d} {first:6.1f} - {last:4.1f} s")
     print()
     for number, (worker, spans) in enumerate(sorted(busy.items())):
         computing = sum(stop - start for start, stop in spans)

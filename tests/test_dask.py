@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +156,8 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
             prepared = prepare_all(files, config, StageTimer(), engine)
             if name == "dask":  # none came here
                 assert len(prepared.signatures) == 0 and not prepared.normalized
+                # each kept run holds a batch of files' passages, not a file's
+                assert prepared.kept is not None and len(prepared.kept.runs) < len(files) / 2
             passages = prepared.passages()
             if name == "dask":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)
@@ -205,6 +207,39 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert np.array_equal(dask[3], local[3])
     assert np.array_equal(dask[4], local[4])
     assert len(local[5]) > 100 and np.array_equal(dask[5], local[5])  # the pairs of documents
+
+
+def test_small_files_go_to_the_workers_in_batches_and_slices_alone(
+    mirror_dump: Path, tmp_path: Path
+) -> None:
+    """A pass's calls are cut into consecutive batches, a task each: small files together up
+    to the batch's bytes, enough batches for every worker thread, and a call of a slice of a
+    file (whose kept passages must be its own) or of a file of unknown size alone."""
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import _BATCHES_PER_THREAD, _batches
+    from dedup.read import discover_inputs
+    from dedup.read.slices import FileSlice
+
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    config = ScanConfig()
+    calls = [(file, config, None) for file in files]
+    sizes = [file.stamp[0] for file in files if file.stamp is not None]
+    assert len(sizes) == len(files) > 200
+    for threads in (1, 2, 8):
+        batches = _batches(calls, threads)
+        assert [n for batch in batches for n in batch] == list(range(len(calls)))
+        assert len(batches) >= _BATCHES_PER_THREAD * threads  # the last ones end together
+        assert len(batches) < len(calls) / 2  # but many files a task
+        limit = sum(sizes) // (_BATCHES_PER_THREAD * threads)
+        assert all(sum(sizes[n] for n in batch) <= limit for batch in batches if len(batch) > 1)
+    whole = (files[3], config, None)
+    sliced = (files[4], config, FileSlice(0, 100, "utf-8"))
+    unknown = (replace(files[5], stamp=None), config, None)
+    mixed = [*calls[:3], sliced, sliced, whole, unknown, *calls[6:9]]
+    batches = _batches(mixed, 1)
+    for alone in (3, 4, 6):
+        assert range(alone, alone + 1) in batches
+    assert [n for batch in batches for n in batch] == list(range(len(mixed)))
 
 
 def test_the_stages_on_the_workers_show_their_tasks(
@@ -328,11 +363,11 @@ def _tasks_held(dask_scheduler: distributed.Scheduler) -> int:
 
 
 def _files_done(dask_scheduler: distributed.Scheduler) -> int:
-    """Files prepared: their results, or the signatures the workers keep of them."""
+    """Batches of files prepared: their results, or what the workers keep of them."""
     return sum(
         1
         for task in dask_scheduler.tasks.values()
-        if str(task.key).startswith(("_task", "signatures_of")) and task.state == "memory"
+        if str(task.key).startswith(("_batch_task", "_of_merged")) and task.state == "memory"
     )
 
 
@@ -352,9 +387,9 @@ def test_a_large_jsonl_file_is_shared_by_the_workers_in_slices(
         on_cluster = dedup.scan([path], scheduler=cluster.address, source_fields=("site",))
     assert on_cluster.to_json() == local.to_json()
     assert len(on_cluster.document_groups) >= 40
-    # Counting the slices' lines, then learning and preparing them: three tasks a slice,
-    # on both workers.
-    ran = [task for task in tasks.data if task["key"].startswith("_task")]
+    # Counting the slices' lines, then learning and preparing them: three tasks a slice (a
+    # slice is a batch alone), on both workers.
+    ran = [task for task in tasks.data if task["key"].startswith("_batch_task")]
     assert len(ran) >= 3 * 10
     assert len({task["worker"] for task in ran}) == 2
 

@@ -48,6 +48,10 @@ T = TypeVar("T")
 
 # How long to try reaching a scheduler, and to wait for a first worker, before giving up.
 CONNECT_SECONDS = 10
+# Files one task of a pass prepares, in bytes together, at most (see _batches), and batches
+# per worker thread, at least, where there are files enough.
+_BATCH_BYTES = 8_000_000
+_BATCHES_PER_THREAD = 8
 # Arguments this small are sent with each task rather than scattered to the workers once.
 _SENT_WITH_EACH = (int, float, str, bytes, bool, type(None), FoundFile, FileSlice, ScanConfig)
 
@@ -166,46 +170,53 @@ class DaskEngine:
         self.client, self._cluster, self._local_workers = None, None, None
 
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
-        """``function`` over the arguments as tasks on the workers; results in order."""
-        calls, futures = self._submit(function, arguments)
-        return self._results(function, calls, futures)
+        """``function`` over the arguments as tasks on the workers (small files' calls in
+        batches, a task each: :func:`_batches`); results in order."""
+        calls, batches, tasks = self._submit_batches(function, arguments)
+        for number in range(len(batches)):
+            yield from self._batch_taken(function, calls, batches, tasks, number)
 
     def map_keeping(
         self,
         function: Callable[..., T],
         kept: Sequence[Callable[[T], Any]],
         handed_back: Callable[[T], T],
+        merged: Callable[[list[T]], T],
         *arguments: Iterable[Any],
     ) -> Iterator[tuple[T, tuple[Future[Any], ...]]]:
-        """``function`` over the arguments as tasks on the workers, of each result
-        ``handed_back(result)`` brought here and each of ``kept`` of it left on the worker:
-        in order, the one and futures of the others (Dask runs the task again if the worker
-        dies while they are held)."""
-        calls, tasks = self._submit(function, arguments)
+        """``function`` over the arguments as tasks on the workers, small files' calls in
+        batches (:func:`_batches`): of each result ``handed_back(result)`` brought here, in
+        order; of each batch's results ``merged``, each of ``kept`` of that left on the
+        worker, its futures given with the batch's last result (``()`` with the others: Dask
+        runs the task again if the worker dies while they are held)."""
+        calls, batches, tasks = self._submit_batches(function, arguments)
         assert self.client is not None
         submit = self.client.submit
         backs: list[Future[Any] | None] = [
-            submit(handed_back, task, pure=False, priority=-number)
+            submit(_each, handed_back, task, pure=False, priority=-number)
             for number, task in enumerate(tasks)
         ]
-        # Each task's kept parts one after another (let go of here once handed over).
+        # Each batch's kept parts one after another (let go of here once handed over).
         keeps: list[Future[Any] | None] = [
-            submit(part, task, pure=False, priority=-number)
+            submit(_of_merged, part, merged, task, pure=False, priority=-number)
             for number, task in enumerate(tasks)
             for part in kept
         ]
         self._tasks += [backs, keeps]
         for number, task in enumerate(tasks):
-            result = self._taken(function, calls, backs, number)
+            results = self._batch_taken(function, calls, batches, backs, number)
             own = slice(number * len(kept), (number + 1) * len(kept))
             keep = tuple(future for future in keeps[own] if future is not None)
             keeps[own] = [None] * len(kept)
             assert task is not None
-            if task.status == "error":  # run here instead (_taken): whole, kept nothing
-                keep = tuple(self.client.scatter(part(result), hash=False) for part in kept)
-                result = handed_back(result)
+            if task.status == "error":  # run here instead (_batch_taken): whole, kept nothing
+                whole = merged(results)
+                keep = tuple(self.client.scatter(part(whole), hash=False) for part in kept)
+                results = [handed_back(result) for result in results]
             tasks[number] = None
-            yield result, keep
+            for result in results[:-1]:
+                yield result, ()
+            yield results[-1], keep
 
     def kept_on_workers(self, shown: bool) -> KeptOnWorkers:
         """The workers keep the signatures and texts they make; the candidates stage,
@@ -245,15 +256,6 @@ class DaskEngine:
             futures[number] = None
             yield self._result_of(task)
 
-    def _results(
-        self,
-        function: Callable[..., T],
-        calls: list[tuple[Any, ...]],
-        tasks: list[Future[Any] | None],
-    ) -> Iterator[T]:
-        for number in range(len(tasks)):
-            yield self._taken(function, calls, tasks, number)
-
     def in_any_order(
         self, function: Callable[..., T], *arguments: Iterable[Any]
     ) -> Iterator[tuple[int, T]]:
@@ -283,8 +285,35 @@ class DaskEngine:
         self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
     ) -> tuple[list[tuple[Any, ...]], list[Future[Any] | None]]:
         """The calls, and a task for each, handed to the scheduler now (earlier calls first,
-        as the results are taken in order). An argument given to many calls (the config, the
-        lines each source repeats) goes to the workers once."""
+        as the results are taken in order)."""
+        calls, sent = self._calls(arguments)
+        tasks: list[Future[Any] | None] = [
+            self._submitted(_task, function, *call, priority=-number)
+            for number, call in enumerate(sent)
+        ]
+        self._tasks.append(tasks)
+        return calls, tasks
+
+    def _submit_batches(
+        self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
+    ) -> tuple[list[tuple[Any, ...]], list[range], list[Future[Any] | None]]:
+        """The calls, their batches (:func:`_batches`) and a task for each batch, handed to
+        the scheduler now (earlier batches first, as the results are taken in order)."""
+        calls, sent = self._calls(arguments)
+        batches = _batches(calls, self.workers)
+        tasks: list[Future[Any] | None] = [
+            self._submitted(_batch_task, function, sent[batch.start : batch.stop], priority=-n)
+            for n, batch in enumerate(batches)
+        ]
+        self._tasks.append(tasks)
+        return calls, batches, tasks
+
+    def _calls(
+        self, arguments: Sequence[Iterable[Any]]
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The calls of ``arguments``, each value as the workers get it, and the same as they
+        are sent: a value given to many calls (the config, the lines each source repeats)
+        scattered to the workers once, its future in its place."""
         assert self.client is not None, "DaskEngine used outside its with block"
         calls = [
             tuple(_for_workers(value) for value in call) for call in zip(*arguments, strict=False)
@@ -305,18 +334,32 @@ class DaskEngine:
         )
         scattered = dict(zip(keys, sent, strict=True))
         self._tasks.append(list(sent))  # let go of at the end
-        tasks: list[Future[Any] | None] = [
-            self.client.submit(
-                _task,
-                function,
-                *(scattered.get(id(value), value) for value in call),
-                pure=False,
-                priority=-number,
-            )
-            for number, call in enumerate(calls)
-        ]
-        self._tasks.append(tasks)
-        return calls, tasks
+        return calls, [tuple(scattered.get(id(value), value) for value in call) for call in calls]
+
+    def _submitted(self, *task: Any, priority: int) -> Future[Any]:
+        assert self.client is not None
+        return self.client.submit(*task, pure=False, priority=priority)
+
+    def _batch_taken(
+        self,
+        function: Callable[..., T],
+        calls: list[tuple[Any, ...]],
+        batches: list[range],
+        tasks: list[Future[Any] | None],
+        number: int,
+    ) -> list[T]:
+        """The results of batch ``number``'s calls, its task then let go; run here, should a
+        file of it be gone (see :meth:`_taken`)."""
+        task = tasks[number]
+        assert task is not None, "a task's result taken twice"
+        tasks[number] = None
+        batch = calls[batches[number].start : batches[number].stop]
+        try:
+            results: list[T] = self._result_of(task)
+            return results
+        except _NotOnWorker as missing:
+            self._not_on_worker(missing)
+            return [function(*call) for call in batch]
 
     def _taken(
         self,
@@ -333,14 +376,19 @@ class DaskEngine:
             result: T = self._result_of(task)
             return result
         except _NotOnWorker as missing:
-            if exists(missing.fs_path):
-                raise EngineError(
-                    f"{missing.path}: the Dask worker {missing.worker} cannot see "
-                    f"{missing.fs_path}; workers read the inputs at the paths this machine "
-                    "finds them: put them on a filesystem every worker mounts at the same path"
-                ) from None
-            # Gone here too: it was deleted while the scan ran; read here, it is a skip.
+            self._not_on_worker(missing)
             return function(*call)
+
+    @staticmethod
+    def _not_on_worker(missing: _NotOnWorker) -> None:
+        """Stop the scan if a file a worker did not see is here: the worker cannot see it.
+        (Gone here too, it was deleted while the scan ran: run here, it is a skip.)"""
+        if exists(missing.fs_path):
+            raise EngineError(
+                f"{missing.path}: the Dask worker {missing.worker} cannot see "
+                f"{missing.fs_path}; workers read the inputs at the paths this machine "
+                "finds them: put them on a filesystem every worker mounts at the same path"
+            ) from None
 
     def _result_of(self, task: Future[Any]) -> Any:
         """The result of ``task``, or the error the scan stops with when the cluster failed
@@ -490,3 +538,48 @@ def _task(function: Callable[..., T], *arguments: Any) -> T:
 
             raise _NotOnWorker(value.path, value.fs_path, get_worker().address)
     return function(*arguments)
+
+
+def _batch_task(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> list[T]:
+    """A batch's task as a worker runs it: each call's :func:`_task`, in order."""
+    return [_task(function, *call) for call in calls]
+
+
+def _each(function: Callable[[T], Any], results: list[T]) -> list[Any]:
+    return [function(result) for result in results]
+
+
+def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:
+    return part(merged(results))
+
+
+def _batches(calls: Sequence[tuple[Any, ...]], threads: int) -> list[range]:
+    """The calls of a pass over files cut into batches of consecutive calls, a task each: a
+    task costs the scheduler and this process some milliseconds of CPU, and a small file
+    takes less than that to prepare (docs/performance.md). A batch holds files up to
+    ``_BATCH_BYTES`` together, or less, so that there are ``_BATCHES_PER_THREAD`` batches
+    per worker thread and the last ones end about together; a call of a slice of a file, or
+    with no file of known size, is a batch alone (a slice's kept passages are its own)."""
+    sizes = [_call_bytes(call) for call in calls]
+    total = sum(size for size in sizes if size is not None)
+    limit = min(_BATCH_BYTES, total // (_BATCHES_PER_THREAD * max(threads, 1)))
+    batches: list[range] = []
+    first, held = 0, 0
+    for number, size in enumerate(sizes):
+        if number > first and (size is None or held >= limit or held + size > limit):
+            batches.append(range(first, number))
+            first, held = number, 0
+        held += limit if size is None else size
+    if calls:
+        batches.append(range(first, len(calls)))
+    return batches
+
+
+def _call_bytes(call: tuple[Any, ...]) -> int | None:
+    """The size of the file a call prepares, if it is known and the call takes all of it."""
+    if any(isinstance(value, FileSlice) for value in call):
+        return None
+    for value in call:
+        if isinstance(value, FoundFile):
+            return None if value.stamp is None else value.stamp[0]
+    return None

@@ -46,6 +46,7 @@ from dedup.documents import partition_text_pairs, seed_entries
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
+    merged_files,
     passage_count,
     seeds_of,
     signatures_of,
@@ -105,14 +106,24 @@ class KeptOnWorkers:
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
-    ) -> Iterator[tuple[PreparedFile, Run]]:
+    ) -> Iterator[tuple[PreparedFile, Run | None]]:
         """``function`` (the main pass's task) over the arguments on the workers: each
-        prepared file without what the worker keeps of it, in order, with the futures of
-        that; :meth:`add` takes those of the files the scan keeps."""
-        for result, (signatures, texts, steps, seeds) in self.engine.map_keeping(
-            function, (signatures_of, texts_of, steps_of, seeds_of), without_kept, *arguments
+        prepared file without what the worker keeps of it, in order, and the futures of
+        that with the last file of each batch the engine ran as one task (None with the
+        others: the run holds the passages of its batch's files); :meth:`add` takes those
+        of the files the scan keeps."""
+        parts = (signatures_of, texts_of, steps_of, seeds_of)
+        batched = 0  # the passages of the batch's files before
+        for result, kept in self.engine.map_keeping(
+            function, parts, without_kept, merged_files, *arguments
         ):
-            yield result, (passage_count(result), signatures, texts, steps, seeds)
+            batched += passage_count(result)
+            if not kept:
+                yield result, None
+                continue
+            signatures, texts, steps, seeds = kept
+            yield result, (batched, signatures, texts, steps, seeds)
+            batched = 0
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""

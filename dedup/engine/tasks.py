@@ -222,6 +222,16 @@ def joined_slices(parts: Sequence[PreparedFile], config: ScanConfig) -> Prepared
     return PreparedFile((joined,), seconds)
 
 
+def merged_files(prepared: list[PreparedFile]) -> PreparedFile:
+    """Prepared files as one, their inputs one after another: what a cluster's worker keeps
+    of a batch of files prepared by one task (dedup.engine.shuffle)."""
+    seconds: dict[str, float] = {}
+    for result in prepared:
+        for stage, spent in result.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + spent
+    return PreparedFile(tuple(item for result in prepared for item in result.inputs), seconds)
+
+
 def signatures_of(prepared: PreparedFile) -> npt.NDArray[np.uint32]:
     """The signatures of every passage of a prepared file (of all its inputs), in order: what a
     cluster's workers keep of it (dedup.engine.shuffle)."""
