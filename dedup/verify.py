@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from dedup.arrays import concatenated, sorted_unique
 from dedup.cluster import components
+from dedup.codepoints import code_points
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import HeldTexts, Threads
 from dedup.fingerprint import (
@@ -30,6 +31,7 @@ from dedup.fingerprint import (
     shingle_offsets,
 )
 from dedup.kernels import compiled
+from dedup.kernels.rows import search_sorted, with_room_for_rows
 from dedup.kernels.tables import stamped_add, stamped_has
 
 
@@ -42,16 +44,23 @@ class Block:
     length: int
 
 
-NgramIndex = dict[str, list[int]]
+@dataclass(frozen=True, slots=True)
+class NgramIndex:
+    """Where each n-gram of a text starts: the text's code points, and its n-gram keys sorted
+    (as int64), with the position of each (ascending among equal keys)."""
+
+    codes: npt.NDArray[np.uint32]
+    keys: npt.NDArray[np.int64]
+    positions: npt.NDArray[np.int64]
+    ngram: int
 
 
 def ngram_index(text: str, ngram: int) -> NgramIndex:
-    """Where each n-gram of ``text`` starts, in order: build it once to compare many texts with
-    the same one."""
-    positions: NgramIndex = {}
-    for index in range(len(text) - ngram + 1):
-        positions.setdefault(text[index : index + ngram], []).append(index)
-    return positions
+    """Where each n-gram of ``text`` starts: build it once to compare many texts with the
+    same one."""
+    keys = shingle_keys(text, ngram).view(np.int64) if len(text) >= ngram else np.empty(0, np.int64)
+    order = np.argsort(keys, kind="stable")
+    return NgramIndex(code_points(text), keys[order], order.astype(np.int64), ngram)
 
 
 def shared_blocks(a: str, b: str, ngram: int, index_b: NgramIndex | None = None) -> list[Block]:
@@ -61,42 +70,67 @@ def shared_blocks(a: str, b: str, ngram: int, index_b: NgramIndex | None = None)
     as the two agree. ``index_b`` is ``ngram_index(b, ngram)``, if already built."""
     if len(a) < ngram or len(b) < ngram:
         return []
-    positions = index_b if index_b is not None else ngram_index(b, ngram)
-    blocks: list[Block] = []
-    cursor_b = 0
+    index = index_b if index_b is not None else ngram_index(b, ngram)
+    rows = _shared_block_rows(
+        code_points(a),
+        shingle_keys(a, ngram).view(np.int64),
+        index.codes,
+        index.keys,
+        index.positions,
+        ngram,
+    )
+    return [Block(*row) for row in rows.tolist()]
+
+
+@compiled
+def _shared_block_rows(
+    a: npt.NDArray[np.uint32],
+    a_keys: npt.NDArray[np.int64],
+    b: npt.NDArray[np.uint32],
+    b_keys: npt.NDArray[np.int64],
+    b_positions: npt.NDArray[np.int64],
+    ngram: int,
+) -> npt.NDArray[np.int64]:
+    """shared_blocks' stretches as rows ``(a_start, b_start, length)``: an n-gram of ``b``
+    is one with ``a``'s key and the same characters (keys are hashes)."""
+    rows = np.empty((16, 3), dtype=np.int64)
+    count = 0
+    cursor = 0
     index = 0
-    while index <= len(a) - ngram:
-        candidates = positions.get(a[index : index + ngram])
-        if not candidates:
+    while index <= a.shape[0] - ngram:
+        key = a_keys[index]
+        first, after = -1, -1
+        row = search_sorted(b_keys, key)
+        while row < b_keys.shape[0] and b_keys[row] == key:
+            at = b_positions[row]
+            row += 1
+            offset = 0
+            while offset < ngram and a[index + offset] == b[at + offset]:
+                offset += 1
+            if offset < ngram:
+                continue
+            if first < 0:
+                first = at
+            if at >= cursor:
+                after = at
+                break
+        if first < 0:
             index += 1
             continue
-        start_b = next((p for p in candidates if p >= cursor_b), candidates[0])
-        length = ngram + _agreeing(a, index + ngram, b, start_b + ngram)
-        blocks.append(Block(index, start_b, length))
-        cursor_b = start_b + length
-        index += length
-    return blocks
-
-
-_CHUNK = 64
-
-
-def _agreeing(a: str, start_a: int, b: str, start_b: int) -> int:
-    """How many characters ``a[start_a:]`` and ``b[start_b:]`` agree on from their starts,
-    compared a chunk at a time (string slices compare in C) and then a character at a time."""
-    limit = min(len(a) - start_a, len(b) - start_b)
-    length = 0
-    while length < limit:
-        step = min(_CHUNK, limit - length)
-        if (
-            a[start_a + length : start_a + length + step]
-            != b[start_b + length : start_b + length + step]
+        start = after if after >= 0 else first
+        length = ngram
+        while (
+            index + length < a.shape[0]
+            and start + length < b.shape[0]
+            and a[index + length] == b[start + length]
         ):
-            while a[start_a + length] == b[start_b + length]:
-                length += 1
-            return length
-        length += step
-    return length
+            length += 1
+        rows = with_room_for_rows(rows, count, 1)
+        rows[count, 0], rows[count, 1], rows[count, 2] = index, start, length
+        count += 1
+        cursor = start + length
+        index += length
+    return rows[:count]
 
 
 def _member(keys: Keys, sorted_set: Keys) -> npt.NDArray[np.bool_]:

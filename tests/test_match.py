@@ -375,3 +375,55 @@ def test_candidate_pairs_are_every_pair_sharing_a_band(
         found = candidate_pairs(sigs, bands, rows, among.astype(np.int64))
         assert [tuple(pair) for pair in found.tolist()] == sorted(expected)
         assert len(expected) > least
+
+
+def _blocks_by_substrings(a: str, b: str, ngram: int) -> list[verify.Block]:
+    """shared_blocks as first written, on a dict of b's n-gram strings: the reference."""
+    if len(a) < ngram or len(b) < ngram:
+        return []
+    positions: dict[str, list[int]] = {}
+    for index in range(len(b) - ngram + 1):
+        positions.setdefault(b[index : index + ngram], []).append(index)
+    blocks, cursor, index = [], 0, 0
+    while index <= len(a) - ngram:
+        candidates = positions.get(a[index : index + ngram])
+        if not candidates:
+            index += 1
+            continue
+        start = next((p for p in candidates if p >= cursor), candidates[0])
+        length = ngram
+        while index + length < len(a) and start + length < len(b):
+            if a[index + length] != b[start + length]:
+                break
+            length += 1
+        blocks.append(verify.Block(index, start, length))
+        cursor, index = start + length, index + length
+    return blocks
+
+
+def test_shared_blocks_are_the_greedy_stretches_of_the_reference(
+    seed_simplified: str, seed_with_ads: str, seed_traditional: str
+) -> None:
+    """The palette's stretches (compiled, on n-gram keys checked character by character)
+    are those the plain loop over a dict of n-gram strings finds: a scene and its edited
+    copies (cut, moved, repeated), and different novels that share only common phrases."""
+    scene = normalize(seed_simplified).text[:3000]
+    edited = scene[:700] + scene[1500:2200] + "他说了。" * 30 + scene[700:1500] + scene[2200:]
+    others = [normalize(text).text[:3000] for text in (seed_with_ads, seed_traditional)]
+    compared = 0
+    for a, b in [(edited, scene), (scene, edited), (others[0], scene), (scene, others[1])]:
+        for ngram in (3, 5):
+            index = verify.ngram_index(b, ngram)
+            found = verify.shared_blocks(a, b, ngram, index)
+            assert found == verify.shared_blocks(a, b, ngram)
+            assert found == _blocks_by_substrings(a, b, ngram)
+            compared += len(found)
+    assert compared > 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text("了他说。ab", max_size=60), st.text("了他说。ab", max_size=60), st.sampled_from([2, 3])
+)
+def test_shared_blocks_of_repetitive_texts_are_the_references(a: str, b: str, ngram: int) -> None:
+    assert verify.shared_blocks(a, b, ngram) == _blocks_by_substrings(a, b, ngram)
