@@ -1,7 +1,7 @@
-"""The Dask engine: a scan's per-file tasks (read, segment, normalize, fingerprint; the learn
-pass; reading texts back) run on the workers of a Dask cluster, reached through its scheduler's
-address or a ``distributed.Client``, or on a cluster of processes started on this machine for
-the scan (``engine="dask-local"``). The workers keep the signatures and normalized texts they
+"""The Dask engine: a scan's per-file work (read, segment, normalize, fingerprint; the learn
+pass; reading texts back) runs on the workers of a Dask cluster (small files in batches, a
+task each), reached through its scheduler's address or a ``distributed.Client``, or on a
+cluster of processes started on this machine for the scan (``engine="dask-local"``). The workers keep the signatures and normalized texts they
 make, and the candidates stage, verification and the alignment run there (dedup.engine.shuffle);
 the rest runs in this process, as with the local engine, and each stage computes what it
 computes locally, so a report is byte-identical whichever engine made it.
