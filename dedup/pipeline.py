@@ -155,11 +155,21 @@ def scan_files(
                 engine,
             )
             members = members_of(verified, passages.spans, documents, shown)
+            # What is left of the passages and the documents' runs is done with once the
+            # members are cut from their documents; the verified pairs once clustered, the
+            # aligned spans once they are matches (at 1 GB, some 0.5 GB the report's records
+            # would be made beside: docs/performance.md).
+            document_count = len(documents)
+            del passages, documents, verified
         with timer("cluster"):
             clusters = cluster_pairs(
                 members.passages, members.verified, config.keep, config.max_cluster_size
             )
+            verified_count = len(members.verified)
+            del members
             matches = matches_of(aligned, shared, shown)
+            aligned_count = len(aligned.pairs)
+            del aligned, shared
             groups = document_groups(matches, config.keep)
     check_kept_sources(config.keep, prepared.inputs)
     changed_files = [Skipped(path, CHANGED_WHILE_SCANNING) for path in changed]
@@ -172,14 +182,14 @@ def scan_files(
         skipped,
         prepared.too_short,
         proposed,
-        len(members.verified),
+        verified_count,
         clusters,
         exact_copies,
     )
     summary = replace(
         summary,
-        documents=len(documents),
-        document_pairs_aligned=len(aligned.pairs),
+        documents=document_count,
+        document_pairs_aligned=aligned_count,
         document_matches=len(matches),
         matched_documents=len({d.id for m in matches for d in (m.a, m.b)}),
         document_groups=len(groups),
