@@ -1,10 +1,11 @@
 """The Dask engine: a scan's per-file work (read, segment, normalize, fingerprint; the learn
 pass; reading texts back) runs on the workers of a Dask cluster (small files in batches, a
 task each), reached through its scheduler's address or a ``distributed.Client``, or on a
-cluster of processes started on this machine for the scan (``engine="dask-local"``). The workers keep the signatures and normalized texts they
-make, and the candidates stage, verification and the alignment run there (dedup.engine.shuffle);
-the rest runs in this process, as with the local engine, and each stage computes what it
-computes locally, so a report is byte-identical whichever engine made it.
+cluster of processes started on this machine for the scan (``engine="dask-local"``). The
+workers keep the signatures and normalized texts they make, and the candidates stage,
+verification and the alignment run there (dedup.engine.shuffle); the rest runs in this
+process, as with the local engine, and each stage computes what it computes locally, so a
+report is byte-identical whichever engine made it.
 
 Workers read the inputs from the paths this machine found them at: the files must be on a
 filesystem every worker mounts at the same path. A worker that cannot see a file stops the
@@ -172,9 +173,12 @@ class DaskEngine:
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
         """``function`` over the arguments as tasks on the workers (small files' calls in
         batches, a task each: :func:`_batches`); results in order."""
-        calls, batches, tasks = self._submit_batches(function, arguments)
-        for number in range(len(batches)):
-            yield from self._batch_taken(function, calls, batches, tasks, number)
+        calls, batches, tasks = self._submit_batches(function, arguments)  # now, not when read
+        return (
+            result
+            for number in range(len(batches))
+            for result in self._batch_taken(function, calls, batches, tasks, number)
+        )
 
     def map_keeping(
         self,
@@ -546,10 +550,12 @@ def _batch_task(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> lis
 
 
 def _each(function: Callable[[T], Any], results: list[T]) -> list[Any]:
+    """``function`` of each of a batch's results, on the worker that holds them."""
     return [function(result) for result in results]
 
 
 def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:
+    """``part`` of a batch's results ``merged`` into one, on the worker that holds them."""
     return part(merged(results))
 
 
