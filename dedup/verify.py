@@ -411,7 +411,7 @@ def _scored_block(
 # Texts (shingle sets made), first texts (their keys made, their pairs scored) and pairs
 # (their estimates) in a chunk: each chunk is a task for one of the engine's threads, and
 # chunks of this size keep the join cheap.
-_TEXTS_AT_ONCE = 20_000
+_TEXTS_AT_ONCE = 5_000
 _FIRSTS_AT_ONCE = 5_000
 _PAIRS_AT_ONCE = 50_000
 # The characters of the texts whose shingle sets are held at once (8 bytes a shingle): large

@@ -7,8 +7,9 @@ processes on this machine (dedup.engine.local) or the workers of a Dask cluster
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -164,10 +165,22 @@ def engine_for(config: ScanConfig, tasks: int) -> Engine:
 
 
 def in_threads(function: Callable[[Any], T], items: Sequence[Any], threads: int) -> Iterator[T]:
-    """``function`` over ``items``, in order, on up to ``threads`` threads of this process."""
+    """``function`` over ``items``, in order, on up to ``threads`` threads of this process,
+    at most two items a thread ahead of the one taken: a result waits until taken, and a
+    stage's chunks can each make hundreds of megabytes (verification's shingle sets)."""
     threads = min(threads, len(items))
     if threads <= 1:
         yield from map(function, items)
         return
     with ThreadPoolExecutor(threads) as pool:
-        yield from pool.map(function, items)
+        ahead: deque[Future[T]] = deque()
+        try:
+            for item in items:
+                ahead.append(pool.submit(function, item))
+                if len(ahead) > 2 * threads:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+        finally:  # stopped early (an error, an interrupt): what has not started, never will
+            for future in ahead:
+                future.cancel()
