@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -306,6 +308,31 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
     monkeypatch.setattr(verify, "_CHARACTERS_AT_ONCE", 300)
     blocked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
     assert list(blocked) == list(whole)
+
+
+def test_threads_run_only_a_few_chunks_ahead_of_the_one_taken(seed_with_ads: str) -> None:
+    """in_threads gives the results in order and starts at most two chunks a thread beyond
+    the one taken: a finished chunk's result (a block's shingle sets) waits until taken, so
+    those ahead must stay few, however many chunks there are."""
+    chunks = [[text] for text in _windows(seed_with_ads)] * 4
+    assert len(chunks) > 40
+    started = 0
+    lock = threading.Lock()
+
+    def shingle_set(chunk: list[str]) -> Any:
+        nonlocal started
+        with lock:
+            started += 1
+        return verify._shingle_sets(chunk, 3)
+
+    taken = 0
+    for got, chunk in zip(in_threads(shingle_set, chunks, 3), chunks, strict=True):
+        taken += 1
+        assert started - taken <= 2 * 3
+        expected = verify._shingle_sets(chunk, 3)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+        time.sleep(0.001)  # a slow consumer: the threads would otherwise run through them all
+    assert taken == started == len(chunks)
 
 
 def test_verification_blocks_hold_whole_groups_of_candidates(
