@@ -52,7 +52,6 @@ class NgramIndex:
     codes: npt.NDArray[np.uint32]
     keys: npt.NDArray[np.int64]
     positions: npt.NDArray[np.int64]
-    ngram: int
 
 
 def ngram_index(text: str, ngram: int) -> NgramIndex:
@@ -60,7 +59,7 @@ def ngram_index(text: str, ngram: int) -> NgramIndex:
     same one."""
     keys = shingle_keys(text, ngram).view(np.int64) if len(text) >= ngram else np.empty(0, np.int64)
     order = np.argsort(keys, kind="stable")
-    return NgramIndex(code_points(text), keys[order], order.astype(np.int64), ngram)
+    return NgramIndex(code_points(text), keys[order], order.astype(np.int64))
 
 
 def shared_blocks(a: str, b: str, ngram: int, index_b: NgramIndex | None = None) -> list[Block]:

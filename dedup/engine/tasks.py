@@ -181,10 +181,7 @@ def joined_slices(parts: Sequence[PreparedFile], config: ScanConfig) -> Prepared
     """The slices of one file, each prepared by a task of its own (dedup.read.slices), as the
     one input that preparing the file in one task hands back."""
     inputs = [part.inputs[0] for part in parts]  # a slice is one input
-    seconds: dict[str, float] = {}
-    for part in parts:
-        for stage, spent in part.seconds.items():
-            seconds[stage] = seconds.get(stage, 0.0) + spent
+    seconds = _summed_seconds(parts)
     skipped = next((item.skipped for item in inputs if item.skipped is not None), None)
     if skipped is not None:  # the file changed since its slices were counted
         return PreparedFile((_skipped_input(skipped, config),), seconds)
@@ -225,11 +222,17 @@ def joined_slices(parts: Sequence[PreparedFile], config: ScanConfig) -> Prepared
 def merged_files(prepared: list[PreparedFile]) -> PreparedFile:
     """Prepared files as one, their inputs one after another: what a cluster's worker keeps
     of a batch of files prepared by one task (dedup.engine.shuffle)."""
+    inputs = tuple(item for result in prepared for item in result.inputs)
+    return PreparedFile(inputs, _summed_seconds(prepared))
+
+
+def _summed_seconds(parts: Sequence[PreparedFile]) -> dict[str, float]:
+    """Each stage's seconds over ``parts``."""
     seconds: dict[str, float] = {}
-    for result in prepared:
-        for stage, spent in result.seconds.items():
+    for part in parts:
+        for stage, spent in part.seconds.items():
             seconds[stage] = seconds.get(stage, 0.0) + spent
-    return PreparedFile(tuple(item for result in prepared for item in result.inputs), seconds)
+    return seconds
 
 
 def signatures_of(prepared: PreparedFile) -> npt.NDArray[np.uint32]:
