@@ -147,8 +147,9 @@ def _matching_options() -> list[Any]:
             is_flag=True,
             default=_defaults.every_pair,
             help="Align every pair of documents that share text, not only each copy with "
-            "the one its group keeps: a match for every two copies (N copies of a chapter "
-            "make N(N-1)/2 matches rather than N-1).",
+            "the one its group keeps and two groups once: a match for every two copies (N "
+            "copies of a chapter make N(N-1)/2 matches rather than N-1). A report for "
+            "dedup clean --from-report needs it.",
         ),
         click.option(
             "--passage-chars",

@@ -4,10 +4,12 @@ back to the original text, and the documents that are copies of one another grou
 - Copies are aligned once each (``align_through_groups``), not with one another: a chapter
   that 17 sites carry is 16 alignments with the copy its group keeps, not 136. Each document
   is aligned first with the one it shares most verified passages with; documents those
-  alignments join into groups are then aligned with their group's kept document, and every
-  other candidate pair (of documents in different groups, or in none) as it is. Groups come
-  out as aligning every pair would make them: a pair skipped is one whose documents a chain
-  of copies joins already. ``--every-pair`` aligns every candidate pair.
+  alignments join into groups are then aligned with their group's kept document. Two groups
+  (a document in none is a group of its own) that candidate pairs join are aligned once, by
+  their kept documents, not every copy of one with every copy of the other: a scene that two
+  chapters share, each on 17 sites, is one alignment, not 289. Where the kept ones share
+  nothing, the strongest candidate pair between the groups is aligned instead (a kept copy
+  may lack what the others share). ``--every-pair`` aligns every candidate pair.
 
 - Alignment runs on the normalized texts, which the scan holds once per distinct passage text
   (a document is its passages' texts one after another), in chunks of pairs the engine runs
@@ -158,15 +160,26 @@ def align_through_groups(
         aligned = _joined(aligned, align_pairs(pairs[probe], documents, texts, config, engine))
         waiting &= ~probe
         group = _groups(aligned, documents.story_chars)
-    # The rest: pairs whose documents no copies join yet, and each copy with its group's kept
-    # document. Groups joined by the rest have their members aligned with the new kept one.
-    rest = pairs[waiting & (group[pairs[:, 0]] != group[pairs[:, 1]])]
-    wanted = np.concatenate((rest, _to_kept(group, _kept_of_groups(group, preferred))))
-    while len(wanted := _not_aligned(wanted, aligned.pairs, count)):
+    # The rest: each copy with its group's kept document, and the pairs whose documents no
+    # copies join, once for each two groups they join (a scene that two chapters share is
+    # not aligned again for every copy of each): between the groups' kept documents, and
+    # where those share nothing, as the strongest of the candidate pairs between the groups.
+    # Groups joined by the rest have their members aligned with the new kept one.
+    across = waiting & (group[pairs[:, 0]] != group[pairs[:, 1]])
+    rest, rest_strength = pairs[across], strength[across]
+    while True:
+        kept = _kept_of_groups(group, preferred)
+        wanted = np.concatenate(
+            (
+                _to_kept(group, kept),
+                _between_kept(rest, group, kept),
+                _strongest_where_kept_share_nothing(rest, rest_strength, group, kept, aligned),
+            )
+        )
+        if not len(wanted := _not_aligned(wanted, aligned.pairs, count)):
+            return aligned
         aligned = _joined(aligned, align_pairs(wanted, documents, texts, config, engine))
         group = _groups(aligned, documents.story_chars)
-        wanted = _to_kept(group, _kept_of_groups(group, preferred))
-    return aligned
 
 
 def _strongest_pairs(
@@ -219,11 +232,52 @@ def _to_kept(group: npt.NDArray[np.int64], kept: npt.NDArray[np.int64]) -> npt.N
     return np.column_stack((np.minimum(members, kept[members]), np.maximum(members, kept[members])))
 
 
+def _between_kept(
+    rest: npt.NDArray[np.int64], group: npt.NDArray[np.int64], kept: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Pairs (a, b), a < b, of the kept documents of the two groups each of ``rest`` joins."""
+    ends: npt.NDArray[np.int64] = np.sort(
+        kept[rest[group[rest[:, 0]] != group[rest[:, 1]]]], axis=1
+    )
+    return ends
+
+
+def _strongest_where_kept_share_nothing(
+    rest: npt.NDArray[np.int64],
+    strength: npt.NDArray[np.int64],
+    group: npt.NDArray[np.int64],
+    kept: npt.NDArray[np.int64],
+    aligned: AlignedPairs,
+) -> npt.NDArray[np.int64]:
+    """For each two groups that pairs of ``rest`` join, whose kept documents were aligned, and
+    that no aligned pair with a span joins (a kept copy may lack what the others share): the
+    strongest of those pairs (the first in order of equal ones)."""
+    count = len(group)
+    separate = group[rest[:, 0]] != group[rest[:, 1]]
+    apart: npt.NDArray[np.int64] = rest[separate]
+    strength = strength[separate]
+    if not len(apart):
+        return apart
+    key = _codes(np.sort(group[apart], axis=1), count)
+    tried = np.isin(_codes(np.sort(kept[apart], axis=1), count), _codes(aligned.pairs, count))
+    matched = np.sort(group[aligned.pairs[np.unique(aligned.spans[:, 0])]], axis=1)
+    rows = np.flatnonzero(tried & ~np.isin(key, _codes(matched, count)))
+    order = rows[np.lexsort((apart[rows, 1], apart[rows, 0], -strength[rows], key[rows]))]
+    firsts = order[np.append(True, key[order][1:] != key[order][:-1])] if len(order) else order
+    return apart[firsts]
+
+
+def _codes(pairs: npt.NDArray[np.int64], count: int) -> npt.NDArray[np.int64]:
+    """A number for each pair (a, b) of documents of ``count``."""
+    codes: npt.NDArray[np.int64] = pairs[:, 0] * count + pairs[:, 1]
+    return codes
+
+
 def _not_aligned(
     wanted: npt.NDArray[np.int64], done: npt.NDArray[np.int64], count: int
 ) -> npt.NDArray[np.int64]:
     """The pairs of ``wanted`` not in ``done``, once each, sorted."""
-    codes = np.setdiff1d(wanted[:, 0] * count + wanted[:, 1], done[:, 0] * count + done[:, 1])
+    codes = np.setdiff1d(_codes(wanted, count), _codes(done, count))
     return np.column_stack((codes // count, codes % count))
 
 

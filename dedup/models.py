@@ -802,25 +802,38 @@ class Report:
 def document_overlap(report: Report) -> dict[tuple[str, str], list[int]]:
     """For each two sources, by name (a source with itself too): [copies, partial]. Copies are the
     pairs of documents of one group, matched with each other or not (a scan matches each
-    copy with the one its group keeps); partial, the matches between documents of no group in
-    common."""
+    copy with the one its group keeps); partial, the pairs of documents of no group in common
+    that share text: for two groups a match joins (a document of none is a group of its own),
+    every document of one with every document of the other (a scan aligns two groups once)."""
     between: dict[tuple[str, str], list[int]] = {}
+    source_of = {document.id: document.source for document in report.documents}
     group_of: dict[str, str] = {}
+    held_in: dict[str, Counter[str]] = {}
     for group in report.document_groups:
         group_of.update((document, group.id) for document in group.documents)
-    source_of = {document.id: document.source for document in report.documents}
-    for group in report.document_groups:
-        held = Counter(source_of[document] for document in group.documents)
+        held_in[group.id] = Counter(source_of[document] for document in group.documents)
+
+    def count(one: str, two: str, pairs: int, kind: int) -> None:
+        if pairs:
+            between.setdefault((min(one, two), max(one, two)), [0, 0])[kind] += pairs
+
+    for held in held_in.values():
         names = sorted(held)
         for position, one in enumerate(names):
             for two in names[position:]:
-                pairs = held[one] * (held[one] - 1) // 2 if one == two else held[one] * held[two]
-                if pairs:
-                    between.setdefault((one, two), [0, 0])[0] += pairs
+                same = one == two
+                count(
+                    one, two, held[one] * (held[one] - 1) // 2 if same else held[one] * held[two], 0
+                )
+    joined: set[tuple[str, str]] = set()
     for match in report.matches:
-        of_a = group_of.get(match.a.id)
-        if of_a is not None and of_a == group_of.get(match.b.id):
+        ends = [group_of.get(side.id, side.id) for side in (match.a, match.b)]
+        key = (min(ends), max(ends))
+        if ends[0] == ends[1] or key in joined:
             continue
-        one, two = sorted((match.a.source, match.b.source))
-        between.setdefault((one, two), [0, 0])[1] += 1
+        joined.add(key)
+        sides = [held_in.get(end) or Counter([source_of[end]]) for end in ends]
+        for one, of_one in sides[0].items():
+            for two, of_two in sides[1].items():
+                count(one, two, of_one * of_two, 1)
     return between

@@ -228,7 +228,8 @@ def test_an_interrupted_clean_leaves_no_copy_that_looks_complete(
 def test_from_a_reviewed_report_it_writes_the_same_copy(collection: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     report = tmp_path / "report"
-    scanned = runner.invoke(cli, ["scan", str(collection), "-o", str(report), "-q"])
+    command = ["scan", str(collection), "-o", str(report), "-q", "--every-pair"]
+    scanned = runner.invoke(cli, command)
     assert scanned.exit_code == 0, scanned.output
     reviewed = runner.invoke(cli, ["report", str(report), "--threshold", "0.9", "-q"])
     assert reviewed.exit_code == 0, reviewed.output
@@ -332,25 +333,25 @@ def test_parquet_and_zstd_files_are_written_back_in_their_formats(
     assert text == "第二章 别处\n" + other  # the copied chapter gone, heading and all
 
 
-def test_a_report_of_copies_matched_with_their_kept_one_cleans_as_every_pair_does(
+def test_a_report_of_copies_matched_with_their_kept_one_is_refused_saying_what_serves(
     mirror_dump: Path, tmp_path: Path
 ) -> None:
     runner = CliRunner()
-    report = tmp_path / "report"
-    scanned = runner.invoke(cli, ["scan", str(mirror_dump), "-o", str(report), "-q"])
-    assert scanned.exit_code == 0, scanned.output
-    for by in ("document", "passage"):
-        direct = tmp_path / f"direct-{by}"
-        clean([mirror_dump], direct, by=by)  # aligns every pair
-        acted = runner.invoke(
-            cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / by), "--by", by]
-        )
+    for name, extra in (("report", []), ("every", ["--every-pair"])):
+        command = ["scan", str(mirror_dump), "-o", str(tmp_path / name), "-q", *extra]
+        scanned = runner.invoke(cli, command)
+        assert scanned.exit_code == 0, scanned.output
+    # the scan's own report aligns two groups of copies once: it cannot serve a clean
+    command = ["clean", "--from-report", str(tmp_path / "report"), "-o", str(tmp_path / "f")]
+    refused = runner.invoke(cli, command)
+    assert refused.exit_code == 2 and not (tmp_path / "f").exists()
+    assert "--every-pair" in refused.stderr and "dedup clean DUMP" in refused.stderr
+    for by, keep in (("document", "longest"), ("passage", "longest"), ("document", "first")):
+        direct = tmp_path / f"direct-{by}-{keep}"
+        clean([mirror_dump], direct, by=by, keep=keep)  # aligns every pair
+        out = tmp_path / f"{by}-{keep}"
+        command = ["clean", "--from-report", str(tmp_path / "every"), "-o", str(out)]
+        acted = runner.invoke(cli, [*command, "--by", by, "--keep", keep])
         assert acted.exit_code == 0, acted.output
-        assert folder_files(tmp_path / by) == folder_files(direct)
+        assert folder_files(out) == folder_files(direct)
         assert len(folder_files(direct)) < sum(1 for path in mirror_dump.rglob("*.txt"))
-    # another choice of the copy to keep needs matches the report does not hold
-    other = runner.invoke(
-        cli, ["clean", "--from-report", str(report), "-o", str(tmp_path / "f"), "--keep", "first"]
-    )
-    assert other.exit_code != 0 and not (tmp_path / "f").exists()
-    assert "--keep longest" in other.stderr and "--every-pair" in other.stderr

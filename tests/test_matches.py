@@ -282,12 +282,17 @@ def test_copies_are_aligned_with_the_one_their_group_keeps(
         for document in group.documents:
             if document != group.representative:
                 assert frozenset((document, group.representative)) in matched
-    # the matches left out are between two documents of one group only
+    # the matches left out are between two documents of one group, or of two groups that a
+    # match listed joins: documents of two groups are aligned once, not every copy of each
     group_of = {d: g.id for g in linked.document_groups for d in g.documents}
-    for pair, match in found.items():
-        if frozenset(pair) not in matched:
-            assert group_of.get(match.a.id) is not None
-            assert group_of.get(match.a.id) == group_of.get(match.b.id)
+
+    def groups(match: dedup.Match) -> frozenset[str]:
+        return frozenset(group_of.get(side.id, side.id) for side in (match.a, match.b))
+
+    listed = {groups(m) for m in linked.matches}
+    left_out = [m for pair, m in found.items() if frozenset(pair) not in matched]
+    assert all(groups(m) in listed for m in left_out)
+    assert sum(len(groups(m)) == 2 for m in left_out) > len(left_out) / 10
 
 
 def test_copies_between_sources_count_every_pair_in_a_group(

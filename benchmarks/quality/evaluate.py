@@ -153,14 +153,23 @@ def report_pairs(report: dedup.Report, root: Path) -> set[Pair]:
 
 
 def match_pairs(report: dedup.Report, root: Path) -> set[Pair]:
-    """Files linked by dedup's document matches: a match joins a document of each, and a
-    group of copies every two of its documents (a scan matches each copy with the one its
-    group keeps, not with every other)."""
+    """Files linked by dedup's document matches: a group of copies links every two of its
+    documents, and a match every document of one side's group with every document of the
+    other's (a scan matches each copy with the one its group keeps, and two groups once)."""
     path_of = {
         document.id: Path(document.path).relative_to(root).as_posix()
         for document in report.documents
     }
-    linked = {frozenset((path_of[m.a.id], path_of[m.b.id])) for m in report.matches}
+    group_files = {id_: {path} for id_, path in path_of.items()}
+    for group in report.document_groups:
+        files = {path_of[document] for document in group.documents}
+        group_files.update((document, files) for document in group.documents)
+    linked = {
+        frozenset((one, two))
+        for m in report.matches
+        for one in group_files[m.a.id]
+        for two in group_files[m.b.id]
+    }
     for group in report.document_groups:
         files = sorted({path_of[document] for document in group.documents})
         linked |= {frozenset(pair) for pair in itertools.combinations(files, 2)}

@@ -191,7 +191,7 @@ def clean_from_report(
 
     options = dataclasses.replace(options or CleanConfig(), **choices)
     report = load_report(Path(report_folder) / "report.json")
-    _check_matches_serve(report, options.keep, report_folder)
+    _check_matches_serve(report, report_folder)
     config = _config_of(report.options)
     sources: dict[str, str] = {}
     for entry in report.inputs:
@@ -212,19 +212,20 @@ def clean_from_report(
         return _write_copy(report, found, skipped, roots, folder, config, options)
 
 
-def _check_matches_serve(report: Report, keep: str, folder: str | os.PathLike[str]) -> None:
-    """A report whose copies are matched with the document their group keeps (not with
-    every other copy) serves a clean that keeps the same: each copy it leaves out has its
-    match with the kept one. For another choice it lacks the matches, and says how to get
-    them. (Reports made before the option aligned every pair.)"""
-    if report.options.get("every_pair", True) or report.options.get("keep") == keep:
+def _check_matches_serve(report: Report, folder: str | os.PathLike[str]) -> None:
+    """Only a report that aligned every pair of documents serves a clean: which copies a clean
+    leaves out, and what it strikes of each, is decided against every document kept before
+    it. A scan's report by default aligns each copy with the document its group keeps only,
+    and two groups once, by those kept documents. (Reports made before the option aligned
+    every pair.)"""
+    if report.options.get("every_pair", True):
         return
-    made = report.options.get("keep")
     raise ConfigError(
-        f"{shown(str(folder))}: the report matches each copy with the document its group keeps "
-        f"by --keep {made}, so it cannot say which copies --keep {keep} leaves out; clean with "
-        f"--keep {made}, or clean the dump itself (dedup clean DUMP... --keep {keep}), or scan "
-        "it again with --every-pair"
+        f"{shown(str(folder))}: the report aligns each copy with the document its group keeps "
+        "only, and two groups of copies once, so it cannot say what every copy shares with "
+        "the documents a clean keeps; scan again with --every-pair (dedup scan DUMP... "
+        "--every-pair) and clean from that report, or clean the dump itself (dedup clean "
+        "DUMP...)"
     )
 
 

@@ -145,8 +145,8 @@ def _document_lines(report: Report) -> list[str]:
         return []
     between = document_overlap(report)
     lines = ["", "documents shared between sources (copies: two documents of one group of "
-             f"copies, joined by matches covering {GROUP_COVERAGE:.0%} of both; partial: a "
-             "match covering less)"]  # fmt: skip
+             f"copies, joined by matches covering {GROUP_COVERAGE:.0%} of both; partial: two "
+             "documents sharing less, each copy of each counted)"]  # fmt: skip
     ranked = sorted(between.items(), key=lambda item: (-sum(item[1]), item[0]))
     for (one, two), (copies, partly) in ranked[:TOP_DOCUMENTS]:
         where = one if one == two else f"{one} ↔ {two}"
