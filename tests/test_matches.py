@@ -364,3 +364,28 @@ def test_pairs_are_chunked_whole_by_held_document_unless_each_piece_pays_for_its
             table = _TABLE_COST * held_chars[after[0]]
             assert scanned_chars[chunk][held[chunk] == held[after[0]]].sum() >= 2 * table
     assert sum(1 for chunk in chunks if 30 in held[chunk]) == 1
+
+
+def test_two_groups_are_aligned_through_the_copies_that_share_text_where_the_kept_ones_do_not(
+    samples: Path, tmp_path: Path
+) -> None:
+    # a chapter on two sites: site-a's copy (kept: the longest) has a paragraph of 三國演義
+    # besides; site-b's has a scene of the next chapter, which site-c carries
+    chapters = _chapters((samples / "site-qidian/hongloumeng.txt").read_text("utf-8"))
+    chapter, following = chapters[0][:4000], chapters[1]
+    scene = following[2000:2300]
+    padding = (samples / "site-classic/sanguo.txt").read_text("utf-8")[1000:1500]
+    copy_b, _at = _splice(chapter, scene, 2000)
+    for site, text in (("site-a", chapter + padding), ("site-b", copy_b), ("site-c", following)):
+        (tmp_path / site).mkdir()
+        (tmp_path / site / "chapter.txt").write_text(text, "utf-8")
+    linked, every = (dedup.scan([tmp_path], every_pair=flag) for flag in (False, True))
+    (group,) = linked.document_groups
+    assert list(group.sources) == ["site-a", "site-b"] and "site-a/" in group.representative
+    # the kept copy shares nothing with site-c: site-b's copy is aligned with it instead
+    sources = [{m.a.source, m.b.source} for m in linked.matches]
+    assert sorted(map(sorted, sources)) == [["site-a", "site-b"], ["site-b", "site-c"]]
+    (found,) = [m for m in linked.matches if m.b.source == "site-c"]
+    assert found in every.matches
+    ours, _theirs = _sides(found, tmp_path / "site-b/chapter.txt")
+    assert sum(end - start for start, end in ours) >= 0.9 * len(scene)
