@@ -221,7 +221,10 @@ def test_kill_9_during_add_leaves_an_index_that_holds_each_source_whole_or_not_a
     first = index.info(store)
     adding = [str(sites / name) for name in [*STORED, "site-gbk"]]
     command = [sys.executable, "-m", "dedup", "index", "add", str(store), *adding, "-q", "-j", "1"]
-    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    # a killed add cannot remove its temporary folder: in tmp_path, not the machine's /tmp
+    (scratch := tmp_path / "tmp").mkdir()
+    repo = str(Path(__file__).resolve().parents[1])
+    environment = {**os.environ, "PYTHONPATH": repo, "TMPDIR": str(scratch)}
     started = time.perf_counter()
     subprocess.run(command, check=True, env=environment)  # how long an add takes
     whole = time.perf_counter() - started
