@@ -32,7 +32,7 @@ from dedup.fingerprint import (
 )
 from dedup.kernels import compiled
 from dedup.kernels.rows import search_sorted, with_room_for_rows
-from dedup.kernels.tables import stamped_add, stamped_has
+from dedup.kernels.tables import stamped_add, stamped_slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,11 +479,12 @@ def _score_pairs(
     ngram: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Jaccard similarity and containment of each pair's shingle sets, and the characters of
-    the first passage covered by a shingle the second has (as ``covered_chars``): ``keys`` and
-    ``offsets`` are those of the first texts from ``first_base`` on. The second
-    passage's keys go into a stamped set (dedup.kernels.tables: never cleared, the stamp is the
-    pair's number), and the first's are looked up in it:
-    the branches of a sorted merge or a binary search are unpredictable and cost more."""
+    the first passage covered by a shingle the second has (as ``covered_chars``): ``pairs``
+    sorted by their first text, ``keys`` and ``offsets`` those of the first texts from
+    ``first_base`` on. The first text's keys go into a stamped set (dedup.kernels.tables:
+    never cleared) once for all its pairs, with the slot each of its shingles is in; the
+    second's are looked up in it, each found marking its slot with the pair's number (the
+    branches of a sorted merge or a binary search are unpredictable and cost more)."""
     count = pairs.shape[0]
     jaccard = np.zeros(count, dtype=np.float64)
     contained = np.zeros(count, dtype=np.float64)
@@ -497,28 +498,41 @@ def _score_pairs(
     mask = np.uint64(size - 1)
     slots = np.zeros(size, dtype=np.uint64)
     stamps = np.zeros(size, dtype=np.int64)
-    covered = np.zeros(max(1, lengths.max()), dtype=np.bool_)
+    marks = np.zeros(size, dtype=np.int64)
+    longest = max(1, lengths.max())
+    slot_of = np.zeros(longest, dtype=np.int64)  # the slot of each of the first's shingles
+    covered = np.zeros(longest, dtype=np.bool_)
+    held = -1
     for number in range(count):
         first, second = pairs[number, 0], pairs[number, 1]
         size_a = unique_offsets[first + 1] - unique_offsets[first]
         size_b = unique_offsets[second + 1] - unique_offsets[second]
         if size_a == 0 or size_b == 0:
             continue
-        stamp = number + 1
-        for index in range(unique_offsets[second], unique_offsets[second + 1]):
-            stamped_add(slots, stamps, mask, stamp, unique[index])
+        own = first - first_base
+        if first != held:
+            held = first
+            for index in range(unique_offsets[first], unique_offsets[first + 1]):
+                stamped_add(slots, stamps, mask, first + 1, unique[index])
+            for start in range(offsets[own + 1] - offsets[own]):
+                key = keys[offsets[own] + start]
+                slot_of[start] = stamped_slot(slots, stamps, mask, first + 1, key)
+        mark = number + 1
         shared = 0
-        for index in range(unique_offsets[first], unique_offsets[first + 1]):
-            shared += stamped_has(slots, stamps, mask, stamp, unique[index])
+        for index in range(unique_offsets[second], unique_offsets[second + 1]):
+            slot = stamped_slot(slots, stamps, mask, first + 1, unique[index])
+            if slot >= 0:
+                marks[slot] = mark
+                shared += 1
         jaccard[number] = shared / (size_a + size_b - shared)
         contained[number] = shared / min(size_a, size_b)
         length = lengths[first]
         width = min(ngram, length)
         for position in range(length):
             covered[position] = False
-        own = first - first_base
         for start in range(offsets[own + 1] - offsets[own]):
-            if stamped_has(slots, stamps, mask, stamp, keys[offsets[own] + start]):
+            slot = slot_of[start]
+            if slot >= 0 and marks[slot] == mark:
                 for position in range(start, start + width):
                     covered[position] = True
         total = 0

@@ -98,18 +98,17 @@ def test_a_table_of_records_finds_what_it_holds_after_growing() -> None:
 
 
 def test_a_stamped_set_is_emptied_by_a_new_stamp() -> None:
-    from dedup.kernels.tables import stamped_add, stamped_has
+    from dedup.kernels.tables import stamped_add, stamped_slot
 
     keys = np.zeros(16, dtype=np.uint64)
     stamps = np.zeros(16, dtype=np.int64)
     mask = np.uint64(15)
-    for key in (3, 19, 35, 7):  # 3, 19, 35 collide
-        stamped_add(keys, stamps, mask, 1, np.uint64(key))
-    assert [stamped_has(keys, stamps, mask, 1, np.uint64(k)) for k in (3, 19, 35, 7, 4)] == [
-        1, 1, 1, 1, 0,
-    ]  # fmt: skip
+    added = [stamped_add(keys, stamps, mask, 1, np.uint64(key)) for key in (3, 19, 35, 7)]
+    assert added == [3, 4, 5, 7]  # 3, 19 and 35 collide: each in the next free slot
+    found = [stamped_slot(keys, stamps, mask, 1, np.uint64(k)) for k in (3, 19, 35, 7, 4)]
+    assert found == [3, 4, 5, 7, -1]
     stamped_add(keys, stamps, mask, 2, np.uint64(19))
-    assert [stamped_has(keys, stamps, mask, 2, np.uint64(k)) for k in (3, 19, 35)] == [0, 1, 0]
+    assert [stamped_slot(keys, stamps, mask, 2, np.uint64(k)) for k in (3, 19, 35)] == [-1, 3, -1]
 
 
 def test_a_fresh_cache_is_known_as_such(tmp_path: Path) -> None:

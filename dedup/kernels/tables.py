@@ -4,9 +4,10 @@ a key's low bits, kept at most half full so that a probe ends soon. Two kinds:
 - a table of records: an array of ``slots`` rows (a power of two), a row per record; a slot
   is free while its ``used_column`` holds ``free``. The hand-back table of exact copies
   (dedup.engine.copies) and OpenCC's run cache (dedup.normalize.opencc) are such tables.
-- a stamped set (``stamped_add``, ``stamped_has``): keys and a stamp per slot, a slot holding
+- a stamped set (``stamped_add``, ``stamped_slot``): keys and a stamp per slot, a slot holding
   a key of the current set only if stamped with its number, so the set is emptied for the next
-  one by changing the stamp, never by clearing (verify's shingle sets, one per pair).
+  one by changing the stamp, never by clearing (verify's shingle sets, one per text whose pairs
+  are scored).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy.typing as npt
 
 from dedup.kernels.jit import compiled
 
-__all__ = ["empty_table", "probe", "rehashed", "stamped_add", "stamped_has"]
+__all__ = ["empty_table", "probe", "rehashed", "stamped_add", "stamped_slot"]
 
 
 def empty_table(slots: int, columns: int, used_column: int, free: int) -> npt.NDArray[np.int64]:
@@ -73,27 +74,28 @@ def stamped_add(
     mask: np.uint64,
     stamp: int,
     key: np.uint64,
-) -> None:
-    """``key`` into the set stamped ``stamp`` (it must not be there already)."""
+) -> np.int64:
+    """``key`` into the set stamped ``stamp`` (it must not be there already): its slot."""
     slot = key & mask
     while stamps[slot] == stamp:
         slot = (slot + np.uint64(1)) & mask
     keys[slot] = key
     stamps[slot] = stamp
+    return np.int64(slot)
 
 
 @compiled
-def stamped_has(
+def stamped_slot(
     keys: npt.NDArray[np.uint64],
     stamps: npt.NDArray[np.int64],
     mask: np.uint64,
     stamp: int,
     key: np.uint64,
-) -> int:
-    """1 if ``key`` is in the set stamped ``stamp``, else 0."""
+) -> np.int64:
+    """The slot of ``key`` in the set stamped ``stamp``, or -1 if it is not there."""
     slot = key & mask
     while stamps[slot] == stamp:
         if keys[slot] == key:
-            return 1
+            return np.int64(slot)
         slot = (slot + np.uint64(1)) & mask
-    return 0
+    return np.int64(-1)
