@@ -502,7 +502,7 @@ def _score_pairs(
     longest = max(1, lengths.max())
     slot_of = np.zeros(longest, dtype=np.int64)  # the slot of each of the first's shingles
     covered = np.zeros(longest, dtype=np.bool_)
-    held = -1
+    held, stamp = -1, 0
     for number in range(count):
         first, second = pairs[number, 0], pairs[number, 1]
         size_a = unique_offsets[first + 1] - unique_offsets[first]
@@ -510,17 +510,17 @@ def _score_pairs(
         if size_a == 0 or size_b == 0:
             continue
         own = first - first_base
-        if first != held:
-            held = first
+        if first != held:  # a new set: a new stamp
+            held, stamp = first, stamp + 1
             for index in range(unique_offsets[first], unique_offsets[first + 1]):
-                stamped_add(slots, stamps, mask, first + 1, unique[index])
+                stamped_add(slots, stamps, mask, stamp, unique[index])
             for start in range(offsets[own + 1] - offsets[own]):
                 key = keys[offsets[own] + start]
-                slot_of[start] = stamped_slot(slots, stamps, mask, first + 1, key)
+                slot_of[start] = stamped_slot(slots, stamps, mask, stamp, key)
         mark = number + 1
         shared = 0
         for index in range(unique_offsets[second], unique_offsets[second + 1]):
-            slot = stamped_slot(slots, stamps, mask, first + 1, unique[index])
+            slot = stamped_slot(slots, stamps, mask, stamp, unique[index])
             if slot >= 0:
                 marks[slot] = mark
                 shared += 1
