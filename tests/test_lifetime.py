@@ -1,5 +1,6 @@
 """dedup.engine.lifetime: an interrupt is never lost, even when it comes while the process
-forks (a worker, the report's writer), where the logging module's fork hooks run."""
+forks (a worker, the report's writer), where the logging module's fork hooks run, or while
+the garbage collector runs an object's ``__del__``."""
 
 from __future__ import annotations
 
@@ -63,3 +64,35 @@ def test_an_interrupt_put_off_past_the_end_of_the_run_is_dropped() -> None:
     done = _run("SIGTERM", "pass", report)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["done", "True", "True"]  # no timer, SIGALRM's handler back
+
+
+def test_ctrl_c_inside_a_finalizer_interrupts_the_run() -> None:
+    """A Dask future's ``__del__`` wakes the client's event loop, some frames deep: an interrupt
+    raised there was printed as "Exception ignored", and the scan went on to fail otherwise
+    (its scheduler, in the same process group, had stopped), exit status 1, not 130."""
+    script = """
+import os, signal, time
+from dedup.engine.lifetime import terminate_as_interrupt
+
+def deep():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.01)
+
+class Held:
+    def __del__(self):
+        deep()
+
+try:
+    with terminate_as_interrupt():
+        Held()
+        time.sleep(2)
+        print("went on")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "interrupted"
+    assert "Exception ignored" not in done.stderr

@@ -45,8 +45,8 @@ def die_with_parent(parent: int) -> None:
 def interrupted(signum: int, frame: FrameType | None) -> None:
     """A signal handler that stops the run as Ctrl-C does. Python runs a handler in whatever
     Python code is running, and an exception raised in a callback that C code called (numba's
-    compiler handing llvmlite its object code, importlib's module-lock cleanup) is printed as
-    "Exception ignored" and lost: the run would go on. There the interrupt is raised again a
+    compiler handing llvmlite its object code, importlib's module-lock cleanup, an object's
+    ``__del__``) is printed as "Exception ignored" and lost: the run would go on. There the interrupt is raised again a
     moment later instead, once that callback has returned; and so it is while this process
     forks (a worker, the report's writer), whose fork hooks (the logging module's) are such
     callbacks too.
@@ -96,8 +96,18 @@ def _compiling() -> bool:
 
 
 def _in_a_callback_from_c(frame: FrameType) -> bool:
+    """Whether ``frame`` is in a callback from C, or anywhere under a finalizer (``__del__``)
+    that the garbage collector runs: what one raises is printed and ignored (a Dask future's
+    ``__del__`` tells the client's event loop it is released, deep inside asyncio)."""
     filename = frame.f_code.co_filename
-    return any(part in filename for part in _CALLBACK_FILES)
+    if any(part in filename for part in _CALLBACK_FILES):
+        return True
+    caller: FrameType | None = frame
+    while caller is not None:
+        if caller.f_code.co_name == "__del__":
+            return True
+        caller = caller.f_back
+    return False
 
 
 _STOPPING = (signal.SIGINT, signal.SIGTERM)
