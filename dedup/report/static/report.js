@@ -218,7 +218,7 @@
     const copyMatrix = table(["", ...names], names.map((a) => [a, ...names.map((b) => fmt(copies[a + "\u0000" + b] || 0))]));
     copyMatrix.id = "copy-matrix";
     section.append(el("div", {class: "grid"},
-      el("div", {}, el("p", {class: "muted"}, "Matches between the documents of two sources (a source with itself: between its own documents); click a number to list them. Each copy is matched with the document its group of copies keeps, not with every other copy."), matrix),
+      el("div", {}, el("p", {class: "muted"}, "Matches between the documents of two sources (a source with itself: between its own documents); click a number to list them. Each copy is matched with the document its group of copies keeps, not with every other copy, and two groups that share text once, by the documents they keep."), matrix),
       el("div", {}, el("p", {class: "muted"}, "Pairs of copies between two sources: two documents in one group of copies, matched with each other or through the one the group keeps."), copyMatrix)));
     const docs = data.documents;
     const label = (d) => `${d.source}: ${d.title || d.path}${d.record === null ? "" : " #" + d.record}`;
