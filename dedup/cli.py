@@ -670,8 +670,8 @@ def _write_report_files(
     "report_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Act on a report already made (a scan's --out, reviewed or rebuilt with dedup report) "
-    "instead of scanning PATHS.",
+    help="Act on a report already made (the --out of a scan with --every-pair, reviewed or "
+    "rebuilt with dedup report) instead of scanning PATHS.",
 )
 @out_option(None, "Folder the cleaned copy is written to (new or empty; never inside an input).")
 @click.option(
