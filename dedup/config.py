@@ -93,7 +93,7 @@ class AlignConfig:
     max_gap: int = 32
     min_identical: int = 45
     # Every candidate pair of documents aligned, rather than each copy with its group's kept
-    # document only (dedup.matches.align_through_groups).
+    # document only and two groups once (dedup.matches.align_through_groups).
     every_pair: bool = False
 
 
