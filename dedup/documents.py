@@ -189,15 +189,16 @@ def candidate_documents(
             holder_start,
             holder_end,
             MAX_SEED_DOCUMENTS,
-            _key_set(known),
+            key_set(known),
             MIN_SHARED_SEEDS,
+            np.empty(0, dtype=np.int64),
+            texts,
         )
     else:
         distinct = np.flatnonzero(leader == np.arange(len(leader)))
+        held = (holder_end - holder_start)[distinct]
         text_pairs, counts = with_known(
-            *held_seeds.text_pair_counts(
-                distinct, (holder_end - holder_start)[distinct], MAX_SEED_DOCUMENTS, texts
-            ),
+            *held_seeds.text_pair_counts(distinct, held, MAX_SEED_DOCUMENTS, texts, known),
             known,
             MIN_SHARED_SEEDS,
         )
@@ -285,26 +286,29 @@ def seed_entries(
 
 
 def partition_text_pairs(
-    parts: Sequence[SeedEntries], texts: int, most: int
+    parts: Sequence[SeedEntries], texts: int, most: int, known: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The pairs of texts (first passages, as ``low * texts + high``) sharing the seeds of one
     partition, given its entries from every run, and how many each shares: a seed whose texts'
     documents are more than ``most`` counts for none (as in _text_pair_counts, whose loop
-    this runs with the partition's passages numbered afresh)."""
+    this runs with the partition's passages numbered afresh). The ``known`` pairs (verified,
+    proposed anyway; a :func:`key_set`) are left out, not counted: a near copy's pair shares
+    seeds in every partition."""
     seeds = concatenated([part.seeds for part in parts], np.uint32)
     passages = concatenated([part.passages for part in parts], np.int64)
     held = concatenated([part.holders for part in parts], np.int64)
     numbered, local = np.unique(passages, return_inverse=True)
     holder_end = np.zeros(len(numbered), dtype=np.int64)
     holder_end[local] = held
-    none = _key_set(np.empty(0, dtype=np.int64))
     codes, counts = _text_pair_counts(
         _seed_keys(seeds, local.astype(np.int64)),
         np.zeros(len(numbered), dtype=np.int64),
         holder_end,
         most,
-        none,
-        1,
+        known,
+        0,
+        numbered,
+        texts,
     )
     size = max(1, len(numbered))
     return numbered[codes // size] * texts + numbered[codes % size], counts
@@ -346,17 +350,23 @@ def _text_pair_counts(
     most: int,
     known: npt.NDArray[np.int64],
     least: int,
+    numbers: npt.NDArray[np.int64],
+    known_texts: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) and how many seeds each
     pair shares (``keys``: seed << 32 | passage, sorted: a seed once per pair); a seed of more than
-    ``most`` documents counts for none. The ``known`` pairs (a _key_set) count ``least`` from
-    the start, their seeds not counted: a verified pair proposes its documents anyway."""
+    ``most`` documents counts for none. The ``known`` pairs (a key_set) count ``least`` from
+    the start (none with ``least`` 0), their seeds not counted: a verified pair proposes its
+    documents anyway. ``known`` names a pair as ``numbers[t1] * known_texts + numbers[t2]``
+    where the passages are numbered afresh (a partition's), and as it is where ``numbers`` is
+    empty."""
     texts = holder_start.shape[0]
     low = np.uint64(0xFFFFFFFF)
     pairs, counts, used = _new_counter()
-    for code in known:
-        if code != -1:
-            pairs, counts, used = _counted(pairs, counts, used, code, least)
+    if least > 0:
+        for code in known:
+            if code != -1:
+                pairs, counts, used = _counted(pairs, counts, used, code, least)
     group = np.empty(most + 1, dtype=np.int64)
     start = 0
     while start < keys.shape[0]:
@@ -381,7 +391,10 @@ def _text_pair_counts(
         for left in range(size):
             for right in range(left + 1, size):
                 code = group[left] * texts + group[right]
-                if known[_slot(known, code)] == code:
+                named = code
+                if numbers.shape[0]:
+                    named = numbers[group[left]] * known_texts + numbers[group[right]]
+                if known[_slot(known, named)] == named:
                     continue
                 pairs, counts, used = _counted(pairs, counts, used, code, 1)
     return _entries(pairs, counts, 0)
@@ -437,7 +450,7 @@ def _entries(
 
 
 @compiled
-def _key_set(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def key_set(codes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """``codes`` (none negative) as a hash set: a code is in it if found at its _slot."""
     slots = 16
     while slots < 2 * codes.shape[0]:

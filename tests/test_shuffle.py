@@ -170,8 +170,10 @@ def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
         holder_start,
         holder_end,
         MAX_SEED_DOCUMENTS,
-        documents_module._key_set(known),
+        documents_module.key_set(known),
         MIN_SHARED_SEEDS,
+        np.empty(0, dtype=np.int64),
+        len(leader),
     )
     # The seeds as workers keep them, a run of passages each, seeds numbered in their run.
     distinct = np.flatnonzero(leader == np.arange(len(leader)))
@@ -184,6 +186,7 @@ def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
         rows = distinct[(distinct >= first) & (distinct < end)]
         taking_part.append(rows - first)
         held.append(holders[rows])
+    known_set = documents_module.key_set(known)
     # Runs in batches of two, as a cluster's tasks take them.
     batches = [
         seed_entries(
@@ -196,7 +199,9 @@ def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
         for start in range(0, len(runs), 2)
     ]
     found = [
-        partition_text_pairs([batch[part] for batch in batches], len(leader), MAX_SEED_DOCUMENTS)
+        partition_text_pairs(
+            [batch[part] for batch in batches], len(leader), MAX_SEED_DOCUMENTS, known_set
+        )
         for part in range(partitions)
     ]
     shuffled = with_known(

@@ -70,11 +70,13 @@ class HeldSeeds(Protocol):
         holders: npt.NDArray[np.int64],
         most: int,
         texts: int,
+        known: npt.NDArray[np.int64],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The pairs of the passages ``distinct`` (sorted; the first of each text, whose
         texts ``holders`` documents hold) that share seeds, as ``low * texts + high``, and
         how many each shares (``documents.partition_text_pairs``, summed), a seed of more
-        than ``most`` documents counting for none."""
+        than ``most`` documents counting for none; the ``known`` pairs (the same codes)
+        left out."""
         ...
 
     def let_go(self) -> None:

@@ -237,6 +237,13 @@ class DaskEngine:
         assert self.client is not None, "DaskEngine used outside its with block"
         return self.client
 
+    def everywhere(self, value: Any) -> Future[Any]:
+        """``value`` sent to every worker once (for many tasks of a stage of its own); the
+        workers let it go once the caller lets go of the future and its tasks are done."""
+        assert self.client is not None, "DaskEngine used outside its with block"
+        sent: Future[Any] = self.client.scatter(value, broadcast=True, hash=False)
+        return sent
+
     def holding(self, futures: list[Future[Any] | None]) -> list[Future[Any] | None]:
         """``futures``, cancelled when the scan stops on an error (as the engine's own tasks
         are); taking their results (:meth:`as_done`, :meth:`in_order`) lets each go."""

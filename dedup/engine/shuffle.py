@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from dedup.arrays import key_counts
 from dedup.candidates import band_entries, merged_codes, partition_pair_codes
-from dedup.documents import partition_text_pairs, seed_entries
+from dedup.documents import key_set, partition_text_pairs, seed_entries
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
@@ -333,11 +333,13 @@ class SeedsOnWorkers:
         holders: npt.NDArray[np.int64],
         most: int,
         texts: int,
+        known: npt.NDArray[np.int64],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         kept = self._kept
         taking_part = kept.split(distinct)
         bounds = np.cumsum([0, *(len(rows) for rows in taking_part)]).tolist()
         held = [holders[low:high] for low, high in itertools.pairwise(bounds)]
+        known_set = kept.engine.everywhere(key_set(known))  # once, for all the partitions
         found = list(
             kept.shuffled(
                 kept.seed_futures,
@@ -345,10 +347,11 @@ class SeedsOnWorkers:
                 [taking_part, held],
                 (),
                 partition_text_pairs,
-                (texts, most),
+                (texts, most, known_set),
                 "document pairs",
             )
         )
+        del known_set  # the workers let it go
         # A pair of texts shares seeds in several partitions: its counts are summed.
         return key_counts([codes for codes, _c in found], [counts for _p, counts in found])
 
