@@ -184,24 +184,20 @@ def candidate_documents(
     known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
     held_seeds = alignment.held_seeds
     if held_seeds is None:
-        text_pairs, counts = _text_pair_counts(
+        counted = _text_pair_counts(
             _seed_keys(alignment.seeds, alignment.seed_passage),
             holder_start,
             holder_end,
             MAX_SEED_DOCUMENTS,
             key_set(known),
-            MIN_SHARED_SEEDS,
             np.empty(0, dtype=np.int64),
             texts,
         )
     else:
         distinct = np.flatnonzero(leader == np.arange(len(leader)))
         held = (holder_end - holder_start)[distinct]
-        text_pairs, counts = with_known(
-            *held_seeds.text_pair_counts(distinct, held, MAX_SEED_DOCUMENTS, texts, known),
-            known,
-            MIN_SHARED_SEEDS,
-        )
+        counted = held_seeds.text_pair_counts(distinct, held, MAX_SEED_DOCUMENTS, texts, known)
+    text_pairs, counts = with_known(*counted, known, MIN_SHARED_SEEDS)
     shared = _document_pair_codes(
         text_pairs, counts, texts, holders, holder_start, holder_end, count, MIN_SHARED_SEEDS
     )
@@ -234,14 +230,12 @@ def with_known(
     known: npt.NDArray[np.int64],
     least: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Pairs of texts with the seeds they share (``text_pairs``, every pair counted), and the
-    ``known`` pairs counted ``least`` instead, whatever they share: what _text_pair_counts
-    makes given them."""
+    """Pairs of texts with the seeds they share (``text_pairs``, the ``known`` ones left out)
+    and the ``known`` pairs, counted ``least`` whatever they share."""
     known = np.unique(known)
-    unknown = ~np.isin(text_pairs, known)
     return (
-        np.concatenate((text_pairs[unknown], known)),
-        np.concatenate((counts[unknown], np.full(len(known), least, dtype=np.int64))),
+        np.concatenate((text_pairs, known)),
+        np.concatenate((counts, np.full(len(known), least, dtype=np.int64))),
     )
 
 
@@ -306,7 +300,6 @@ def partition_text_pairs(
         holder_end,
         most,
         known,
-        0,
         numbered,
         texts,
     )
@@ -349,24 +342,18 @@ def _text_pair_counts(
     holder_end: npt.NDArray[np.int64],
     most: int,
     known: npt.NDArray[np.int64],
-    least: int,
     numbers: npt.NDArray[np.int64],
     known_texts: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) and how many seeds each
     pair shares (``keys``: seed << 32 | passage, sorted: a seed once per pair); a seed of more than
-    ``most`` documents counts for none. The ``known`` pairs (a key_set) count ``least`` from
-    the start (none with ``least`` 0), their seeds not counted: a verified pair proposes its
-    documents anyway. ``known`` names a pair as ``numbers[t1] * known_texts + numbers[t2]``
-    where the passages are numbered afresh (a partition's), and as it is where ``numbers`` is
-    empty."""
+    ``most`` documents counts for none. The ``known`` pairs (a key_set) are left out, their
+    seeds not counted: a verified pair proposes its documents anyway (:func:`with_known`).
+    ``known`` names a pair as ``numbers[t1] * known_texts + numbers[t2]`` where the passages
+    are numbered afresh (a partition's), and as it is where ``numbers`` is empty."""
     texts = holder_start.shape[0]
     low = np.uint64(0xFFFFFFFF)
     pairs, counts, used = _new_counter()
-    if least > 0:
-        for code in known:
-            if code != -1:
-                pairs, counts, used = _counted(pairs, counts, used, code, least)
     group = np.empty(most + 1, dtype=np.int64)
     start = 0
     while start < keys.shape[0]:

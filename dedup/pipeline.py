@@ -157,8 +157,8 @@ def scan_files(
             members = members_of(verified, passages.spans, documents, shown)
             # What is left of the passages and the documents' runs is done with once the
             # members are cut from their documents; the verified pairs once clustered, the
-            # aligned spans once they are matches (at 1 GB, some 0.5 GB the report's records
-            # would be made beside: docs/performance.md).
+            # aligned spans once they are matches: the report's records are not made beside
+            # them (docs/performance.md).
             document_count = len(documents)
             del passages, documents, verified
         with timer("cluster"):

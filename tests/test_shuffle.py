@@ -165,15 +165,18 @@ def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
     text_of = leader[by_text]
     holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
     holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
-    here = documents_module._text_pair_counts(
-        documents_module._seed_keys(alignment.seeds, alignment.seed_passage),
-        holder_start,
-        holder_end,
-        MAX_SEED_DOCUMENTS,
-        documents_module.key_set(known),
+    here = with_known(
+        *documents_module._text_pair_counts(
+            documents_module._seed_keys(alignment.seeds, alignment.seed_passage),
+            holder_start,
+            holder_end,
+            MAX_SEED_DOCUMENTS,
+            documents_module.key_set(known),
+            np.empty(0, dtype=np.int64),
+            len(leader),
+        ),
+        known,
         MIN_SHARED_SEEDS,
-        np.empty(0, dtype=np.int64),
-        len(leader),
     )
     # The seeds as workers keep them, a run of passages each, seeds numbered in their run.
     distinct = np.flatnonzero(leader == np.arange(len(leader)))
