@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, key_counts, partitioned
+from dedup.arrays import concatenated, key_counts, partitioned, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
@@ -203,11 +203,14 @@ def candidate_documents(
     )
     shared.sort()
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
-    first, second = of_passage[verified.first], of_passage[verified.second]
+    # A verified pair of two texts proposed its documents above (its pair of texts is known);
+    # those joining one text are left, where more documents hold it than seeds count for.
+    same = np.flatnonzero(one == two)
+    first, second = of_passage[verified.first[same]], of_passage[verified.second[same]]
     apart = first != second
     low, high = np.minimum(first, second)[apart], np.maximum(first, second)[apart]
     found.append(low * count + high)
-    joined = np.unique(np.concatenate(found))
+    joined = sorted_unique(np.concatenate(found))
     return np.column_stack((joined // count, joined % count))
 
 
@@ -232,7 +235,7 @@ def with_known(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Pairs of texts with the seeds they share (``text_pairs``, the ``known`` ones left out)
     and the ``known`` pairs, counted ``least`` whatever they share."""
-    known = np.unique(known)
+    known = sorted_unique(known)
     return (
         np.concatenate((text_pairs, known)),
         np.concatenate((counts, np.full(len(known), least, dtype=np.int64))),

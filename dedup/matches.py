@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.align import seed_table, spans_with_table
+from dedup.arrays import sorted_unique
 from dedup.cluster import components
 from dedup.codepoints import code_points
 from dedup.columns import SpanTable
@@ -260,7 +261,7 @@ def _strongest_where_kept_share_nothing(
         return apart
     key = _codes(np.sort(group[apart], axis=1), count)
     tried = np.isin(_codes(np.sort(kept[apart], axis=1), count), _codes(aligned.pairs, count))
-    matched = np.sort(group[aligned.pairs[np.unique(aligned.spans[:, 0])]], axis=1)
+    matched = np.sort(group[aligned.pairs[sorted_unique(aligned.spans[:, 0])]], axis=1)
     rows = np.flatnonzero(tried & ~np.isin(key, _codes(matched, count)))
     order = rows[np.lexsort((apart[rows, 1], apart[rows, 0], -strength[rows], key[rows]))]
     firsts = order[np.append(True, key[order][1:] != key[order][:-1])] if len(order) else order
@@ -355,7 +356,7 @@ def _aligned_where_held(
     arrays :func:`_align_chunk` reads made here for them alone."""
     calls: list[tuple[Any, ...]] = []
     for chunk in chunks:
-        shown = np.unique(pairs[chunk])
+        shown = sorted_unique(pairs[chunk])
         first, end = documents.first[shown], documents.end[shown]
         sizes = end - first
         passages = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())

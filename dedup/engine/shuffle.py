@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import key_counts
+from dedup.arrays import key_counts, sorted_unique
 from dedup.candidates import band_entries, merged_codes, partition_pair_codes
 from dedup.documents import key_set, partition_text_pairs, seed_entries
 from dedup.engine.tasks import (
@@ -145,7 +145,7 @@ class KeptOnWorkers:
     def runs_of(self, passages: npt.NDArray[np.int64]) -> list[int]:
         """The runs that hold ``passages``, in order."""
         found = np.searchsorted(self.firsts(), passages, side="right") - 1
-        return np.unique(found).tolist()  # type: ignore[no-any-return]
+        return sorted_unique(found).tolist()  # type: ignore[no-any-return]
 
     def split(self, passages: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
         """Sorted ``passages`` (numbers in the scan) by run, numbered in their run."""
