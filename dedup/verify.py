@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,7 @@ from dedup.cluster import components
 from dedup.codepoints import code_points
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import HeldTexts, Threads
+from dedup.engine.memory import release_freed_memory
 from dedup.fingerprint import (
     HeldSignatures,
     Keys,
@@ -33,6 +34,8 @@ from dedup.fingerprint import (
 from dedup.kernels import compiled
 from dedup.kernels.rows import search_sorted, with_room_for_rows
 from dedup.kernels.tables import stamped_add, stamped_slot
+
+T = TypeVar("T", bound=np.generic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +229,10 @@ def verify_estimated(
     threshold: float,
     containment: float,
     threads: Threads | None = None,
+    after: SimilarityTable | None = None,
 ) -> SimilarityTable:
-    """:func:`verify_table`, given the pairs' MinHash ``estimates`` (:func:`minhash_estimates`).
+    """:func:`verify_table`, given the pairs' MinHash ``estimates`` (:func:`minhash_estimates`),
+    after the rows of ``after`` (pairs verified already).
 
     A pair joins two texts of one connected group of candidates (a scene and its copies), so
     the texts go a block of whole groups at a time (:func:`_text_blocks`): a block's shingle
@@ -237,7 +242,7 @@ def verify_estimated(
     block, not of every text a candidate involves (a large dump's peak: docs/performance.md);
     the scores are the same whatever the blocks."""
     if not len(pairs):
-        return SimilarityTable.of([])
+        return after if after is not None else SimilarityTable.of([])
     run = threads.in_threads if threads is not None else map
 
     def lengths(involved: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -247,7 +252,10 @@ def verify_estimated(
     for block, rows, block_pairs in _blocks(pairs, lengths, _CHARACTERS_AT_ONCE):
         batch = [texts[index] for index in block.tolist()]
         scores.put(rows, _scored_block(block_pairs, batch, ngram, run))
-    return scores.passing(pairs, estimates, threshold, containment)
+        # The block's sets were made in chunks on the threads, whose malloc arenas keep
+        # what they free: hand it back before the next block's are made.
+        release_freed_memory()
+    return scores.passing(pairs, estimates, threshold, containment, after)
 
 
 def verify_where_held(
@@ -257,12 +265,13 @@ def verify_where_held(
     ngram: int,
     threshold: float,
     containment: float,
+    after: SimilarityTable | None = None,
 ) -> SimilarityTable:
     """:func:`verify_estimated` where the workers keep the texts: a task per block of whole
     candidate groups (smaller blocks than here, so that every worker has some), each given
     the texts of its block; only the scores come back."""
     if not len(pairs):
-        return SimilarityTable.of([])
+        return after if after is not None else SimilarityTable.of([])
     blocks = list(_blocks(pairs, lambda involved: texts.lengths[involved], _CHARACTERS_A_TASK))
     scored = texts.map(
         scored_pairs,
@@ -274,7 +283,7 @@ def verify_where_held(
     scores = _Scores(len(pairs))
     for (_block, rows, _pairs), block_scores in zip(blocks, scored, strict=True):
         scores.put(rows, block_scores)
-    return scores.passing(pairs, estimates, threshold, containment)
+    return scores.passing(pairs, estimates, threshold, containment, after)
 
 
 def _blocks(
@@ -322,17 +331,25 @@ class _Scores:
         estimates: npt.NDArray[np.float64],
         threshold: float,
         containment: float,
+        after: SimilarityTable | None = None,
     ) -> SimilarityTable:
-        """The pairs whose Jaccard passes ``threshold`` or whose containment ``containment``."""
-        jaccard, contained, identical = self.jaccard, self.contained, self.identical
-        passed = np.flatnonzero((jaccard >= threshold) | (contained >= containment))
+        """The pairs whose Jaccard passes ``threshold`` or whose containment ``containment``,
+        after the rows of ``after`` (pairs verified already)."""
+        after = after if after is not None else SimilarityTable.of([])
+        passed = np.flatnonzero((self.jaccard >= threshold) | (self.contained >= containment))
+        # A column at a time, each taken and joined to ``after``'s at once: a large dump's
+        # verified pairs are millions, and the table is then held once, not three times.
+
+        def joined(before: npt.NDArray[T], column: npt.NDArray[Any]) -> npt.NDArray[T]:
+            return np.concatenate((before, column[passed].astype(before.dtype, copy=False)))
+
         return SimilarityTable(
-            pairs[passed, 0].astype(np.int64),
-            pairs[passed, 1].astype(np.int64),
-            jaccard[passed].astype(np.float64),
-            contained[passed].astype(np.float64),
-            estimates[passed].astype(np.float64),
-            identical[passed].astype(np.int64),
+            joined(after.first, pairs[:, 0]),
+            joined(after.second, pairs[:, 1]),
+            joined(after.jaccard, self.jaccard),
+            joined(after.containment, self.contained),
+            joined(after.minhash_jaccard, estimates),
+            joined(after.identical_chars, self.identical),
         )
 
 
@@ -414,8 +431,9 @@ _TEXTS_AT_ONCE = 5_000
 _FIRSTS_AT_ONCE = 5_000
 _PAIRS_AT_ONCE = 50_000
 # The characters of the texts whose shingle sets are held at once (8 bytes a shingle): large
-# enough that a block keeps both threads busy, small beside a large dump's texts.
-_CHARACTERS_AT_ONCE = 40_000_000
+# enough that a block keeps both threads busy (some 60,000 texts), small beside a large dump's
+# texts: at 1 GB, the block's sets were verification's peak (docs/performance.md).
+_CHARACTERS_AT_ONCE = 20_000_000
 # The characters of a block one worker's task verifies (on a cluster, dedup.engine.shuffle):
 # a quarter of the above, so that a 250 MB dump's blocks keep two workers busy.
 _CHARACTERS_A_TASK = 10_000_000
@@ -584,9 +602,8 @@ def verify_candidates(
     a chunk at a time); ``estimates``: their MinHash estimates (:func:`minhash_estimates`).
     Where the workers keep the texts, on the workers (:func:`verify_where_held`)."""
     if isinstance(texts, HeldTexts):
-        held = verify_where_held(pairs, texts, estimates, ngram, threshold, containment)
-        return SimilarityTable.concatenate([copies, held])
-    similar = verify_estimated(
+        return verify_where_held(pairs, texts, estimates, ngram, threshold, containment, copies)
+    return verify_estimated(
         pairs,
         candidate_texts(texts, pairs),
         estimates,
@@ -594,8 +611,8 @@ def verify_candidates(
         threshold,
         containment,
         threads,
+        after=copies,
     )
-    return SimilarityTable.concatenate([copies, similar])
 
 
 def candidate_texts(texts: Sequence[str | None], pairs: npt.NDArray[np.int64]) -> list[str]:
