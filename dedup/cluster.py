@@ -51,34 +51,39 @@ def cluster_pairs(
     member_starts, member_ends = _column(members, "start"), _column(members, "end")
     rank = _reading_ranks(members, member_starts, member_ends)
     a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
-    a, b = np.where(rank[a] < rank[b], a, b), np.where(rank[a] < rank[b], b, a)
+    swap = rank[a] > rank[b]  # each pair first to last in reading order, in place
+    a[swap], b[swap] = b[swap], a[swap]
     component = components(a, b, len(members))
 
     # Members by cluster, each cluster in reading order; pairs likewise, by their two members.
     by_cluster = np.lexsort((rank, component))
     starts = np.flatnonzero(np.diff(component[by_cluster], prepend=-1))
-    pair_order = np.lexsort((np.arange(len(a)), rank[b], rank[a], component[a]))
+    pair_order = np.lexsort((rank[b], rank[a], component[a]))  # stable: equals as verified
     pair_starts = np.searchsorted(component[a][pair_order], component[by_cluster][starts])
     chosen = _representatives(members, member_ends - member_starts, rank, by_cluster, starts, keep)
 
-    # The pairs in cluster order, as columns, their members by number in their cluster.
-    sizes = np.diff(np.append(starts, len(by_cluster)))
-    position = np.empty(len(members), dtype=np.int64)
-    position[by_cluster] = np.arange(len(by_cluster)) - np.repeat(starts, sizes)
-    pair_a = position[a[pair_order]].astype(np.int32)
-    pair_b = position[b[pair_order]].astype(np.int32)
-    jaccard, contained = table.jaccard[pair_order], table.containment[pair_order]
-    estimated, identical = table.minhash_jaccard[pair_order], table.identical_chars[pair_order]
-    # Taken through object arrays, not lists of a million index numbers (28 bytes each).
-    ordered_members = objects(members)[by_cluster].tolist()
-    ordered_ids = objects(ids)[by_cluster].tolist()
-
     # Members with no verified pair with their cluster's representative.
+    sizes = np.diff(np.append(starts, len(by_cluster)))
     representative = np.empty(len(members), dtype=np.int64)
     representative[by_cluster] = np.repeat(np.array(chosen, dtype=np.int64), sizes)
     direct = np.zeros(len(members), dtype=np.bool_)
     direct[a[b == representative[a]]] = True
     direct[b[a == representative[b]]] = True
+
+    # The pairs in cluster order, as columns, their members by number in their cluster (a
+    # large dump's pairs are millions: the pairs by member index are let go of first).
+    position = np.empty(len(members), dtype=np.int64)
+    position[by_cluster] = np.arange(len(by_cluster)) - np.repeat(starts, sizes)
+    pair_a = position[a[pair_order]].astype(np.int32)
+    pair_b = position[b[pair_order]].astype(np.int32)
+    pair_count = len(a)
+    del a, b
+    jaccard, contained = table.jaccard[pair_order], table.containment[pair_order]
+    estimated, identical = table.minhash_jaccard[pair_order], table.identical_chars[pair_order]
+    del pair_order
+    # Taken through object arrays, not lists of a million index numbers (28 bytes each).
+    ordered_members = objects(members)[by_cluster].tolist()
+    ordered_ids = objects(ids)[by_cluster].tolist()
     through = (~direct & (np.arange(len(members)) != representative))[by_cluster]
     through_counts = np.add.reduceat(through.astype(np.int64), starts)
     through_ids = [ids[i] for i in by_cluster[through].tolist()]
@@ -88,7 +93,7 @@ def cluster_pairs(
     giant = sizes > max_cluster_size
     order = np.lexsort((rank[by_cluster[starts]], -sizes, giant))
     member_bounds = [*starts.tolist(), len(by_cluster)]
-    pair_bounds = [*pair_starts.tolist(), len(a)]
+    pair_bounds = [*pair_starts.tolist(), pair_count]
     return [
         Cluster(
             id=f"c{number}",

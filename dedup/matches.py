@@ -41,6 +41,7 @@ from dedup.columns import SpanTable
 from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
 from dedup.engine.base import HeldTexts, Threads
+from dedup.engine.memory import release_freed_memory
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import (
@@ -80,7 +81,11 @@ class NormalizedTexts:
         texts: Sequence[str | None],
         leader: npt.NDArray[np.int64],
         alignment: PassageAlignment,
+        let_go: bool = False,
     ) -> NormalizedTexts:
+        """``let_go``: ``texts`` is a list the caller is done with, each text dropped from it
+        once encoded (and the memory handed back a part at a time), so that the texts are not
+        held twice, as strings and as code points."""
         lengths, leads = alignment.lengths, alignment.leads
         # The first passage of each text only: a copy's text, when a worker handed it back
         # too, is the same code points again.
@@ -96,6 +101,11 @@ class NormalizedTexts:
                 joined = "".join(texts[row] or "" for row in rows.tolist())
                 first = int(start[rows[0]])
                 codes[first : first + len(joined)] = code_points(joined)
+                del joined
+                if let_go and isinstance(texts, list):
+                    for row in rows.tolist():
+                        texts[row] = None
+                    release_freed_memory()
         return cls(codes, start[leader], lengths, leads)
 
 
@@ -114,12 +124,14 @@ def texts_to_align(
     texts: Sequence[str | None] | HeldTexts,
     leader: npt.NDArray[np.int64],
     alignment: PassageAlignment,
+    let_go: bool = False,
 ) -> NormalizedTexts | HeldNormalizedTexts:
-    """The texts as the alignment reads them: here, as code points once per distinct text;
-    where the workers keep them, left there."""
+    """The texts as the alignment reads them: here, as code points once per distinct text
+    (``let_go``: the caller is done with ``texts``, see :meth:`NormalizedTexts.of`); where the
+    workers keep them, left there."""
     if isinstance(texts, HeldTexts):
         return HeldNormalizedTexts(texts, leader, alignment.lengths, alignment.leads)
-    return NormalizedTexts.of(texts, leader, alignment)
+    return NormalizedTexts.of(texts, leader, alignment, let_go)
 
 
 @dataclass(frozen=True, slots=True)

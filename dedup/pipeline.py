@@ -121,7 +121,7 @@ def scan_files(
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)
             document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
             passages.let_go_of_seeds()
-            texts = texts_to_align(passages.texts, leader, passages.alignment)
+            texts = texts_to_align(passages.texts, leader, passages.alignment, let_go=True)
             passages.let_go_of_texts()
             aligned = align_through_groups(
                 document_pairs,
