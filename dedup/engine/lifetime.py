@@ -46,10 +46,10 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
     """A signal handler that stops the run as Ctrl-C does. Python runs a handler in whatever
     Python code is running, and an exception raised in a callback that C code called (numba's
     compiler handing llvmlite its object code, importlib's module-lock cleanup, an object's
-    ``__del__``) is printed as "Exception ignored" and lost: the run would go on. There the interrupt is raised again a
-    moment later instead, once that callback has returned; and so it is while this process
-    forks (a worker, the report's writer), whose fork hooks (the logging module's) are such
-    callbacks too.
+    ``__del__``) is printed as "Exception ignored" and lost: the run would go on. There the
+    interrupt is raised again a moment later instead, once that callback has returned; and so
+    it is while this process forks (a worker, the report's writer), whose fork hooks (the
+    logging module's) are such callbacks too.
 
     Nor is it raised while numba compiles (its compiler lock held by this thread): raised
     between the lock's acquire and the ``with`` block it guards, the interrupt left the lock
