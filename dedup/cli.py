@@ -291,8 +291,10 @@ def output_options(function: F) -> F:
             click.option(
                 "--full-text",
                 is_flag=True,
-                help="Each cluster member's whole text in clusters.csv and clusters.jsonl, not "
-                "an excerpt (report.json holds every shared document's text either way).",
+                help="Every shared document's text in report.json (without it, report.json "
+                "holds where each is and its SHA-256, and dedup report reads the texts back "
+                "from the inputs), and each cluster member's whole text in clusters.csv and "
+                "clusters.jsonl, not an excerpt.",
             ),
         ],
     )
@@ -660,7 +662,9 @@ def _write_report_files(
 ) -> list[Path]:
     from dedup.report import write_report
 
-    return write_report(report, folder, formats, full_text=full_text)
+    # The report's stored files are in the index, not at the paths it names: their texts go
+    # into report.json, where a scan's are read back from its inputs.
+    return write_report(report, folder, formats, full_text=full_text, document_texts=True)
 
 
 @cli.command("clean")

@@ -289,6 +289,17 @@ class ScanConfig:
             return cls.of(**options)
         return cls.of(**{**config.to_fields(), **options}) if options else config
 
+    @classmethod
+    def of_report(cls, options: dict[str, Any]) -> ScanConfig:
+        """The config of the scan whose report.json records ``options`` (its lists as
+        tuples; what a report records that is not a field, left out)."""
+        names = {item.name for item in fields(cls)}
+        given = {name: value for name, value in options.items() if name in names}
+        for name, value in given.items():
+            if isinstance(value, list):
+                given[name] = tuple(value)
+        return cls(**given)
+
     def to_fields(self) -> dict[str, Any]:
         """Every field by name, as ``ScanConfig(**fields)`` takes them."""
         return {item.name: getattr(self, item.name) for item in fields(self)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "shown"]
+__all__ = ["printable", "shown", "unshown"]
 
 
 # Bytes of a name that are not UTF-8 (held by Python as surrogate escapes), other lone
@@ -25,6 +25,23 @@ def _escaped(match: re.Match[str]) -> str:
 def shown(name: str) -> str:
     """``name`` as it can be printed and stored: what cannot be is shown escaped (\\xff)."""
     return _UNSHOWABLE.sub(_escaped, name)
+
+
+_ESCAPE = re.compile(r"\\x([0-9a-f]{2})|\\u(d[89a-f][0-9a-f]{2})")
+
+
+def unshown(name: str) -> str:
+    """The file name ``shown`` made ``name`` of: ``\\x80`` to ``\\xff`` are taken for bytes that
+    are not UTF-8 (rather than the control characters U+0080 to U+009F, which a name hardly
+    holds). A name that held ``\\xNN`` itself is ambiguous: try it as it is first."""
+    return _ESCAPE.sub(_unescaped, name)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    if match[1] is not None:
+        code = int(match[1], 16)
+        return chr(code + 0xDC00 if code >= 0x80 else code)
+    return chr(int(match[2], 16))
 
 
 # Control characters but line ends and tabs: scraped titles and texts can hold escape

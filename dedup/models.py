@@ -6,6 +6,7 @@ decoded text of that file or record, so every later stage can point back at what
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from collections import Counter, deque
@@ -139,9 +140,11 @@ class Passage(PassageSpan):
         return data
 
 
-# report.json's format (docs/report-format.md): 3 since members name their document rather
-# than repeat where it is, pairs are rows of member numbers and matches name their documents.
-REPORT_FORMAT = 3
+# report.json's format (docs/report-format.md): 4 since documents hold their text only when
+# asked (--full-text), and otherwise its SHA-256, their text read back from the inputs;
+# format 3 (documents always with their text) is read too.
+REPORT_FORMAT = 4
+READS_FORMATS = (3, 4)
 # How much of a member's text a report line carries: none (report.json, whose documents hold
 # it), an excerpt (clusters.jsonl, clusters.csv), or all of it (with --full-text).
 MemberText = Literal["none", "excerpt", "full"]
@@ -497,8 +500,23 @@ class MatchedDocument:
             "end": self.end,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.location(), "story_chars": self.story_chars, "text": self.text}
+    def to_dict(self, text: bool = True) -> dict[str, Any]:
+        """As report.json writes it: where it is, its size, its text's SHA-256 (of its UTF-8),
+        and, if asked, its text."""
+        data = {
+            **self.location(),
+            "story_chars": self.story_chars,
+            "text_sha256": text_sha256(self.text),
+        }
+        if text:
+            data["text"] = self.text
+        return data
+
+
+def text_sha256(text: str) -> str:
+    """The SHA-256 of ``text``'s UTF-8, in hex: how report.json tells that a document's text
+    read back from its input is still what was scanned."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -734,10 +752,15 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     jobs: int = field(default=1, compare=False)
     engine: str = field(default="local, 1 process", compare=False)
+    # The directory its relative paths are relative to (the one the scan ran in: run.json's
+    # ``directory``), and whether its report.json holds the documents' texts (read back from
+    # one that does) rather than their SHA-256 alone.
+    directory: str = field(default="", compare=False)
+    texts_held: bool = field(default=False, compare=False)
 
-    def to_dict(self, clusters: bool = True) -> dict[str, Any]:
-        """The report as plain data (without the documents, matches and clusters, which are
-        most of it, if asked)."""
+    def to_dict(self, clusters: bool = True, document_texts: bool = False) -> dict[str, Any]:
+        """The report as plain data, as report.json has it (the documents with their texts if
+        asked; without the documents, matches and clusters, which are most of it, if asked)."""
         data = {
             "report_format": REPORT_FORMAT,
             "dedup_version": self.dedup_version,
@@ -747,16 +770,16 @@ class Report:
             "skipped": [entry.to_dict() for entry in self.skipped],
         }
         if clusters:
-            data["documents"] = [document.to_dict() for document in self.documents]
+            data["documents"] = [document.to_dict(document_texts) for document in self.documents]
             data["matches"] = [match.to_dict() for match in self.matches]
             data["document_groups"] = [group.to_dict() for group in self.document_groups]
             data["clusters"] = [cluster.to_dict() for cluster in self.clusters]
         return data
 
-    def to_json(self) -> str:
+    def to_json(self, document_texts: bool = False) -> str:
         """report.json's text (docs/report-format.md)."""
         buffer = io.StringIO()
-        self.write_json(buffer)
+        self.write_json(buffer, document_texts=document_texts)
         return buffer.getvalue()
 
     def write_json(
@@ -765,14 +788,15 @@ class Report:
         lines: TextIO | None = None,
         clusters: Iterable[Cluster] | None = None,
         lines_text: MemberText = "excerpt",
+        document_texts: bool = False,
     ) -> None:
         """report.json, written as it is built: the top level indented, then the documents
-        (each with its text, once) and one cluster per line (a report of a large dump holds
-        gigabytes of text; each item is encoded on its own, by json's C encoder, and written
-        before the next is). Given ``lines``, the clusters go there too, one per line
-        (clusters.jsonl), their members with ``lines_text``, in the same pass. ``clusters``:
-        this report's clusters as the caller goes through them (counted on a progress bar,
-        say)."""
+        (each once, with its text if ``document_texts``: a report of a large dump of copies
+        would otherwise hold all of its text again) and one cluster per line (each item
+        encoded on its own, by json's C encoder, and written before the next is). Given
+        ``lines``, the clusters go there too, one per line (clusters.jsonl), their members
+        with ``lines_text``, in the same pass. ``clusters``: this report's clusters as the
+        caller goes through them (counted on a progress bar, say)."""
         top = self.to_dict(clusters=False)
         head = json.dumps(top, ensure_ascii=False, indent=2)
         out.write(head[: -len("\n}")])
@@ -785,7 +809,12 @@ class Report:
             out.write(f',\n  "{name}": [')
             for number, item in enumerate(items):
                 out.write(",\n    " if number else "\n    ")
-                out.write(json.dumps(item.to_dict(), ensure_ascii=False))
+                data = (
+                    item.to_dict(document_texts)
+                    if isinstance(item, MatchedDocument)
+                    else item.to_dict()
+                )
+                out.write(json.dumps(data, ensure_ascii=False))
             out.write("\n  ]" if items else "]")
         out.write(',\n  "clusters": [')
         for number, cluster in enumerate(self.clusters if clusters is None else clusters):

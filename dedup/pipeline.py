@@ -208,6 +208,7 @@ def scan_files(
         timings=dict(timer.seconds),
         jobs=engine.workers,
         engine=engine.description,
+        directory=os.getcwd(),
     )
 
 

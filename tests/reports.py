@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dedup.models import PAIR_VALUES
+from dedup.report import load_report
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
@@ -15,18 +16,13 @@ def folder_files(folder: Path) -> dict[str, bytes]:
     return {path.relative_to(folder).as_posix(): path.read_bytes() for path in files}
 
 
-def member_text(report: dict[str, Any], member: dict[str, Any]) -> str:
-    """A cluster member's text, as docs/report-format.md says to find it."""
-    document = next(d for d in report["documents"] if d["id"] == member["document"])
-    return str(
-        document["text"][member["start"] - document["start"] : member["end"] - document["start"]]
-    )
-
-
-def with_member_texts(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The report's clusters as a script joins them: each member with where its document is
-    (path, record, chapter, ...) and its ``text``; each pair as a dict of member ids."""
-    documents = {d["id"]: d for d in report["documents"]}
+def with_member_texts(report: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The report's clusters (report.json at ``path``, read as ``report``) as a script joins
+    them: each member with where its document is (path, record, chapter, ...) and its
+    ``text``, cut from its document's (which ``dedup.load_report`` reads back from the
+    inputs); each pair as a dict of member ids."""
+    texts = {document.id: document.text for document in load_report(path).documents}
+    documents = {d["id"]: {**d, "text": texts[d["id"]]} for d in report["documents"]}
     clusters = []
     for cluster in report["clusters"]:
         members = []

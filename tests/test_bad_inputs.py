@@ -48,7 +48,9 @@ def test_lone_surrogates_in_json_fields_become_replacement_characters(
     assert report["clusters"], "the record's text still matches the other site"
     (entry,) = [e for e in report["inputs"] if e["path"].endswith("dump.jsonl")]
     assert any("lone surrogates" in warning for warning in entry["warnings"])
-    titles = {m["title"] for c in with_member_texts(report) for m in c["members"]}
+    titles = {
+        m["title"] for c in with_member_texts(report, out / "report.json") for m in c["members"]
+    }
     assert "x\ufffd" in titles
     for name in ("clusters.csv", "clusters.jsonl", "index.html"):
         (out / name).read_text("utf-8")  # valid UTF-8 throughout
@@ -67,7 +69,9 @@ def test_file_and_folder_names_that_are_not_utf8_are_read_and_shown_escaped(
     result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text("utf-8"))
-    paths = {m["path"] for c in with_member_texts(report) for m in c["members"]}
+    paths = {
+        m["path"] for c in with_member_texts(report, out / "report.json") for m in c["members"]
+    }
     assert f"{dump.as_posix()}/site-\\xff/ch\\xfe.txt" in paths
     assert {m["source"] for c in report["clusters"] for m in c["members"]} == {
         "site-a",
@@ -292,7 +296,7 @@ def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplifie
             assert not value.startswith(("=", "+", "-", "@")), value
     assert {row["record_id"] for row in rows} == {"'@SUM(1+1)", "'+1"}
     report = json.loads((out / "report.json").read_text("utf-8"))
-    members = [m for c in with_member_texts(report) for m in c["members"]]
+    members = [m for c in with_member_texts(report, out / "report.json") for m in c["members"]]
     assert {m["record_id"] for m in members} == {"@SUM(1+1)", "+1"}
 
 

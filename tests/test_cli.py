@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from dedup import __version__
 from dedup.cli import cli, main
+from dedup.report import load_report
 from tests.reports import with_member_texts
 from tests.test_scan import EXPECTED_FILE_PAIRS
 
@@ -29,7 +30,7 @@ def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) ->
     report = json.loads((out / "report.json").read_text("utf-8"))
     linked = {
         pair
-        for cluster in with_member_texts(report)
+        for cluster in with_member_texts(report, out / "report.json")
         for pair in itertools.combinations(
             sorted({m["path"].split("corpus_samples/")[1] for m in cluster["members"]}), 2
         )
@@ -355,12 +356,13 @@ def test_scan_leads_with_documents_and_writes_matches_csv(samples: Path, tmp_pat
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(report["matches"]) == 7
     documents = {d["id"]: d for d in report["documents"]}
+    texts = {d.id: d.text for d in load_report(out / "report.json").documents}
     for row, match in zip(rows, report["matches"], strict=True):
         document = documents[match["a"]]
         assert row["a_path"] == document["path"] and row["b_path"] == documents[match["b"]]["path"]
         assert float(row["coverage_a"]) == match["coverage_a"]
         span = match["spans"][0]
-        shared = document["text"][
+        shared = texts[match["a"]][
             span["a_start"] - document["start"] : span["a_end"] - document["start"]
         ]
         assert row["first_span_a"] == shared[:80]

@@ -171,6 +171,8 @@ def test_the_command_line_adds_queries_reports_and_removes(sites: Path, tmp_path
                                   "-o", str(out), "-q"])  # fmt: skip
     assert queried.exit_code == 0, queried.output
     report = dedup.load_report(out / "report.json")
+    # the stored files' texts come from the index, not from the paths the report names
+    assert report.texts_held
     assert report.matches and all(
         {m.a.source, m.b.source} == {"qidian-2026", QUERIED} for m in report.matches
     )

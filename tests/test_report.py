@@ -56,7 +56,7 @@ def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: 
     assert raw.startswith(b"\xef\xbb\xbf")  # the BOM Excel needs to read UTF-8
     rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
     report = json.loads((tmp_path / "report.json").read_text("utf-8"))
-    clusters = with_member_texts(report)
+    clusters = with_member_texts(report, tmp_path / "report.json")
     members = [m for c in clusters for m in c["members"]]
     assert len(rows) == len(members)
     assert "text" not in rows[0]  # each member's text is in report.json once, not here too
@@ -85,7 +85,7 @@ def test_full_text_puts_each_members_text_in_the_tables(in_repo: Path, tmp_path:
     )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text("utf-8"))
-    members = [m for c in with_member_texts(report) for m in c["members"]]
+    members = [m for c in with_member_texts(report, out / "report.json") for m in c["members"]]
     with open(out / "clusters.csv", encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [row["text"] for row in rows] == [m["text"] for m in members]
@@ -186,6 +186,72 @@ def test_rebuild_at_a_stricter_threshold_equals_a_fresh_scan(samples: Path) -> N
     assert rebuilt.options["threshold"] == 0.8
 
 
+def test_report_json_holds_texts_with_full_text_else_reads_them_from_the_inputs(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(samples, dump)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for out, extra in (("lean", []), ("full", ["--full-text"])):
+        scanned = runner.invoke(cli, ["scan", "dump", "-o", out, "-q", "-j", "1", *extra])
+        assert scanned.exit_code == 0, scanned.output
+    lean = json.loads((tmp_path / "lean/report.json").read_text("utf-8"))
+    full = json.loads((tmp_path / "full/report.json").read_text("utf-8"))
+    assert lean["report_format"] == 4 and lean["documents"]
+    assert all("text" not in d for d in lean["documents"])
+    pairs = zip(lean["documents"], full["documents"], strict=True)
+    assert [{**d, "text": f["text"]} for d, f in pairs] == full["documents"]
+    assert {k: v for k, v in lean.items() if k != "documents"} == {
+        k: v for k, v in full.items() if k != "documents"
+    }
+    # read back from the inputs (relative paths: from where the scan ran, run.json says)
+    assert json.loads((tmp_path / "lean/run.json").read_text("utf-8"))["directory"] == str(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    loaded = load_report(tmp_path / "lean/report.json")
+    assert loaded == load_report(tmp_path / "full/report.json")
+    assert not loaded.texts_held and load_report(tmp_path / "full/report.json").texts_held
+    rebuilt = runner.invoke(cli, ["report", str(tmp_path / "lean"), "-o", "again", "-q"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert (elsewhere / "again/report.json").read_bytes() == (
+        tmp_path / "lean/report.json"
+    ).read_bytes()
+    assert folder_files(elsewhere / "again") == {
+        **folder_files(tmp_path / "lean"),
+        "run.json": (elsewhere / "again/run.json").read_bytes(),
+    }
+    # a report that holds its texts keeps them when rebuilt
+    kept = runner.invoke(cli, ["report", str(tmp_path / "full"), "-o", "kept", "-q"])
+    assert kept.exit_code == 0, kept.output
+    assert (elsewhere / "kept/report.json").read_bytes() == (
+        tmp_path / "full/report.json"
+    ).read_bytes()
+    # an input changed or gone since: named, with what to do; a report with its texts is read
+    holder = full["documents"][0]["path"]
+    changed = tmp_path / holder
+    original = changed.read_bytes()
+    changed.write_bytes(b"\n" + original)
+    refused = runner.invoke(cli, ["report", str(tmp_path / "lean"), "-o", "x", "-q"])
+    assert refused.exit_code == 1 and not (elsewhere / "x").exists()
+    assert f"{holder}: changed since it was scanned" in refused.stderr
+    assert "--full-text" in refused.stderr
+    assert load_report(tmp_path / "full/report.json") == loaded
+    changed.unlink()
+    with pytest.raises(dedup.DedupError, match=f"{re.escape(holder)}: not found here or in "):
+        load_report(tmp_path / "lean/report.json")
+    changed.write_bytes(original)
+    assert load_report(tmp_path / "lean/report.json") == loaded
+    # format 3 (every document with its text, no SHA-256) is still read
+    older = json.loads((tmp_path / "full/report.json").read_text("utf-8"))
+    older["report_format"] = 3
+    for document in older["documents"]:
+        del document["text_sha256"]
+    (tmp_path / "older.json").write_text(json.dumps(older, ensure_ascii=False), "utf-8")
+    assert load_report(tmp_path / "older.json") == loaded
+
+
 def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     runner.invoke(cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-q", "-j", "1"])
@@ -197,7 +263,7 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
     assert report["options"]["threshold"] == 0.95
     assert all(
         p["jaccard"] >= 0.95 or p["containment"] >= 0.99
-        for c in with_member_texts(report)
+        for c in with_member_texts(report, tmp_path / "report.json")
         for p in c["pairs"]
     )
     lower = runner.invoke(cli, ["report", str(tmp_path), "--threshold", "0.3"])
@@ -293,7 +359,7 @@ def test_report_renders_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None
     query = "甄士隐"  # in the Simplified title of 红楼梦 chapter 1, and in its text
     expected = sum(
         any(query in (m["title"] or "") or query in m["text"] for m in c["members"])
-        for c in with_member_texts(report)
+        for c in with_member_texts(report, out / "report.json")
     )
     filtered = _chromium(tmp_path, page + "#q=%E7%94%84%E5%A3%AB%E9%9A%90", "--dump-dom")
     assert 0 < expected < total and f"{expected} of {total} clusters shown" in filtered
@@ -623,7 +689,7 @@ def test_the_page_follows_its_url_and_writes_every_view_to_it(
     )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text("utf-8"))
-    clusters = with_member_texts(report)
+    clusters = with_member_texts(report, out / "report.json")
     assert len(clusters) > 200
     late = clusters[150]["id"]  # on the second page of the largest-first list
     (tmp_path / "driver.html").write_text(_DRIVER.replace("LATE", late), "utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import shutil
@@ -148,7 +149,17 @@ def test_report_json_contract(report: dedup.Report) -> None:
     assert match["a"] in documents and match["b"] in documents
     assert set(match["spans"][0]) == {"a_start", "a_end", "b_start", "b_end", "identical_chars"}
     location = {"id", "source", "path", "record", "record_id", "chapter", "title", "start", "end"}
-    assert set(data["documents"][0]) == location | {"story_chars", "text"}
+    assert set(data["documents"][0]) == location | {"story_chars", "text_sha256"}
+    # the texts only when asked; their SHA-256 always, of the decoded text's slice
+    full = json.loads(report.to_json(document_texts=True))["documents"]
+    assert [{**d, "text": f["text"]} for d, f in zip(data["documents"], full, strict=True)] == full
+    encodings = {entry["path"]: entry["encoding"] for entry in data["inputs"]}
+    for entry in full:
+        assert hashlib.sha256(entry["text"].encode()).hexdigest() == entry["text_sha256"]
+        if entry["record"] is None:  # a text file's (a record's are its text field's)
+            decoded = Path(entry["path"]).read_bytes().decode(encodings[entry["path"]])
+            assert entry["text"] == decoded[entry["start"] : entry["end"]]
+    assert any(entry["record"] is None for entry in full)
     assert set(data["document_groups"][0]) == {"id", "representative", "sources", "documents"}
     assert data["options"]["ngram"] == dedup.ScanConfig().ngram and "jobs" not in data["options"]
     cluster = data["clusters"][0]
@@ -164,7 +175,7 @@ def test_report_json_contract(report: dedup.Report) -> None:
     assert set(cluster["members"][0]) == {"id", "source", "start", "end", "document"}
     # a member's text is its document's, held once: every member's document is there, and
     # holds it; the rest of where the member is is its document's
-    assert data["report_format"] == 3
+    assert data["report_format"] == 4
     by_id = {p.id: p for c in report.clusters for p in c.members}
     for member in (m for c in data["clusters"] for m in c["members"]):
         holder = documents[member["document"]]

@@ -190,9 +190,11 @@ def clean_from_report(
     from dedup.report.record import load_report
 
     options = dataclasses.replace(options or CleanConfig(), **choices)
-    report = load_report(Path(report_folder) / "report.json")
+    # a file gone or changed since gives its documents an empty text, which no longer reads
+    # where they were: such a file is copied as it is now, and said so
+    report = load_report(Path(report_folder) / "report.json", changed="empty")
     _check_matches_serve(report, report_folder)
-    config = _config_of(report.options)
+    config = ScanConfig.of_report(report.options)
     sources: dict[str, str] = {}
     for entry in report.inputs:
         sources.setdefault(entry.path.split("!/", 1)[0], entry.source)
@@ -234,15 +236,6 @@ def _as_given(root: str, paths: Sequence[str]) -> str:
     if all(os.path.isabs(path) for path in paths):
         return root
     return os.path.relpath(root)
-
-
-def _config_of(options: dict[str, Any]) -> ScanConfig:
-    known = {field.name for field in dataclasses.fields(ScanConfig)}
-    given = {name: value for name, value in options.items() if name in known}
-    for name, value in given.items():
-        if isinstance(value, list):
-            given[name] = tuple(value)
-    return ScanConfig(**given)
 
 
 def _write_copy(

@@ -3,17 +3,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import numpy as np
 
+from dedup.config import ScanConfig
+from dedup.display import unshown
+from dedup.engine.member_texts import passage_texts
 from dedup.errors import DedupError
 from dedup.models import (
-    REPORT_FORMAT,
+    READS_FORMATS,
     SPAN_FIELDS,
     Cluster,
     CutPassage,
@@ -23,12 +27,17 @@ from dedup.models import (
     MatchedDocument,
     PairTable,
     Passage,
+    PassageSpan,
     Report,
     SharedSpans,
     Skipped,
     Summary,
     made_in_bulk,
+    text_sha256,
 )
+from dedup.read import FoundFile, discover_inputs
+from dedup.read.location import is_url
+from dedup.report.writer import RUN_FILE
 from dedup.version import __version__
 
 
@@ -98,19 +107,24 @@ def _group(data: dict[str, Any]) -> DocumentGroup:
     )
 
 
-def load_report(path: str | os.PathLike[str]) -> Report:
-    """Read a report.json written by ``write_report``: each cluster member with its text,
-    cut from its document's. Read a line at a time, as it was written (a document, match,
-    group or cluster a line), so that the whole file's JSON is never held at once: a 1 GB
-    dump's report.json is about 2 GB, and its parsed tree several times that."""
+def load_report(
+    path: str | os.PathLike[str], changed: Literal["error", "empty"] = "error"
+) -> Report:
+    """Read a report.json written by ``write_report``: each document with its text (its
+    own, or read back from its input where report.json holds only its SHA-256: a scan
+    without --full-text), each cluster member with its text cut from its document's. An
+    input that is gone or changed since it was scanned is a DedupError naming it, or, with
+    ``changed="empty"``, gives its documents an empty text (``dedup clean --from-report``
+    copies such a file as it is). Read a line at a time, as it was written (a document,
+    match, group or cluster a line), so that the whole file's JSON is never held at once."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as handle:
             try:
-                return _report(_by_lines(handle), path)
+                return _report(_by_lines(handle), path, changed == "error")
             except _NotByLines:  # laid out otherwise (re-indented by another tool, say)
                 handle.seek(0)
-                return _report(_by_keys(json.load(handle)), path)
+                return _report(_by_keys(json.load(handle)), path, changed == "error")
     except FileNotFoundError as error:
         raise DedupError(
             f"{path}: no report here; run dedup scan first, or give its --out folder"
@@ -187,29 +201,38 @@ def _by_keys(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             yield name, item
 
 
-def _report(parts: Iterator[tuple[str, Any]], path: Path) -> Report:
+def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Report:
     """The report from its top level and its lists' items, in file order (documents before
-    the matches and clusters that name them)."""
+    the matches and clusters that name them); ``strict``: see _texts_from_inputs."""
     kind, data = next(parts)
-    if kind != "top" or data.get("report_format") != REPORT_FORMAT:
+    if kind != "top" or data.get("report_format") not in READS_FORMATS:
         raise DedupError(
             f"{path}: written by dedup {data.get('dedup_version', '(unknown)')} in report "
             f"format {data.get('report_format')}, which this version ({__version__}) does not "
-            f"read (it reads format {REPORT_FORMAT}); scan again"
+            f"read (it reads formats {', '.join(map(str, READS_FORMATS))}); scan again"
         )
+    entries: list[dict[str, Any]] = []
+    held = True  # every document's text in report.json
     documents: dict[str, MatchedDocument] = {}
     matches: list[Match] = []
     groups: list[DocumentGroup] = []
     clusters: list[Cluster] = []
     for kind, item in parts:
         if kind == "documents":
-            documents[item["id"]] = MatchedDocument(**item)
-        elif kind == "matches":
+            entries.append(item)
+            held = held and "text" in item
+            continue
+        if entries:  # the documents come first: all of them are read now
+            documents = _documents(entries, data, path, strict)
+            entries = []
+        if kind == "matches":
             matches.append(_match(item, documents))
         elif kind == "document_groups":
             groups.append(_group(item))
         else:
             clusters.append(_cluster(item, documents))
+    if entries:
+        documents = _documents(entries, data, path, strict)
     return Report(
         dedup_version=data["dedup_version"],
         options=data["options"],
@@ -222,4 +245,107 @@ def _report(parts: Iterator[tuple[str, Any]], path: Path) -> Report:
         documents=tuple(documents.values()),
         matches=tuple(matches),
         document_groups=tuple(groups),
+        directory=_scan_directory(path) or "",
+        texts_held=held,
+    )
+
+
+def _documents(
+    entries: list[dict[str, Any]], top: dict[str, Any], path: Path, strict: bool
+) -> dict[str, MatchedDocument]:
+    """The report's documents by id, in its order, each with its text: its own, or, where
+    report.json holds only its SHA-256 (a scan without --full-text), read back from its
+    input."""
+    missing = [entry for entry in entries if "text" not in entry]
+    read = _texts_from_inputs(missing, top, path, strict) if missing else {}
+    names = set(MatchedDocument.__dataclass_fields__)
+    documents: dict[str, MatchedDocument] = {}
+    for entry in entries:
+        fields = {name: value for name, value in entry.items() if name in names}
+        fields.setdefault("text", read.get(entry["id"]))
+        documents[entry["id"]] = MatchedDocument(**fields)
+    return documents
+
+
+def _texts_from_inputs(
+    entries: list[dict[str, Any]], top: dict[str, Any], path: Path, strict: bool
+) -> dict[str, str]:
+    """The texts of the documents ``entries`` by id, read again from the report's inputs as
+    the scan read them (with its options), each checked against its ``text_sha256``. Relative
+    paths are taken from this directory, else from the one the scan ran in (run.json's
+    ``directory``). A file not there or changed since is a DedupError naming it if
+    ``strict``, else its documents' texts are empty."""
+    config = ScanConfig.of_report(top["options"])
+    sources = {entry["path"].split("!/", 1)[0]: entry["source"] for entry in top["inputs"]}
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        by_file.setdefault(entry["path"].split("!/", 1)[0], []).append(entry)
+    scanned_in = _scan_directory(path)
+    texts: dict[str, str] = {}
+    for name, documents in by_file.items():
+        file = _input_file(name, sources.get(name, ""), scanned_in, config)
+        if file is None:
+            if strict:
+                raise _not_found(name, scanned_in, path)
+            texts.update((document["id"], "") for document in documents)
+            continue
+        spans = [
+            PassageSpan(
+                d["source"], d["path"], d["record"], d["chapter"], d["title"], d["start"],
+                d["end"], d["record_id"],
+            )
+            for d in documents
+        ]  # fmt: skip
+        for document, text in zip(documents, passage_texts(file, config, spans), strict=True):
+            if text is None or text_sha256(text) != document["text_sha256"]:
+                if not strict:
+                    texts[document["id"]] = ""
+                    continue
+                raise DedupError(
+                    f"{name}: changed since it was scanned (its text at {document['id']} is "
+                    f"not what {path} found there); the report holds where its documents are, "
+                    "not their texts: scan again (with --full-text to keep the texts in the "
+                    "report)"
+                )
+            texts[document["id"]] = text
+    return texts
+
+
+def _scan_directory(path: Path) -> str | None:
+    """The directory the scan that wrote ``path`` ran in, as run.json beside it says."""
+    try:
+        run = json.loads((path.parent / RUN_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    directory = run.get("directory") if isinstance(run, dict) else None
+    return directory if isinstance(directory, str) else None
+
+
+def _input_file(
+    name: str, source: str, scanned_in: str | None, config: ScanConfig
+) -> FoundFile | None:
+    """The input the report names ``name``, found here or where the scan ran, as the scan
+    found it; None if it is in neither."""
+    places = [name] if unshown(name) == name else [name, unshown(name)]
+    if scanned_in is not None and not is_url(name) and not os.path.isabs(name):
+        places += [os.path.join(scanned_in, place) for place in places]
+    for place in places:
+        if is_url(place) or os.path.lexists(place):
+            try:
+                found, _skipped = discover_inputs([place], config.follow_links)
+            except DedupError:  # a URL not there
+                continue
+            if len(found) == 1:
+                return dataclasses.replace(found[0], path=name, source=source)
+    return None
+
+
+def _not_found(name: str, scanned_in: str | None, path: Path) -> DedupError:
+    relative = scanned_in and not is_url(name) and not os.path.isabs(name)
+    where = f" or in {scanned_in}, where the scan ran" if relative else ""
+    return DedupError(
+        f"{name}: not found here{where}; {path} holds where its documents are, not their "
+        "texts (it was written without --full-text), so it needs its inputs where the scan "
+        "read them: run from the folder the scan ran in, put the file back, or scan again "
+        "(with --full-text to keep the texts in the report)"
     )

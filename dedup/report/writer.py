@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dedup.config import DEFAULT_FORMATS
 from dedup.engine.lifetime import die_with_parent
-from dedup.models import Report
+from dedup.models import MemberText, Report
 from dedup.progress import progress
 from dedup.report.folder import ReportFolder
 
@@ -29,6 +29,7 @@ def run_to_json(report: Report) -> str:
         "dedup_version": report.dedup_version,
         "jobs": report.jobs,
         "engine": report.engine,
+        "directory": report.directory or os.getcwd(),
         "seconds": {stage: round(seconds, 3) for stage, seconds in report.timings.items()},
     }
     return json.dumps(run, ensure_ascii=False, indent=2) + "\n"
@@ -41,13 +42,17 @@ def write_report(
     two_processes: bool | None = None,
     show_progress: bool = False,
     full_text: bool = False,
+    document_texts: bool | None = None,
 ) -> list[Path]:
     """Write report.json, run.json and the file outputs in ``formats`` into ``directory``,
     which holds the whole report or, after an error or an interrupt, what it held before
     (see dedup.report.folder); returns the files written, where they are in the end.
 
-    report.json holds each shared document's text once; clusters.csv and clusters.jsonl
-    give each member an excerpt of its text, or, with ``full_text``, all of it.
+    report.json holds where each shared document is and its text's SHA-256, and its text too
+    if ``document_texts`` (by default, with ``full_text`` or when ``report`` was read from a
+    report.json that held them): without it, ``load_report`` reads the texts back from the
+    inputs. clusters.csv and clusters.jsonl give each member an
+    excerpt of its text, or, with ``full_text``, all of it.
 
     With ``two_processes`` (by default, when the scan ran more than one worker), the page and
     the CSV tables are written by a forked copy of this process while this one writes
@@ -57,10 +62,13 @@ def write_report(
     of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
     here, so any error is this process's own.
     """
+    texts = (full_text or report.texts_held) if document_texts is None else document_texts
     if isinstance(directory, ReportFolder):
-        return _write_into(report, directory, formats, two_processes, show_progress, full_text)
+        return _write_into(
+            report, directory, formats, two_processes, show_progress, full_text, texts
+        )
     with ReportFolder(Path(directory)) as folder:
-        return _write_into(report, folder, formats, two_processes, show_progress, full_text)
+        return _write_into(report, folder, formats, two_processes, show_progress, full_text, texts)
 
 
 def _write_into(
@@ -70,6 +78,7 @@ def _write_into(
     two_processes: bool | None,
     show_progress: bool,
     full_text: bool,
+    document_texts: bool,
 ) -> list[Path]:
     from dedup.report.tables import CLUSTERS_JSONL
 
@@ -96,7 +105,8 @@ def _write_into(
                     len(report.clusters),
                     show_progress,
                 )
-                report.write_json(handle, lines, clusters, "full" if full_text else "excerpt")
+                member_text: MemberText = "full" if full_text else "excerpt"
+                report.write_json(handle, lines, clusters, member_text, document_texts)
             writing = RUN_FILE
             (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
             written = [REPORT_FILE, RUN_FILE]
