@@ -6,6 +6,7 @@ decoded text of that file or record, so every later stage can point back at what
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -134,10 +135,15 @@ class Passage(PassageSpan):
             "end": self.end,
         }
         if text == "excerpt":
-            data["excerpt"] = self.text[:EXCERPT_CHARS]
+            data["excerpt"] = self.excerpt
         elif text == "full":
             data["text"] = self.text
         return data
+
+    @property
+    def excerpt(self) -> str:
+        """Its first EXCERPT_CHARS characters."""
+        return self.text[:EXCERPT_CHARS]
 
 
 # report.json's format (docs/report-format.md): 4 since documents hold their text only when
@@ -171,6 +177,12 @@ class CutPassage(Passage):
     def text(self) -> str:
         holder = self.holder
         return holder.text[self.start - holder.start : self.end - holder.start]
+
+    @property
+    def excerpt(self) -> str:
+        holder = self.holder
+        start = self.start - holder.start
+        return holder.text[start : start + min(EXCERPT_CHARS, self.end - self.start)]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Passage):
@@ -370,6 +382,28 @@ class EqualAsRecords(ColumnTable[R]):
         return hash(tuple(self))
 
 
+def _four_decimals(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64] | None:
+    """``round(value, 4) * 10**4`` of each value (as Python's ``round`` rounds the exact
+    binary value), or None if one is not in [0, 1]."""
+    scaled = values * 10_000
+    if not (len(values) and scaled.min() >= 0 and scaled.max() <= 10_000):
+        return None
+    numbers = np.rint(scaled).astype(np.int64)
+    # Only a value within a hair of half way can round otherwise than its product with 10**4
+    # does (that product is off by at most a few units in its last place): those, as Python.
+    near = np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6)
+    for row in near.tolist():
+        numbers[row] = round(round(float(values[row]), 4) * 10_000)
+    return numbers
+
+
+@functools.cache
+def _four_decimal_texts() -> npt.NDArray[np.object_]:
+    """What json.dumps writes of ``round(value, 4)`` for a value in [0, 1], by that times
+    10**4."""
+    return np.array([json.dumps(round(k / 10_000, 4)) for k in range(10_001)], dtype=object)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PairTable(EqualAsRecords[Pair]):
     """A cluster's verified pairs as columns: ``a`` and ``b`` are numbers of the cluster's
@@ -409,6 +443,33 @@ class PairTable(EqualAsRecords[Pair]):
             columns.append(values if name == "identical_chars" else map(round, values, repeat(4)))
         return list(map(list, zip(*columns, strict=True)))
 
+    def rows_json(self) -> str:
+        """``json.dumps(self.listed())``, made faster: a 1 GB mirror dump's clusters have
+        millions of pairs, and rounding and encoding each value on its own was most of the
+        time report.json and clusters.jsonl take to write (docs/performance.md)."""
+        if not len(self.a):
+            return "[]"
+        texts = _four_decimal_texts()
+        columns = []
+        for name in PAIR_VALUES[:3]:
+            numbers = _four_decimals(getattr(self, name))
+            if numbers is None:  # not in [0, 1]: not what a scan gives
+                return json.dumps(self.listed())
+            columns.append(texts[numbers].tolist())
+        jaccard, containment, estimated = columns
+        rows = zip(
+            self.a.tolist(),
+            self.b.tolist(),
+            jaccard,
+            containment,
+            estimated,
+            self.identical_chars.tolist(),
+            strict=True,
+        )
+        return (
+            "[" + ", ".join([f"[{a}, {b}, {j}, {c}, {m}, {i}]" for a, b, j, c, m, i in rows]) + "]"
+        )
+
     def __len__(self) -> int:
         return len(self.a)
 
@@ -445,16 +506,27 @@ class Cluster:
     def sources(self) -> tuple[str, ...]:
         return tuple(sorted({member.source for member in self.members}))
 
-    def to_dict(self, text: MemberText = "none") -> dict[str, Any]:
-        return {
+    def to_dict(self, text: MemberText = "none", pairs: bool = True) -> dict[str, Any]:
+        data = {
             "id": self.id,
             "representative": self.representative,
             "sources": list(self.sources),
             "giant": self.giant,
             "linked_through_others": list(self.linked_through_others),
             "members": [member.to_dict(text) for member in self.members],
-            "pairs": self.pair_rows(),
         }
+        if pairs:
+            data["pairs"] = self.pair_rows()
+        return data
+
+    def to_json(self, text: MemberText = "none", pairs: str | None = None) -> str:
+        """``json.dumps(self.to_dict(text), ensure_ascii=False)``, its pairs encoded by
+        ``PairTable.rows_json`` (or given as ``pairs``, that text, made once for report.json
+        and clusters.jsonl)."""
+        data = self.to_dict(text, pairs=False)
+        head = json.dumps(data, ensure_ascii=False)
+        rows = self.pairs.rows_json() if pairs is None else pairs
+        return f'{head[:-1]}, "pairs": {rows}}}'
 
     def pair_rows(self) -> list[list[float | int]]:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
@@ -819,12 +891,11 @@ class Report:
         out.write(',\n  "clusters": [')
         for number, cluster in enumerate(self.clusters if clusters is None else clusters):
             out.write(",\n" if number else "\n")
-            data = cluster.to_dict()
-            out.write(json.dumps(data, ensure_ascii=False))
+            pairs = cluster.pairs.rows_json()
+            out.write(cluster.to_json("none", pairs))
             if lines is not None:
                 # the same cluster but for its members' text: its pairs are not made again
-                members = [member.to_dict(lines_text) for member in cluster.members]
-                lines.write(json.dumps({**data, "members": members}, ensure_ascii=False) + "\n")
+                lines.write(cluster.to_json(lines_text, pairs) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
 
 

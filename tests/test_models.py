@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +179,32 @@ def test_a_pair_table_is_the_sequence_of_its_pairs(mirror_dump: Path) -> None:
     assert rebuilt.to_dict() == cluster.to_dict()
     # 40 bytes a pair, not an object of 80 or more
     assert sum(column.nbytes for column in dataclasses.astuple(table)[1:]) == 40 * len(table)
+    # the rows' JSON as json.dumps writes them, and the clusters' as report.json has them
+    assert table.rows_json() == json.dumps(table.listed())
+    assert cluster.to_json("excerpt") == json.dumps(cluster.to_dict("excerpt"), ensure_ascii=False)
+
+
+def test_pair_rows_json_rounds_as_python_does() -> None:
+    """Scores at and around half way between two 4-decimal values (where multiplying by 10**4
+    can round otherwise than ``round``), the ends of [0, 1], and a score outside it."""
+    from dedup.models import PairTable
+
+    steps = np.arange(100_001) / 100_000
+    scores = np.concatenate((steps, (np.arange(100_000) + 0.5) / 100_000, [0.12345, 0.99995]))
+    rows = len(scores)
+    numbers = np.arange(rows, dtype=np.int32)
+    for jaccard in (scores, np.append(scores[1:], 1.5)):
+        table = PairTable(
+            (), numbers, numbers + 1, jaccard, scores[::-1].copy(), np.sqrt(scores),
+            np.arange(rows, dtype=np.int64),
+        )  # fmt: skip
+        assert table.rows_json() == json.dumps(table.listed())
+    empty = PairTable(
+        (),
+        *(np.zeros(0, dtype=t) for t in (np.int32,) * 2 + (float,) * 3),
+        np.zeros(0, dtype=np.int64),
+    )
+    assert empty.rows_json() == "[]"
 
 
 def test_a_match_s_spans_are_the_sequence_of_its_shared_spans(mirror_dump: Path) -> None:

@@ -7,7 +7,6 @@ line)."""
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
@@ -78,8 +77,8 @@ def _cluster_rows(report: Report, full_text: bool) -> Iterator[list[object]]:
                 member.title,
                 member.start,
                 member.end,
-                len(member.text),
-                member.text[:EXCERPT_CHARS],
+                member.end - member.start,  # its text's length, without cutting it
+                member.excerpt,
                 *text,
             ]
 
@@ -134,7 +133,7 @@ def write_clusters_jsonl(report: Report, out: TextIO, full_text: bool = False) -
     """clusters.jsonl on its own (a report's folder gets it as report.json is written)."""
     text: MemberText = "full" if full_text else "excerpt"
     for cluster in report.clusters:
-        out.write(json.dumps(cluster.to_dict(text), ensure_ascii=False) + "\n")
+        out.write(cluster.to_json(text) + "\n")
 
 
 Writer = Callable[[Report, TextIO, bool], None]
