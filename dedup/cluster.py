@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,9 +27,11 @@ from dedup.arrays import objects, sorted_unique
 from dedup.columns import Similarity, SimilarityTable
 from dedup.config import kept_sources
 from dedup.kernels import compiled
-from dedup.models import Cluster, InputFile, PairTable, Passage
+from dedup.models import Cluster, InputFile, MemberIds, PairTable, Passage
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=np.generic)
 
 KEEP_POLICIES = ("longest", "first", "source:NAME,...")
 
@@ -38,19 +41,27 @@ def cluster_pairs(
     verified: Sequence[Similarity],
     keep: str = "longest",
     max_cluster_size: int = 200,
+    in_place: bool = False,
 ) -> list[Cluster]:
     """Clusters of the verified pairs; ``passages`` holds (at least) every passage a pair names,
-    by its index."""
+    by its index. ``in_place``: ``verified`` (a SimilarityTable its caller is done with) has
+    its columns overwritten and taken into the clusters' pairs rather than copied (a large
+    dump's pairs are millions: the scan's peak was its pairs held twice here)."""
     if not len(verified):
         return []
     table = SimilarityTable.of(verified)
+    in_place = in_place and table is verified
     first, second = table.first, table.second
     indexes = sorted_unique(np.concatenate((first, second)))
     members = list(map(passages.__getitem__, indexes.tolist()))
-    ids = list(map(attrgetter("id"), members))
     member_starts, member_ends = _column(members, "start"), _column(members, "end")
     rank = _reading_ranks(members, member_starts, member_ends)
-    a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
+    if in_place:  # the pairs by member number, over the pairs by passage index
+        first[:], second[:] = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
+        a, b = first, second
+    else:
+        a, b = np.searchsorted(indexes, first), np.searchsorted(indexes, second)
+    del first, second
     swap = rank[a] > rank[b]  # each pair first to last in reading order, in place
     a[swap], b[swap] = b[swap], a[swap]
     component = components(a, b, len(members))
@@ -78,15 +89,16 @@ def cluster_pairs(
     pair_b = position[b[pair_order]].astype(np.int32)
     pair_count = len(a)
     del a, b
-    jaccard, contained = table.jaccard[pair_order], table.containment[pair_order]
-    estimated, identical = table.minhash_jaccard[pair_order], table.identical_chars[pair_order]
-    del pair_order
+    jaccard = _ordered(table.jaccard, pair_order, in_place)
+    contained = _ordered(table.containment, pair_order, in_place)
+    estimated = _ordered(table.minhash_jaccard, pair_order, in_place)
+    identical = _ordered(table.identical_chars, pair_order, in_place)
+    del pair_order, table
     # Taken through object arrays, not lists of a million index numbers (28 bytes each).
     ordered_members = objects(members)[by_cluster].tolist()
-    ordered_ids = objects(ids)[by_cluster].tolist()
     through = (~direct & (np.arange(len(members)) != representative))[by_cluster]
     through_counts = np.add.reduceat(through.astype(np.int64), starts)
-    through_ids = [ids[i] for i in by_cluster[through].tolist()]
+    through_ids = [members[i].id for i in by_cluster[through].tolist()]
     through_starts = np.concatenate(([0], np.cumsum(through_counts))).tolist()
 
     # Biggest clusters first (giant ones last); among equals, by the first member in reading order.
@@ -94,13 +106,17 @@ def cluster_pairs(
     order = np.lexsort((rank[by_cluster[starts]], -sizes, giant))
     member_bounds = [*starts.tolist(), len(by_cluster)]
     pair_bounds = [*pair_starts.tolist(), pair_count]
+    held = [
+        tuple(ordered_members[member_bounds[cluster] : member_bounds[cluster + 1]])
+        for cluster in range(len(starts))
+    ]
     return [
         Cluster(
             id=f"c{number}",
-            representative=ids[chosen[cluster]],
-            members=tuple(ordered_members[member_bounds[cluster] : member_bounds[cluster + 1]]),
+            representative=members[chosen[cluster]].id,
+            members=held[cluster],
             pairs=PairTable(
-                tuple(ordered_ids[member_bounds[cluster] : member_bounds[cluster + 1]]),
+                MemberIds(held[cluster]),  # made when asked for, as the members' own
                 pair_a[pair_bounds[cluster] : pair_bounds[cluster + 1]],
                 pair_b[pair_bounds[cluster] : pair_bounds[cluster + 1]],
                 jaccard[pair_bounds[cluster] : pair_bounds[cluster + 1]],
@@ -115,6 +131,16 @@ def cluster_pairs(
         )
         for number, cluster in enumerate(order.tolist(), start=1)
     ]
+
+
+def _ordered(
+    column: npt.NDArray[T], order: npt.NDArray[np.int64], in_place: bool
+) -> npt.NDArray[T]:
+    """``column[order]``, written over ``column`` if ``in_place``."""
+    if not in_place:
+        return column[order]
+    column[:] = column[order]
+    return column
 
 
 def _column(members: Sequence[Passage], name: str) -> npt.NDArray[np.int64]:

@@ -98,15 +98,15 @@ class SpanTable(ColumnTable[PassageSpan]):
         """The passages of ``rows``, each with the document holding it, which its text is cut
         from (made column by column)."""
         columns = {
-            **self.row_fields(rows),
+            **self.row_fields(rows, ids=False),  # a CutPassage makes its id when asked
             "document": [document.id for document in documents],
             "holder": documents,
         }
         return made_in_bulk(CutPassage, *(columns[name] for name in CutPassage.SLOTS))
 
-    def row_fields(self, rows: npt.NDArray[np.int64]) -> dict[str, list[Any]]:
-        """The fields the passages of ``rows`` have, but their texts, as columns: Passage field
-        name -> one value per row."""
+    def row_fields(self, rows: npt.NDArray[np.int64], ids: bool = True) -> dict[str, list[Any]]:
+        """The fields the passages of ``rows`` have, but their texts (and their ids, unless
+        ``ids``), as columns: Passage field name -> one value per row."""
         document = self.document[rows]
 
         def per_row(values: Sequence[Any]) -> list[Any]:
@@ -116,14 +116,16 @@ class SpanTable(ColumnTable[PassageSpan]):
         sources, paths, records, record_ids = (
             zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
         )
-        where = [
-            path if record is None else f"{path}#{record}"
-            for path, record in zip(paths, records, strict=True)
-        ]
         starts, ends = self.start[rows].tolist(), self.end[rows].tolist()
         chapters = self.chapter[rows].tolist()
-        return {
-            "id": list(map("{}:{}-{}".format, per_row(where), starts, ends)),  # passage_id's
+        fields: dict[str, list[Any]] = {}
+        if ids:
+            where = [
+                path if record is None else f"{path}#{record}"
+                for path, record in zip(paths, records, strict=True)
+            ]
+            fields["id"] = list(map("{}:{}-{}".format, per_row(where), starts, ends))
+        return fields | {
             "source": per_row(sources),
             "path": per_row(paths),
             "record": per_row(records),

@@ -167,11 +167,19 @@ class CutPassage(Passage):
     fields, its text among them, but that text is cut from its document's (``holder``) each
     time it is read rather than held beside it. A member's text is its document's, and a
     report holds both: on a 1 GB dump the members held a second copy of nearly all of its
-    text (docs/performance.md). Made by :func:`made_in_bulk`, one column per ``SLOTS``."""
+    text (docs/performance.md). Its id is made from where it is when asked for, not held.
+    Made by :func:`made_in_bulk`, one column per ``SLOTS``."""
 
     __slots__ = ("holder",)
     holder: MatchedDocument
-    SLOTS: ClassVar[tuple[str, ...]] = (*(n for n in PASSAGE_FIELDS if n != "text"), "holder")
+    SLOTS: ClassVar[tuple[str, ...]] = (
+        *(n for n in PASSAGE_FIELDS if n not in ("text", "id")),
+        "holder",
+    )
+
+    @property
+    def id(self) -> str:
+        return passage_id(self.path, self.record, self.start, self.end)
 
     @property
     def text(self) -> str:
@@ -404,6 +412,32 @@ def _four_decimal_texts() -> npt.NDArray[np.object_]:
     return np.array([json.dumps(round(k / 10_000, 4)) for k in range(10_001)], dtype=object)
 
 
+class MemberIds(Sequence[str]):
+    """The ids of a cluster's members, each made when it is asked for: a scan's members make
+    their ids from where they are (:class:`CutPassage`), and a 1 GB dump's 800,000 ids held
+    would be some 150 MB."""
+
+    __slots__ = ("members",)
+
+    def __init__(self, members: Sequence[Passage]) -> None:
+        self.members = members
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [member.id for member in self.members[index]]
+        return self.members[index].id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (list(self),))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PairTable(EqualAsRecords[Pair]):
     """A cluster's verified pairs as columns: ``a`` and ``b`` are numbers of the cluster's
@@ -411,7 +445,7 @@ class PairTable(EqualAsRecords[Pair]):
     of k near copies has about k²/2 pairs (a 1 GB mirror dump's clusters, millions): a row
     is 40 bytes here rather than an object."""
 
-    ids: tuple[str, ...]
+    ids: Sequence[str]
     a: npt.NDArray[np.int32]
     b: npt.NDArray[np.int32]
     jaccard: npt.NDArray[np.float64]
@@ -474,7 +508,7 @@ class PairTable(EqualAsRecords[Pair]):
         return len(self.a)
 
     def rows(self, rows: npt.NDArray[np.int64]) -> list[Pair]:
-        ids = self.ids
+        ids = list(self.ids)  # each made once, not once a pair
         return made_in_bulk(
             Pair,
             [ids[number] for number in self.a[rows].tolist()],

@@ -163,7 +163,11 @@ def scan_files(
             del passages, documents, verified
         with timer("cluster"):
             clusters = cluster_pairs(
-                members.passages, members.verified, config.keep, config.max_cluster_size
+                members.passages,
+                members.verified,
+                config.keep,
+                config.max_cluster_size,
+                in_place=True,
             )
             verified_count = len(members.verified)
             del members

@@ -267,6 +267,9 @@ def test_clusters_equal_the_one_object_at_a_time_reference(
     ]
     found = cluster_pairs(passages, verified, keep, largest)
     assert found == _reference_clusters(passages, verified, keep, largest)
+    # the same from a table whose columns are taken over rather than copied
+    table = SimilarityTable.of(verified)
+    assert cluster_pairs(passages, table, keep, largest, in_place=True) == found
 
 
 def test_a_similarity_table_holds_the_pairs_it_was_made_of(seed_with_ads: str) -> None:
