@@ -413,9 +413,9 @@ def _four_decimal_texts() -> npt.NDArray[np.object_]:
 
 
 class MemberIds(Sequence[str]):
-    """The ids of a cluster's members, each made when it is asked for: a scan's members make
-    their ids from where they are (:class:`CutPassage`), and a 1 GB dump's 800,000 ids held
-    would be some 150 MB."""
+    """The ids of a cluster's members, each made when it is asked for, as a scan's members
+    make theirs (:class:`CutPassage`): a large dump's ids held are a good part of the report's
+    memory (docs/performance.md)."""
 
     __slots__ = ("members",)
 
