@@ -334,7 +334,7 @@ def test_parquet_and_zstd_files_are_written_back_in_their_formats(
 
 
 def test_a_report_of_copies_matched_with_their_kept_one_is_refused_saying_what_serves(
-    mirror_dump: Path, tmp_path: Path
+    mirror_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runner = CliRunner()
     for name, extra in (("report", []), ("every", ["--every-pair"])):
@@ -343,7 +343,9 @@ def test_a_report_of_copies_matched_with_their_kept_one_is_refused_saying_what_s
         assert scanned.exit_code == 0, scanned.output
     # the scan's own report aligns two groups of copies once: it cannot serve a clean
     command = ["clean", "--from-report", str(tmp_path / "report"), "-o", str(tmp_path / "f")]
-    refused = runner.invoke(cli, command)
+    with monkeypatch.context() as patched:  # refused before the report is read
+        patched.setattr("dedup.report.record.load_report", lambda *_a, **_k: pytest.fail())
+        refused = runner.invoke(cli, command)
     assert refused.exit_code == 2 and not (tmp_path / "f").exists()
     assert "--every-pair" in refused.stderr and "dedup clean DUMP" in refused.stderr
     for by, keep in (("document", "longest"), ("passage", "longest"), ("document", "first")):

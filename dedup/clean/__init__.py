@@ -187,13 +187,14 @@ def clean_from_report(
     --threshold``, say) rather than on a new scan: its inputs, read where the report found
     them, under the folder they share. A document whose text is no longer where the report
     says (its file changed since) is not removed: its file is copied unchanged, and said so."""
-    from dedup.report.record import load_report
+    from dedup.report.record import load_report, report_options
 
     options = dataclasses.replace(options or CleanConfig(), **choices)
+    # refused before the report is read (its texts read back from the inputs)
+    _check_matches_serve(report_options(Path(report_folder) / "report.json"), report_folder)
     # a file gone or changed since gives its documents an empty text, which no longer reads
     # where they were: such a file is copied as it is now, and said so
     report = load_report(Path(report_folder) / "report.json", changed="empty")
-    _check_matches_serve(report, report_folder)
     config = ScanConfig.of_report(report.options)
     sources: dict[str, str] = {}
     for entry in report.inputs:
@@ -214,13 +215,13 @@ def clean_from_report(
         return _write_copy(report, found, skipped, roots, folder, config, options)
 
 
-def _check_matches_serve(report: Report, folder: str | os.PathLike[str]) -> None:
+def _check_matches_serve(report_options: dict[str, Any], folder: str | os.PathLike[str]) -> None:
     """Only a report that aligned every pair of documents serves a clean: which copies a clean
     leaves out, and what it strikes of each, is decided against every document kept before
     it. A scan's report by default aligns each copy with the document its group keeps only,
     and two groups once, by those kept documents. (Reports made before the option aligned
     every pair.)"""
-    if report.options.get("every_pair", True):
+    if report_options.get("every_pair", True):
         return
     raise ConfigError(
         f"{shown(str(folder))}: the report aligns each copy with the document its group keeps "

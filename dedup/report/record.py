@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeVar
 
 import numpy as np
 
@@ -117,14 +117,29 @@ def load_report(
     ``changed="empty"``, gives its documents an empty text (``dedup clean --from-report``
     copies such a file as it is). Read a line at a time, as it was written (a document,
     match, group or cluster a line), so that the whole file's JSON is never held at once."""
-    path = Path(path)
+    strict = changed == "error"
+    return _read(Path(path), lambda parts, where: _report(parts, where, strict))
+
+
+def report_options(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The options a report.json records, from its top level alone: what a caller checks
+    before the report is read (its texts read back, say)."""
+    return _read(Path(path), lambda parts, where: dict(_top(parts, where)["options"]))
+
+
+T = TypeVar("T")
+
+
+def _read(path: Path, read: Callable[[Iterator[tuple[str, Any]], Path], T]) -> T:
+    """``read`` of the report.json at ``path``, as its parts (see _by_lines), with a
+    DedupError saying what to do for a file that is not there or not a report."""
     try:
         with open(path, encoding="utf-8") as handle:
             try:
-                return _report(_by_lines(handle), path, changed == "error")
+                return read(_by_lines(handle), path)
             except _NotByLines:  # laid out otherwise (re-indented by another tool, say)
                 handle.seek(0)
-                return _report(_by_keys(json.load(handle)), path, changed == "error")
+                return read(_by_keys(json.load(handle)), path)
     except FileNotFoundError as error:
         raise DedupError(
             f"{path}: no report here; run dedup scan first, or give its --out folder"
@@ -204,13 +219,7 @@ def _by_keys(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Report:
     """The report from its top level and its lists' items, in file order (documents before
     the matches and clusters that name them); ``strict``: see _texts_from_inputs."""
-    kind, data = next(parts)
-    if kind != "top" or data.get("report_format") not in READS_FORMATS:
-        raise DedupError(
-            f"{path}: written by dedup {data.get('dedup_version', '(unknown)')} in report "
-            f"format {data.get('report_format')}, which this version ({__version__}) does not "
-            f"read (it reads formats {', '.join(map(str, READS_FORMATS))}); scan again"
-        )
+    data = _top(parts, path)
     entries: list[dict[str, Any]] = []
     held = True  # every document's text in report.json
     documents: dict[str, MatchedDocument] = {}
@@ -248,6 +257,18 @@ def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Repor
         directory=_scan_directory(path) or "",
         texts_held=held,
     )
+
+
+def _top(parts: Iterator[tuple[str, Any]], path: Path) -> dict[str, Any]:
+    """The top level of a report.json (its lists apart) in a format this version reads."""
+    kind, data = next(parts)
+    if kind != "top" or data.get("report_format") not in READS_FORMATS:
+        raise DedupError(
+            f"{path}: written by dedup {data.get('dedup_version', '(unknown)')} in report "
+            f"format {data.get('report_format')}, which this version ({__version__}) does not "
+            f"read (it reads formats {', '.join(map(str, READS_FORMATS))}); scan again"
+        )
+    return dict(data)
 
 
 def _documents(
