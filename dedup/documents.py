@@ -25,6 +25,7 @@ from dedup.arrays import concatenated, key_counts, partitioned, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
+from dedup.offset_steps import StepPacker
 
 if TYPE_CHECKING:
     from dedup.engine.base import HeldSeeds, HeldSteps
@@ -48,8 +49,9 @@ class PassageAlignment:
     big_steps: npt.NDArray[np.int64]
     seeds: npt.NDArray[np.uint32]
     seed_passage: npt.NDArray[np.int64]
-    # On a cluster, the seeds and the steps where the workers keep them (this process's
-    # arrays of them are then empty): the stages that read them hand them their work.
+    # On a cluster, the seeds and the steps where the workers keep them, and in this process
+    # the steps packed (this process's arrays of them are then empty): the stages that read
+    # them hand them their work.
     held_seeds: HeldSeeds | None = None
     held_steps: HeldSteps | None = None
 
@@ -61,6 +63,18 @@ class PassageAlignment:
         none = np.empty(0, dtype=np.int64)
         steps, seeds = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.uint32)
         return cls(none, none, steps, np.empty((0, 2), dtype=np.int64), seeds, none)
+
+    def with_steps_packed(self) -> PassageAlignment:
+        """With its offset steps packed, two bits a step (``offset_steps.PackedSteps``), as
+        the main process holds a scan's."""
+        packer = StepPacker()
+        packer.append(self.steps, self.big_steps)
+        return replace(
+            self,
+            steps=np.empty(0, dtype=np.uint8),
+            big_steps=np.empty((0, 2), dtype=np.int64),
+            held_steps=packer.packed(self.lengths),
+        )
 
     def seeded_by(self, seeding: npt.NDArray[np.bool_]) -> PassageAlignment:
         """With the seeds of the passages ``seeding`` (a flag per passage) alone."""

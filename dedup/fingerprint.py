@@ -201,7 +201,8 @@ class SignatureTable:
     """The signatures of all passages of a scan, kept in the arrays they arrived in from the
     workers: joining them into one array would hold every signature twice at that moment (and
     the freed parts rarely go back to the system). Small parts are joined as they come, so the
-    parts stay few."""
+    parts stay few. A later copy of a text comes without a signature (dedup.engine.copies):
+    the table reads as zeros there, and holds nothing."""
 
     JOIN_BYTES = 8 << 20
 
@@ -209,7 +210,12 @@ class SignatureTable:
         self.num_perm = num_perm
         self._parts: list[Signatures] = []
         self._pending: list[Signatures] = []
-        self._starts = [0]
+        self._starts = [0]  # the first row of each part
+        # Per part appended, which of its passages have a row (or how many passages, all do).
+        self._present: list[npt.NDArray[np.bool_] | int] = []
+        self._passages = 0
+        self._row_of: npt.NDArray[np.int64] | None = None  # each passage's row, or -1
+        self._mapped = 0  # how many passages _row_of is of
         for part in parts:
             self.append(part)
 
@@ -221,9 +227,16 @@ class SignatureTable:
         return cls(signatures.shape[1], [signatures])
 
     def __len__(self) -> int:
-        return self._starts[-1] + sum(len(part) for part in self._pending)
+        return self._passages
 
-    def append(self, part: Signatures) -> None:
+    def append(self, part: Signatures, present: npt.NDArray[np.bool_] | None = None) -> None:
+        """The signatures of the next passages: ``part`` a row each, or with ``present`` (a
+        flag per passage), a row each of those flagged."""
+        if present is None or present.all():
+            self._present.append(len(part))
+        else:
+            self._present.append(present)
+        self._passages += len(part) if present is None else len(present)
         self._pending.append(part)
         if sum(p.nbytes for p in self._pending) >= self.JOIN_BYTES:
             self._join_pending()
@@ -239,9 +252,11 @@ class SignatureTable:
             self._pending = []
 
     def settled(self) -> SignatureTable:
-        """This table with every part joined, which ``columns`` and ``rows`` otherwise do on
-        their first call: after it, several threads may read the table at once."""
+        """This table with every part joined (and its rows found), which ``columns`` and
+        ``rows`` otherwise do on their first call: after it, several threads may read the
+        table at once."""
         self._join_pending()
+        self._rows(np.empty(0, dtype=np.int64))
         return self
 
     def columns(
@@ -251,6 +266,36 @@ class SignatureTable:
         self._join_pending()
         if rows is None:
             rows = np.arange(len(self), dtype=np.int64)
+        held = self._rows(rows)
+        if held is not rows:  # some passages have no row: zeros there
+            out = np.zeros((len(rows), stop - start), dtype=np.uint32)
+            present = held >= 0
+            out[present] = self._columns_of_rows(start, stop, held[present])
+            return out
+        return self._columns_of_rows(start, stop, rows)
+
+    def _rows(self, passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The rows of these passages (-1 for one without), or ``passages`` itself when every
+        passage has its row."""
+        if self._mapped != self._passages:
+            self._row_of, self._mapped = self._rows_of_passages(), self._passages
+        return passages if self._row_of is None else self._row_of[passages]
+
+    def _rows_of_passages(self) -> npt.NDArray[np.int64] | None:
+        """Each passage's row (-1 for one without), or None when every passage has its row."""
+        if all(isinstance(present, int) for present in self._present):
+            return None
+        parts, row = [], 0
+        for present in self._present:
+            count = present if isinstance(present, int) else int(np.count_nonzero(present))
+            rows = np.arange(row, row + count, dtype=np.int64)
+            if not isinstance(present, int):
+                rows, rows[present] = np.full(len(present), -1, dtype=np.int64), rows
+            parts.append(rows)
+            row += count
+        return np.concatenate(parts)
+
+    def _columns_of_rows(self, start: int, stop: int, rows: npt.NDArray[np.int64]) -> Signatures:
         out = np.empty((len(rows), stop - start), dtype=np.uint32)
         bounds = np.searchsorted(rows, self._starts)
         for number, part in enumerate(self._parts):

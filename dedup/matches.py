@@ -51,7 +51,6 @@ from dedup.models import (
     SharedSpans,
     reading_order,
 )
-from dedup.offset_steps import original_offsets
 
 T = TypeVar("T")
 
@@ -545,12 +544,13 @@ def original_spans(
     alignment: PassageAlignment,
 ) -> npt.NDArray[np.int64]:
     """Each aligned span's ends in the decoded text of its documents: rows (a_start, a_end,
-    b_start, b_end), the ends one past the last shared story character; where the workers
-    keep the offset steps (``alignment.held_steps``), mapped there."""
+    b_start, b_end), the ends one past the last shared story character, mapped back by the
+    offset steps where they are held (``alignment.held_steps``: packed in this process, or
+    on a cluster's workers)."""
     rows = aligned.spans
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
-    lengths, leads = alignment.lengths, alignment.leads
+    leads = alignment.leads
     base = np.cumsum(documents.story_chars) - documents.story_chars
     own_starts = base[documents.of_passage] + documents.own_start
     # The four ends of every span (a's start and end, b's), mapped back in one go.
@@ -564,13 +564,9 @@ def original_spans(
             indexes.append(at - own_starts[passage] + leads[passage])
             ends.append(end)
     passage, index = np.concatenate(passages), np.concatenate(indexes)
-    if alignment.held_steps is not None:
-        offset = alignment.held_steps.original_offsets(passage, index, spans.start[passage])
-    else:
-        step_first = np.cumsum(lengths) - lengths
-        offset = original_offsets(
-            alignment.steps, alignment.big_steps, step_first[passage], spans.start[passage], index
-        )
+    held = alignment.held_steps or alignment.with_steps_packed().held_steps
+    assert held is not None
+    offset = held.original_offsets(passage, index, spans.start[passage])
     found = [part + 1 if end else part for part, end in zip(np.split(offset, 4), ends, strict=True)]
     return np.column_stack(found)
 

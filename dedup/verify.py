@@ -337,20 +337,22 @@ class _Scores:
         after the rows of ``after`` (pairs verified already)."""
         after = after if after is not None else SimilarityTable.of([])
         passed = np.flatnonzero((self.jaccard >= threshold) | (self.contained >= containment))
-        # A column at a time, each taken and joined to ``after``'s at once: a large dump's
-        # verified pairs are millions, and the table is then held once, not three times.
+        # A column at a time, each taken and joined to ``after``'s at once, and the scores let
+        # go of as they are taken: a large dump's verified pairs are millions, and the table
+        # is then held once, not three times.
 
         def joined(before: npt.NDArray[T], column: npt.NDArray[Any]) -> npt.NDArray[T]:
             return np.concatenate((before, column[passed].astype(before.dtype, copy=False)))
 
-        return SimilarityTable(
-            joined(after.first, pairs[:, 0]),
-            joined(after.second, pairs[:, 1]),
-            joined(after.jaccard, self.jaccard),
-            joined(after.containment, self.contained),
-            joined(after.minhash_jaccard, estimates),
-            joined(after.identical_chars, self.identical),
-        )
+        first, second = joined(after.first, pairs[:, 0]), joined(after.second, pairs[:, 1])
+        jaccard = joined(after.jaccard, self.jaccard)
+        self.jaccard = np.empty(0)
+        contained = joined(after.containment, self.contained)
+        self.contained = np.empty(0)
+        identical = joined(after.identical_chars, self.identical)
+        self.identical = np.empty(0, dtype=np.int64)
+        estimated = joined(after.minhash_jaccard, estimates)
+        return SimilarityTable(first, second, jaccard, contained, estimated, identical)
 
 
 def _text_blocks(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import numpy.typing as npt
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from dedup.align import WINNOW_WINDOW, align, winnowed_seeds
 from dedup.codepoints import code_points
 from dedup.config import SEED_CHARS, AlignConfig
 from dedup.normalize import NormalizeConfig, normalize
-from dedup.offset_steps import BIG_STEP, offset_steps, original_offsets
+from dedup.offset_steps import BIG_STEP, StepPacker, offset_steps, offsets_in_runs
 
 CONFIG = AlignConfig()
 
@@ -132,17 +134,45 @@ def test_offset_steps_give_back_every_offset(gaps: list[int], cuts: list[int]) -
     starts, ends = starts[starts < ends], ends[starts < ends]
     steps, big = offset_steps(offsets, starts.astype(np.int64), ends.astype(np.int64))
     assert (big[:, 1] >= BIG_STEP).all()
+    assert (steps[big[:, 0]] == BIG_STEP).all() and (steps == BIG_STEP).sum() == len(big)
     first_step = np.cumsum(ends - starts) - (ends - starts)
     for window, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
         index = np.arange(end - start, dtype=np.int64)
-        found = original_offsets(
-            steps,
-            big,
+        found = offsets_in_runs(
+            [(steps, big)],
             np.full(len(index), first_step[window], dtype=np.int64),
             np.full(len(index), offsets[start], dtype=np.int64),
             index,
         )
         assert found.tolist() == offsets[start:end].tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([0, 1, 1, 1, 2, 2, 3, 4, 9, 254, 255, 256, 4000]), max_size=200),
+    st.lists(st.integers(1, 60), min_size=1, max_size=6),
+    st.lists(st.integers(0, 6), max_size=6),
+)
+def test_steps_packed_as_they_arrive_give_back_every_offset(
+    gaps: list[int], cuts: list[int], part_ends: list[int]
+) -> None:
+    """Packed two bits a step, a part of the windows at a time as the main process packs a
+    file's at a time, the steps map every normalized character back as the steps made do."""
+    offsets = np.cumsum(np.array([0, *gaps], dtype=np.int64))
+    bounds = np.unique([*np.clip(np.cumsum(cuts), 1, len(offsets)), len(offsets)])
+    starts = np.concatenate(([0], bounds[:-1])).astype(np.int64)
+    ends = bounds.astype(np.int64)
+    lengths = ends - starts
+    packer = StepPacker()
+    windows = np.unique(np.clip([0, *part_ends, len(starts)], 0, len(starts)))
+    for first, last in itertools.pairwise(windows.tolist()):
+        steps, big = offset_steps(offsets, starts[first:last], ends[first:last])
+        packer.append(steps, big)
+    packed = packer.packed(lengths)
+    passage = np.repeat(np.arange(len(starts)), lengths)
+    index = np.concatenate([np.arange(length) for length in lengths.tolist()])
+    found = packed.original_offsets(passage, index, offsets[starts][passage])
+    assert found.tolist() == offsets.tolist()
 
 
 def test_a_stretch_of_repeated_markup_is_not_shared_text(hongloumeng_simplified: str) -> None:

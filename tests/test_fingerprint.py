@@ -104,6 +104,29 @@ def test_a_signature_table_reads_like_the_joined_array(
     assert np.array_equal(table.rows(shuffled), joined[shuffled])
 
 
+def test_a_signature_table_holds_no_row_for_a_copy_and_reads_zeros_there(
+    monkeypatch: pytest.MonkeyPatch, seed_simplified: str
+) -> None:
+    """A later copy of a text comes back from the workers without its signature: the table
+    holds rows for the others alone and reads as the table with zeros for the copies."""
+    monkeypatch.setattr(SignatureTable, "JOIN_BYTES", 2000)
+    texts = [seed_simplified[i : i + 300] for i in range(0, len(seed_simplified) - 300, 37)]
+    made = signatures(texts, 3, 16, 1)
+    present = np.ones(len(texts), dtype=np.bool_)
+    present[[1, 2, 9, 40, 41, 42, len(texts) - 1]] = False
+    expected = np.where(present[:, None], made, np.uint32(0))
+    table = SignatureTable(16)
+    for start, stop in ((0, 5), (5, 5), (5, 30), (30, 31), (31, len(texts))):
+        part = present[start:stop]
+        table.append(made[start:stop][part], None if part.all() else part)
+    assert len(table) == len(texts)
+    assert table._parts and sum(len(part) for part in table._parts) == present.sum()
+    assert np.array_equal(table.settled().columns(0, 16), expected)
+    rows = np.flatnonzero(present)[::3]
+    assert np.array_equal(table.columns(2, 7, rows), made[rows, 2:7])
+    assert np.array_equal(table.rows(rows[::-1]), made[rows[::-1]])
+
+
 def test_signature_parts_are_joined_without_a_mapping_too(
     monkeypatch: pytest.MonkeyPatch, seed_simplified: str
 ) -> None:

@@ -86,9 +86,9 @@ class HeldSeeds(Protocol):
 
 @runtime_checkable
 class HeldSteps(Protocol):
-    """The offset steps of a scan's passages (dedup.offset_steps) where the workers that made
-    them keep them (a cluster's): normalized positions are mapped back to the original text
-    there."""
+    """The offset steps of a scan's passages (dedup.offset_steps) as the main process holds
+    them: packed two bits a step (``offset_steps.PackedSteps``), or where the workers that
+    made them keep them (a cluster's), normalized positions then mapped back there."""
 
     def original_offsets(
         self,
@@ -101,7 +101,7 @@ class HeldSteps(Protocol):
         ...
 
     def let_go(self) -> None:
-        """The workers let the steps go."""
+        """The steps are let go of (by the workers, where they keep them)."""
         ...
 
 

@@ -20,6 +20,7 @@ from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
     PreparedFile,
+    PreparedInput,
     count_line_keys,
     joined_slices,
     passage_count,
@@ -28,6 +29,7 @@ from dedup.engine.tasks import (
 from dedup.fingerprint import HeldSignatures, SignatureTable
 from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines, read_once, repeated_lines
+from dedup.offset_steps import StepPacker
 from dedup.progress import progress
 from dedup.read import (
     FoundFile,
@@ -37,6 +39,10 @@ from dedup.timing import StageTimer
 
 if TYPE_CHECKING:
     from dedup.engine.shuffle import KeptOnWorkers, Run
+
+
+_NO_STEPS = np.empty(0, dtype=np.uint8)
+_NO_BIG_STEPS = np.empty((0, 2), dtype=np.int64)
 
 
 @dataclass
@@ -58,7 +64,8 @@ class Prepared:
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
-    alignment_parts: list[PassageAlignment] = field(default_factory=list)
+    alignment_parts: list[PassageAlignment] = field(default_factory=list)  # steps packed apart
+    steps: StepPacker = field(default_factory=StepPacker)
 
     def add(self, file: FoundFile, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
         """A file's passages, after those of the files before it; ``runs``: what the workers
@@ -66,15 +73,18 @@ class Prepared:
         if self.kept is not None:
             self.kept.add(runs)
         for item in result.inputs:
-            self.alignment_parts.append(item.alignment)
+            alignment = item.alignment
+            if self.kept is None:  # else the workers keep texts, signatures and steps
+                self.normalized += item.normalized
+                self.signatures.append(item.signatures, _handed_back(item))
+                self.steps.append(alignment.steps, alignment.big_steps)
+                alignment = replace(alignment, steps=_NO_STEPS, big_steps=_NO_BIG_STEPS)
+            self.alignment_parts.append(alignment)
             self.span_parts.append(item.passages)
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
-            if self.kept is None:  # else kept by the workers: None each
-                self.normalized += item.normalized
             self.hashes.append(item.hashes)
             self.byte_span_parts.append(item.byte_spans)
-            self.signatures.append(item.signatures)
             if item.entry is not None:
                 self.inputs.append(item.entry)
             if item.skipped is not None:
@@ -92,13 +102,13 @@ class Prepared:
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
             hashes=concatenated(self.hashes, np.int64, columns=2),
             signatures=self.signatures if kept is None else kept.signatures(),
-            alignment=alignment
+            alignment=replace(alignment, held_steps=self.steps.packed(alignment.lengths))
             if kept is None
             else replace(
                 alignment, held_seeds=kept.seeds(), held_steps=kept.steps(alignment.lengths)
             ),
         )
-        self.alignment_parts = []
+        self.alignment_parts, self.steps = [], StepPacker()
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
@@ -117,13 +127,14 @@ class Passages:
     file_of: npt.NDArray[np.int64]  # the index in Prepared.files of its file
     byte_spans: npt.NDArray[np.int32]  # where it is in that file's bytes (PreparedInput)
     # Normalized texts (None for a later copy of a text: see dedup.engine.copies), their two
-    # hashes, and their MinHash signatures (zeros for those copies); on a cluster, texts and
+    # hashes, and their MinHash signatures (none for those copies); on a cluster, texts and
     # signatures are kept by the workers (dedup.engine.shuffle).
     texts: list[str | None] | HeldTexts
     hashes: npt.NDArray[np.int64]
     signatures: SignatureTable | HeldSignatures
-    # Of the whole dump: its indexes are of all passages (on a cluster, its seeds and offset
-    # steps are kept by the workers: alignment.held_seeds, .held_steps).
+    # Of the whole dump: its indexes are of all passages (its offset steps packed,
+    # alignment.held_steps; on a cluster, its seeds and offset steps are kept by the workers:
+    # alignment.held_seeds, .held_steps).
     alignment: PassageAlignment
 
     def let_go_of_signatures(self) -> None:
@@ -157,10 +168,9 @@ class Passages:
         )
 
     def let_go_of_alignment(self) -> None:
-        """What the align stage needs of each passage (its offset steps above all, a byte a
-        normalized character) is done with once the spans are mapped back: free it before
-        the documents' texts are read back and the report made (on a 1 GB dump, about 0.7
-        GB)."""
+        """What the align stage needs of each passage (its offset steps above all) is done
+        with once the spans are mapped back: free it before the documents' texts are read
+        back and the report made."""
         if self.alignment.held_steps is not None:
             self.alignment.held_steps.let_go()
         self.alignment = PassageAlignment.empty()
@@ -326,5 +336,21 @@ def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:
             text if kept else None
             for text, kept in zip(item.normalized, keep.tolist(), strict=True)
         )
-        inputs.append(replace(item, normalized=texts, alignment=item.alignment.seeded_by(keep)))
+        signed = _handed_back(item)
+        signatures = item.signatures if keep[signed].all() else item.signatures[keep[signed]]
+        inputs.append(
+            replace(
+                item,
+                normalized=texts,
+                signatures=signatures,
+                alignment=item.alignment.seeded_by(keep),
+            )
+        )
     return replace(result, inputs=tuple(inputs))
+
+
+def _handed_back(item: PreparedInput) -> npt.NDArray[np.bool_]:
+    """Which passages of ``item`` were handed back with their text (and signature)."""
+    return np.fromiter(
+        (text is not None for text in item.normalized), dtype=np.bool_, count=len(item.normalized)
+    )

@@ -100,6 +100,9 @@ def read_texts(
     )
     texts: list[str | None] = [None] * len(spans)
     changed: list[str] = []
+    # Mirror sites carry documents word for word: equal texts are held once (on a dump of
+    # them, a sizable share of the report's memory: docs/performance.md).
+    held: dict[str, str] = {}
     each_file = itertools.chain(here, ((elsewhere[task], got) for task, got in read_back))
     for number, group_texts in progress(
         each_file, label, "file", len(groups), config.show_progress
@@ -108,7 +111,7 @@ def read_texts(
             changed.append(found_files[number].path)
             continue
         for row, text in zip(groups[number].tolist(), group_texts, strict=True):
-            texts[row] = text
+            texts[row] = text if text is None else held.setdefault(text, text)
     return texts, sorted(changed)
 
 

@@ -53,7 +53,7 @@ class PreparedInput:
     # None for a copy of a text this worker handed back for this or an earlier file (copies.py)
     normalized: tuple[str | None, ...]
     hashes: npt.NDArray[np.int64]  # two of each normalized text (equal texts, equal hashes)
-    signatures: npt.NDArray[np.uint32]
+    signatures: npt.NDArray[np.uint32]  # of the passages handed back with their text, in order
     too_short: int
     # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
     byte_spans: npt.NDArray[np.int32]
@@ -138,7 +138,7 @@ def _prepare_input(
     texts = tuple(windows.texts[i] for i in kept.tolist())
     hashes = windows.hashes[kept]
     # Copies of texts this worker handed back already go back without their text, and without
-    # a signature (zeros): the main process uses neither, only the first passage of each text.
+    # a signature: the main process uses neither, only the first passage of each text.
     handing_back = np.ones(len(texts), dtype=np.bool_) if copies is None else copies.keep(hashes)
     with timer("fingerprint"):
         fingerprints = _signatures_of(texts, handing_back, config)
@@ -324,15 +324,10 @@ def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
 def _signatures_of(
     texts: Sequence[str], handing_back: npt.NDArray[np.bool_], config: ScanConfig
 ) -> npt.NDArray[np.uint32]:
-    """The signatures of the texts handed back; zeros for the others."""
-    if handing_back.all():
-        return signatures(texts, config.ngram, config.num_perm, config.seed)
-    rows = np.flatnonzero(handing_back)
-    made = np.zeros((len(texts), config.num_perm), dtype=np.uint32)
-    made[rows] = signatures(
-        [texts[row] for row in rows.tolist()], config.ngram, config.num_perm, config.seed
-    )
-    return made
+    """The signatures of the texts handed back (a row each, in order)."""
+    if not handing_back.all():
+        texts = [texts[row] for row in np.flatnonzero(handing_back).tolist()]
+    return signatures(texts, config.ngram, config.num_perm, config.seed)
 
 
 def _byte_spans(
