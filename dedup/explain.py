@@ -20,6 +20,7 @@ from dedup.errors import DedupError, InputPathError
 from dedup.fingerprint import shingles
 from dedup.normalize import NormalizedText, normalize
 from dedup.read import discover_inputs, read_file
+from dedup.read.zip import ENTRY_MARK
 from dedup.report.palette import Span, spans_in_original
 from dedup.verify import identical_chars
 
@@ -63,7 +64,7 @@ def _document_text(path: str, record: int | None, config: ScanConfig, entry: str
     (file,) = files
     results = list(read_file(file, config))
     if file.format == "zip":
-        inner = {result.path.split("!/", 1)[1]: result for result in results}
+        inner = {result.path.split(ENTRY_MARK, 1)[1]: result for result in results}
         if entry is None:
             names = ", ".join(sorted(inner)[:5]) + (", ..." if len(inner) > 5 else "")
             raise DedupError(
@@ -101,8 +102,8 @@ def resolve(reference: str, config: ScanConfig) -> tuple[str, str]:
     match = REFERENCE.match(reference)
     path = match["path"] if match is not None else reference
     entry = None
-    if "!/" in path and not os.path.exists(path):
-        path, entry = path.split("!/", 1)
+    if ENTRY_MARK in path and not os.path.exists(path):
+        path, entry = path.split(ENTRY_MARK, 1)
     if match is None or not os.path.exists(path):
         raise InputPathError(f"{reference}: no such file, record or passage; check the path")
     record = int(match["record"]) if match["record"] is not None else None

@@ -35,6 +35,7 @@ from dedup.pipeline import path_list, scan_files
 from dedup.read import FoundFile, discover_inputs
 from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
 from dedup.read.location import is_plain_file, open_input, read_all, size_of
+from dedup.read.zip import outer_path
 from dedup.report.folder import ReportFolder
 from dedup.report.tables import write_csv
 
@@ -198,7 +199,7 @@ def clean_from_report(
     config = ScanConfig.of_report(report.options)
     sources: dict[str, str] = {}
     for entry in report.inputs:
-        sources.setdefault(entry.path.split("!/", 1)[0], entry.source)
+        sources.setdefault(outer_path(entry.path), entry.source)
     if not sources:
         raise ConfigError(f"{report_folder}: the report read no input; nothing to clean")
     paths = sorted(sources)
@@ -257,7 +258,7 @@ def _write_copy(
         removed = struck_stretches(report, options.keep, config.min_match_chars)
     by_file: dict[str, list[Removal]] = {}
     for removal in removed:
-        by_file.setdefault(removal.removed.path.split("!/", 1)[0], []).append(removal)
+        by_file.setdefault(outer_path(removal.removed.path), []).append(removal)
     bad = tuple(
         sorted({e.path: e for e in [*report.skipped, *skipped]}.values(), key=lambda e: e.path)
     )

@@ -16,6 +16,7 @@ from dedup.config import kept_sources
 from dedup.errors import ConfigError
 from dedup.matches import keep_key
 from dedup.models import InputFile, Match, MatchedDocument, Report
+from dedup.read.zip import outer_path
 
 # A document at least this much covered by a kept one is a copy of it: the share that makes a
 # group of copies (matches.GROUP_COVERAGE), so that clean leaves out what the report groups.
@@ -196,7 +197,7 @@ def preference(
     if keep == "cleanest":
         noise = {entry.path: _noise(entry) for entry in inputs}
         return lambda d: (
-            noise.get(d.path.split("!/", 1)[0], (0.0, 0.0)),
+            noise.get(outer_path(d.path), (0.0, 0.0)),
             -d.story_chars,
             d.sort_key,
         )

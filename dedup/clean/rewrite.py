@@ -29,6 +29,7 @@ from dedup.models import Chapter, Document, MatchedDocument
 from dedup.read import FoundFile
 from dedup.read.decode import BOMS, Decoded, decode_bytes
 from dedup.read.discover import COMPRESSIONS, FORMATS
+from dedup.read.zip import entry_path
 from dedup.segment import split_chapters
 
 REWRITTEN_FORMATS = ("txt", "jsonl", "json", "csv", "tsv", "parquet")
@@ -303,7 +304,7 @@ def _archive_without(
         with zipfile.ZipFile(io.BytesIO(data)) as archive, zipfile.ZipFile(out, "w") as copy:
             seen: set[str] = set()
             for info in archive.infolist():
-                where = f"{file.path}!/{shown(info.filename)}"
+                where = entry_path(file.path, info.filename)
                 content = archive.read(info)
                 cuts = by_entry.get(where) if info.filename not in seen else None
                 seen.add(info.filename)

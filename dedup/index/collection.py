@@ -42,6 +42,7 @@ from dedup.progress import progress
 from dedup.read import FoundFile, discover_inputs, file_stamp
 from dedup.read.location import open_input, read_all
 from dedup.read.slices import most_tasks
+from dedup.read.zip import outer_path
 from dedup.report.rebuild import narrowed
 from dedup.timing import StageTimer
 from dedup.version import __version__
@@ -441,7 +442,7 @@ def query(
 def _in(path: str, paths: set[str]) -> bool:
     """Whether a member's or document's path is one of ``paths`` (or an entry of one: an
     archive's members are named ``archive!/entry``)."""
-    return path in paths or path.split("!/", 1)[0] in paths
+    return path in paths or outer_path(path) in paths
 
 
 def _between(whole: Report, queried: set[str], within: bool) -> Report:

@@ -39,6 +39,19 @@ def _entry_source(archive: FoundFile, inner: PurePosixPath, common_top: str | No
     return shown(parts[0]) if len(parts) > 1 else archive.source
 
 
+ENTRY_MARK = "!/"  # between an archive's path and its entry's name, in an input's path
+
+
+def entry_path(archive: str, name: str) -> str:
+    """The path an input inside ``archive`` goes by: ``ARCHIVE!/NAME``, the name shown."""
+    return f"{archive}{ENTRY_MARK}{shown(name)}"
+
+
+def outer_path(path: str) -> str:
+    """The file an input is read from: the archive of an entry's path, else ``path``."""
+    return path.split(ENTRY_MARK, 1)[0]
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """What an archive says of one entry, from its index or, in a truncated archive, from
@@ -94,7 +107,7 @@ def _read_entries(
     for number in order:
         entry, inner = entries[number], names[number]
         name = entry.name
-        where = f"{file.path}!/{shown(name)}"
+        where = entry_path(file.path, name)
         if first_of_name[name] != number:
             yield Skipped(
                 f"{where} (entry {number + 1})",

@@ -37,6 +37,7 @@ from dedup.models import (
 )
 from dedup.read import FoundFile, discover_inputs
 from dedup.read.location import is_url
+from dedup.read.zip import outer_path
 from dedup.report.writer import RUN_FILE
 from dedup.version import __version__
 
@@ -297,10 +298,10 @@ def _texts_from_inputs(
     ``directory``). A file not there or changed since is a DedupError naming it if
     ``strict``, else its documents' texts are empty."""
     config = ScanConfig.of_report(top["options"])
-    sources = {entry["path"].split("!/", 1)[0]: entry["source"] for entry in top["inputs"]}
+    sources = {outer_path(entry["path"]): entry["source"] for entry in top["inputs"]}
     by_file: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
-        by_file.setdefault(entry["path"].split("!/", 1)[0], []).append(entry)
+        by_file.setdefault(outer_path(entry["path"]), []).append(entry)
     scanned_in = _scan_directory(path)
     texts: dict[str, str] = {}
     for name, documents in by_file.items():
