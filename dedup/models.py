@@ -156,6 +156,9 @@ READS_FORMATS = (3, 4)
 MemberText = Literal["none", "excerpt", "full"]
 # An excerpt is a text's first characters: enough to recognise the scene in a table.
 EXCERPT_CHARS = 80
+# Reports' lines are JSON without the spaces after "," and ":" (json's default): a 1 GB
+# mirror dump's report.json has millions of pairs and members (docs/performance.md).
+COMPACT = (",", ":")
 
 
 # The fields of a Passage, in order.
@@ -488,7 +491,7 @@ class PairTable(EqualAsRecords[Pair]):
         for name in PAIR_VALUES[:3]:
             numbers = _four_decimals(getattr(self, name))
             if numbers is None:  # not in [0, 1]: not what a scan gives
-                return json.dumps(self.listed())
+                return json.dumps(self.listed(), separators=COMPACT)
             columns.append(texts[numbers].tolist())
         jaccard, containment, estimated = columns
         rows = zip(
@@ -500,9 +503,7 @@ class PairTable(EqualAsRecords[Pair]):
             self.identical_chars.tolist(),
             strict=True,
         )
-        return (
-            "[" + ", ".join([f"[{a}, {b}, {j}, {c}, {m}, {i}]" for a, b, j, c, m, i in rows]) + "]"
-        )
+        return "[" + ",".join([f"[{a},{b},{j},{c},{m},{i}]" for a, b, j, c, m, i in rows]) + "]"
 
     def __len__(self) -> int:
         return len(self.a)
@@ -553,14 +554,11 @@ class Cluster:
             data["pairs"] = self.pair_rows()
         return data
 
-    def to_json(self, text: MemberText = "none", pairs: str | None = None) -> str:
-        """``json.dumps(self.to_dict(text), ensure_ascii=False)``, its pairs encoded by
-        ``PairTable.rows_json`` (or given as ``pairs``, that text, made once for report.json
-        and clusters.jsonl)."""
-        data = self.to_dict(text, pairs=False)
-        head = json.dumps(data, ensure_ascii=False)
-        rows = self.pairs.rows_json() if pairs is None else pairs
-        return f'{head[:-1]}, "pairs": {rows}}}'
+    def to_json(self, text: MemberText = "none", pairs: bool = True) -> str:
+        """``json.dumps(self.to_dict(text, pairs), ensure_ascii=False, separators=COMPACT)``,
+        its pairs encoded by ``PairTable.rows_json``."""
+        head = json.dumps(self.to_dict(text, pairs=False), ensure_ascii=False, separators=COMPACT)
+        return f'{head[:-1]},"pairs":{self.pairs.rows_json()}}}' if pairs else head
 
     def pair_rows(self) -> list[list[float | int]]:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
@@ -901,7 +899,7 @@ class Report:
         would otherwise hold all of its text again) and one cluster per line (each item
         encoded on its own, by json's C encoder, and written before the next is). Given
         ``lines``, the clusters go there too, one per line (clusters.jsonl), their members
-        with ``lines_text``, in the same pass. ``clusters``: this report's clusters as the
+        with ``lines_text`` and without their pairs (report.json has them), in the same pass. ``clusters``: this report's clusters as the
         caller goes through them (counted on a progress bar, say)."""
         top = self.to_dict(clusters=False)
         head = json.dumps(top, ensure_ascii=False, indent=2)
@@ -920,16 +918,14 @@ class Report:
                     if isinstance(item, MatchedDocument)
                     else item.to_dict()
                 )
-                out.write(json.dumps(data, ensure_ascii=False))
+                out.write(json.dumps(data, ensure_ascii=False, separators=COMPACT))
             out.write("\n  ]" if items else "]")
         out.write(',\n  "clusters": [')
         for number, cluster in enumerate(self.clusters if clusters is None else clusters):
             out.write(",\n" if number else "\n")
-            pairs = cluster.pairs.rows_json()
-            out.write(cluster.to_json("none", pairs))
+            out.write(cluster.to_json("none"))
             if lines is not None:
-                # the same cluster but for its members' text: its pairs are not made again
-                lines.write(cluster.to_json(lines_text, pairs) + "\n")
+                lines.write(cluster.to_json(lines_text, pairs=False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
 
 

@@ -2,7 +2,7 @@
 share text), clusters.csv (one row per member) and, asked for, pairs.csv (one row per verified
 pair: millions for a large dump, more than a spreadsheet opens; report.json has them all),
 in UTF-8 with a BOM, so Excel opens Chinese correctly; clusters.jsonl (one cluster per
-line)."""
+line, its members with their excerpts or texts; its pairs are report.json's)."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def write_clusters_jsonl(report: Report, out: TextIO, full_text: bool = False) -
     """clusters.jsonl on its own (a report's folder gets it as report.json is written)."""
     text: MemberText = "full" if full_text else "excerpt"
     for cluster in report.clusters:
-        out.write(cluster.to_json(text) + "\n")
+        out.write(cluster.to_json(text, pairs=False) + "\n")
 
 
 Writer = Callable[[Report, TextIO, bool], None]
