@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import itertools
 import json
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -144,6 +145,29 @@ class Passage(PassageSpan):
     def excerpt(self) -> str:
         """Its first EXCERPT_CHARS characters."""
         return self.text[:EXCERPT_CHARS]
+
+
+def members_json(members: Sequence[Passage], text: MemberText = "none") -> str:
+    """``json.dumps([m.to_dict(text) for m in members], ensure_ascii=False,
+    separators=COMPACT)``, each string encoded by json's own C function and the rest
+    formatted here, without a dictionary a member: the members of a large dump's report are
+    hundreds of thousands, written to report.json and clusters.jsonl."""
+    quoted = json.encoder.encode_basestring  # json's, in C, as ensure_ascii=False uses it
+    if text == "none":
+        rows = [
+            f'{{"id":{quoted(m.id)},"source":{quoted(m.source)},"document":'
+            f'{quoted(m.document)},"start":{m.start},"end":{m.end}}}'
+            for m in members
+        ]
+    else:
+        label = "excerpt" if text == "excerpt" else "text"
+        rows = [
+            f'{{"id":{quoted(m.id)},"source":{quoted(m.source)},"document":'
+            f'{quoted(m.document)},"start":{m.start},"end":{m.end},"{label}":'
+            f"{quoted(m.excerpt if text == 'excerpt' else m.text)}}}"
+            for m in members
+        ]
+    return "[" + ",".join(rows) + "]"
 
 
 # report.json's format (docs/report-format.md): 4 since documents hold their text only when
@@ -481,29 +505,43 @@ class PairTable(EqualAsRecords[Pair]):
         return list(map(list, zip(*columns, strict=True)))
 
     def rows_json(self) -> str:
-        """``json.dumps(self.listed())``, made faster: a 1 GB mirror dump's clusters have
-        millions of pairs, and rounding and encoding each value on its own was most of the
-        time report.json and clusters.jsonl take to write (docs/performance.md)."""
-        if not len(self.a):
-            return "[]"
+        """``json.dumps(self.listed(), separators=COMPACT)``, made faster
+        (:meth:`rows_json_of`)."""
+        return PairTable.rows_json_of([self])[0]
+
+    @staticmethod
+    def rows_json_of(tables: Sequence[PairTable]) -> list[str]:
+        """Each table's :meth:`rows_json`, the tables' scores rounded and encoded together:
+        a 1 GB mirror dump's clusters have millions of pairs, and rounding and encoding each
+        value on its own was most of the time report.json took to write, and then the
+        arrays' passes over each of thousands of small clusters (docs/performance.md)."""
+        counts = [len(table.a) for table in tables]
+        if not sum(counts):
+            return ["[]"] * len(tables)
+
+        def joined(name: str) -> npt.NDArray[Any]:
+            return np.concatenate([getattr(table, name) for table in tables])
+
         texts = _four_decimal_texts()
         columns = []
         for name in PAIR_VALUES[:3]:
-            numbers = _four_decimals(getattr(self, name))
+            numbers = _four_decimals(joined(name))
             if numbers is None:  # not in [0, 1]: not what a scan gives
-                return json.dumps(self.listed(), separators=COMPACT)
+                return [json.dumps(table.listed(), separators=COMPACT) for table in tables]
             columns.append(texts[numbers].tolist())
         jaccard, containment, estimated = columns
         rows = zip(
-            self.a.tolist(),
-            self.b.tolist(),
+            joined("a").tolist(),
+            joined("b").tolist(),
             jaccard,
             containment,
             estimated,
-            self.identical_chars.tolist(),
+            joined("identical_chars").tolist(),
             strict=True,
         )
-        return "[" + ",".join([f"[{a},{b},{j},{c},{m},{i}]" for a, b, j, c, m, i in rows]) + "]"
+        encoded = [f"[{a},{b},{j},{c},{m},{i}]" for a, b, j, c, m, i in rows]
+        bounds = itertools.pairwise(itertools.accumulate(counts, initial=0))
+        return ["[" + ",".join(encoded[start:end]) + "]" for start, end in bounds]
 
     def __len__(self) -> int:
         return len(self.a)
@@ -554,11 +592,26 @@ class Cluster:
             data["pairs"] = self.pair_rows()
         return data
 
-    def to_json(self, text: MemberText = "none", pairs: bool = True) -> str:
+    def to_json(self, text: MemberText = "none", pairs: bool | str = True) -> str:
         """``json.dumps(self.to_dict(text, pairs), ensure_ascii=False, separators=COMPACT)``,
-        its pairs encoded by ``PairTable.rows_json``."""
-        head = json.dumps(self.to_dict(text, pairs=False), ensure_ascii=False, separators=COMPACT)
-        return f'{head[:-1]},"pairs":{self.pairs.rows_json()}}}' if pairs else head
+        made faster: its members encoded by :func:`members_json`, its pairs by
+        ``PairTable.rows_json`` (a 1 GB mirror dump's report has 800 k members and 5.5 M
+        pairs), or given as ``pairs``, that JSON, made already (``PairTable.rows_json_of``)."""
+        head = json.dumps(
+            {
+                "id": self.id,
+                "representative": self.representative,
+                "sources": list(self.sources),
+                "giant": self.giant,
+                "linked_through_others": list(self.linked_through_others),
+            },
+            ensure_ascii=False,
+            separators=COMPACT,
+        )
+        if pairs is True:
+            pairs = self.pairs.rows_json()
+        rows = f',"pairs":{pairs}' if pairs else ""
+        return f'{head[:-1]},"members":{members_json(self.members, text)}{rows}}}'
 
     def pair_rows(self) -> list[list[float | int]]:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
@@ -921,12 +974,35 @@ class Report:
                 out.write(json.dumps(data, ensure_ascii=False, separators=COMPACT))
             out.write("\n  ]" if items else "]")
         out.write(',\n  "clusters": [')
-        for number, cluster in enumerate(self.clusters if clusters is None else clusters):
+        for number, (cluster, pairs) in enumerate(
+            _with_pairs_json(self.clusters if clusters is None else clusters)
+        ):
             out.write(",\n" if number else "\n")
-            out.write(cluster.to_json("none"))
+            out.write(cluster.to_json("none", pairs))
             if lines is not None:
                 lines.write(cluster.to_json(lines_text, pairs=False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
+
+
+def _with_pairs_json(clusters: Iterable[Cluster]) -> Iterator[tuple[Cluster, str]]:
+    """Each cluster with its pairs' JSON, made for some clusters at a time
+    (``PairTable.rows_json_of``)."""
+    batch: list[Cluster] = []
+    pairs = 0
+    for cluster in clusters:
+        batch.append(cluster)
+        pairs += len(cluster.pairs)
+        if len(batch) == _CLUSTERS_ENCODED_AT_ONCE or pairs >= _PAIRS_ENCODED_AT_ONCE:
+            yield from zip(batch, PairTable.rows_json_of([c.pairs for c in batch]), strict=True)
+            batch, pairs = [], 0
+    yield from zip(batch, PairTable.rows_json_of([c.pairs for c in batch]), strict=True)
+
+
+# Clusters whose pairs are encoded together: enough that the arrays' passes cost little per
+# cluster, few enough that their rows' text (about 100 bytes a pair as strings) is small
+# beside the report (a cluster with more pairs is encoded alone).
+_CLUSTERS_ENCODED_AT_ONCE = 256
+_PAIRS_ENCODED_AT_ONCE = 100_000
 
 
 def document_overlap(report: Report) -> dict[tuple[str, str], list[int]]:

@@ -281,20 +281,33 @@ def test_links_out_of_the_scanned_folder_are_followed_only_when_asked(
 
 def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplified: str) -> None:
     dump = tmp_path / "dump"
-    for site, record_id, title in (("a", "@SUM(1+1)", '=HYPERLINK("http://x")'), ("b", "+1", "-2")):
+    for site, record_id, title in (
+        ("a", "@SUM(1+1)", '=HYPERLINK("http://x")'),
+        ("-b", "+1", "-2"),
+    ):
         (dump / site).mkdir(parents=True)
         record = {"id": record_id, "title": title, "text": seed_simplified}
         (dump / site / "d.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
     out = tmp_path / "out"
-    assert CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q"]).exit_code == 0
+    scan = ["scan", str(dump), "-o", str(out), "-q", "--format", "csv,pairs"]
+    assert CliRunner().invoke(cli, scan).exit_code == 0
     import csv
 
-    rows = list(csv.DictReader((out / "clusters.csv").read_text("utf-8-sig").splitlines()))
-    assert rows
-    for row in rows:
-        for value in row.values():
-            assert not value.startswith(("=", "+", "-", "@")), value
+    tables = {
+        name: list(csv.DictReader((out / name).read_text("utf-8-sig").splitlines()))
+        for name in ("clusters.csv", "matches.csv", "pairs.csv")
+    }
+    for name, rows in tables.items():
+        assert rows, name
+        for row in rows:
+            for value in row.values():
+                assert not value.startswith(("=", "+", "-", "@")), (name, value)
+    rows = tables["clusters.csv"]
     assert {row["record_id"] for row in rows} == {"'@SUM(1+1)", "'+1"}
+    assert {row["source"] for row in rows} == {"a", "'-b"}
+    assert {row["title"] for row in rows} == {'\'=HYPERLINK("http://x")', "'-2"}
+    (match,) = tables["matches.csv"]
+    assert {match["a_title"], match["b_title"]} == {'\'=HYPERLINK("http://x")', "'-2"}
     report = json.loads((out / "report.json").read_text("utf-8"))
     members = [m for c in with_member_texts(report, out / "report.json") for m in c["members"]]
     assert {m["record_id"] for m in members} == {"@SUM(1+1)", "+1"}

@@ -87,6 +87,29 @@ def test_a_cut_passage_is_the_passage_it_equals_but_holds_no_text_of_its_own(
         cut.start = 0  # type: ignore[misc]
 
 
+def test_members_are_written_as_json_writes_them_whatever_their_names_and_text(
+    seed_simplified: str,
+) -> None:
+    """Members' JSON is formatted by hand (report.json and clusters.jsonl have them by the
+    hundred thousand): a name or text with quotes, backslashes, control characters, line
+    separators and astral characters comes out as json.dumps writes it."""
+    from dedup.models import members_json
+
+    awkward = 'a "quoted"\\ name\t\x01\u2028\U0001f600.txt'
+    text = '"引号"\\ 與 \n\x7f\u2029' + seed_simplified[:200] + "\U00020000"
+    span = PassageSpan(awkward, awkward, 3, None, "\u0000", 10, 10 + len(text))
+    member = span.with_text(text, PassageSpan(awkward, awkward, 3, None, None, 0, 999).id)
+    plain = PassageSpan("site", "a.txt", None, 0, "第一章", 0, 120)
+    members = [member, plain.with_text(seed_simplified[:120], plain.id)]
+    for kind in ("none", "excerpt", "full"):
+        made = json.dumps(
+            [m.to_dict(kind) for m in members], ensure_ascii=False, separators=(",", ":")
+        )
+        assert members_json(members, kind) == made  # type: ignore[arg-type]
+        assert json.loads(made)[0]["id"] == member.id
+    assert members_json([], "excerpt") == "[]"
+
+
 def test_passages_and_pairs_made_in_bulk_are_the_dataclasses_own(seed_simplified: str) -> None:
     from dataclasses import FrozenInstanceError, astuple, fields
 
@@ -179,9 +202,19 @@ def test_a_pair_table_is_the_sequence_of_its_pairs(mirror_dump: Path) -> None:
     assert rebuilt.to_dict() == cluster.to_dict()
     # 40 bytes a pair, not an object of 80 or more
     assert sum(column.nbytes for column in dataclasses.astuple(table)[1:]) == 40 * len(table)
-    # the rows' JSON as json.dumps writes them, and the clusters' as report.json has them
-    assert table.rows_json() == json.dumps(table.listed())
-    assert cluster.to_json("excerpt") == json.dumps(cluster.to_dict("excerpt"), ensure_ascii=False)
+    # the rows' JSON as json.dumps writes them, and the clusters' as report.json and
+    # clusters.jsonl have them, however many pairs a cluster has
+    tables = [one.pairs for one in report.clusters]
+    each = [json.dumps(one.listed(), separators=(",", ":")) for one in tables]
+    assert PairTable.rows_json_of(tables) == each and [t.rows_json() for t in tables] == each
+    assert PairTable.rows_json_of([]) == []
+    for one in report.clusters:
+        for text in ("none", "excerpt", "full"):
+            for with_pairs in (True, False):
+                made = json.dumps(
+                    one.to_dict(text, with_pairs), ensure_ascii=False, separators=(",", ":")
+                )
+                assert one.to_json(text, with_pairs) == made
 
 
 def test_pair_rows_json_rounds_as_python_does() -> None:
@@ -198,7 +231,12 @@ def test_pair_rows_json_rounds_as_python_does() -> None:
             (), numbers, numbers + 1, jaccard, scores[::-1].copy(), np.sqrt(scores),
             np.arange(rows, dtype=np.int64),
         )  # fmt: skip
-        assert table.rows_json() == json.dumps(table.listed())
+        assert table.rows_json() == json.dumps(table.listed(), separators=(",", ":"))
+        few = PairTable(
+            (), numbers[:150], numbers[:150] + 1, jaccard[-150:].copy(), scores[:150].copy(),
+            np.sqrt(scores[-150:]), np.arange(150, dtype=np.int64),
+        )  # fmt: skip
+        assert few.rows_json() == json.dumps(few.listed(), separators=(",", ":"))
     empty = PairTable(
         (),
         *(np.zeros(0, dtype=t) for t in (np.int32,) * 2 + (float,) * 3),

@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -622,8 +623,29 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     assert {"index.html", "clusters.csv", "pairs.csv", "report.json", "clusters.jsonl"} <= set(
         files
     )
-    here = report_json._write_pages_and_tables
     parent = os.getpid()
+    write_one = report_json._write_page_or_table
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def slow_page(report: Any, directory: Path, name: str, full_text: bool) -> None:
+        if name == "index.html":
+            time.sleep(2)  # the page outlasts report.json: the tables fall to this process
+        writer = "here" if os.getpid() == parent else "copy"
+        (marks / f"{name}-{writer}").touch()
+        write_one(report, directory, name, full_text)
+
+    # Whichever process is done with its own files first writes the tables: the same files.
+    monkeypatch.setattr(report_json, "_write_page_or_table", slow_page)
+    report_json.write_report(report, tmp_path / "shared", formats, two_processes=True)
+    assert folder_files(tmp_path / "shared") == files
+    by = {path.name for path in marks.iterdir()}
+    assert by == {"index.html-copy", "index_data-copy"} | {
+        f"{table}-here" for table in ("clusters.csv", "matches.csv", "pairs.csv")
+    }
+    monkeypatch.undo()
+
+    here = report_json._write_page_and_claimed
 
     def failing_in_the_copy(*arguments: Any) -> None:
         if os.getpid() != parent:
@@ -632,7 +654,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
         return here(*arguments)
 
     # The copy fails: this process writes its files itself, the same ones.
-    monkeypatch.setattr(report_json, "_write_pages_and_tables", failing_in_the_copy)
+    monkeypatch.setattr(report_json, "_write_page_and_claimed", failing_in_the_copy)
     recovered = report_json.write_report(
         report, tmp_path / "recovered", formats, two_processes=True
     )

@@ -7,7 +7,7 @@ line, its members with their excerpts or texts; its pairs are report.json's)."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -37,38 +37,69 @@ PAIR_COLUMNS = [
 ]  # fmt: skip
 
 
+# The columns whose cells can be text from the inputs (or None): the others are numbers and
+# dedup's own ids, which never start as a formula does.
+_SIDE_TEXT = ["source", "path", "record_id", "title"]
+CLUSTER_TEXT_COLUMNS = ("member", *_SIDE_TEXT, "excerpt", FULL_TEXT_COLUMN)
+MATCH_TEXT_COLUMNS = (
+    *(f"{side}_{name}" for side in "ab" for name in _SIDE_TEXT),
+    "first_span_a",
+    "first_span_b",
+)
+
 # A cell a spreadsheet would read as a formula (=, +, -, @, or a tab or carriage return
 # before one) is written behind an apostrophe, which spreadsheets show as text: a scraped title
 # or record id is data, never a formula to run (OWASP's advice on CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def write_csv(out: TextIO, rows: Iterable[list[object]], header: list[str]) -> None:
+def write_csv(
+    out: TextIO,
+    rows: Iterable[list[object]],
+    header: list[str],
+    text_columns: Collection[str] | None = None,
+) -> None:
     """A CSV table as dedup writes them: a BOM, so that spreadsheet programs read UTF-8;
-    ``None`` as an empty cell; a cell that would read as a formula behind an apostrophe."""
+    ``None`` as an empty cell; a cell that would read as a formula behind an apostrophe. Given
+    ``text_columns``, only those columns' cells can be text from the inputs (names, titles,
+    excerpts: strings or None), and only they are looked at; the others are dedup's own
+    (numbers, ``c12``)."""
     out.write("\ufeff")
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
     # the guard inline, not a call per cell: a table of a large dump has tens of millions
     start = _FORMULA_START
-    writer.writerows(
-        [
-            "'" + value if isinstance(value, str) and value.startswith(start) else value
-            for value in row
-        ]
-        for row in rows
-    )
+    if text_columns is None:
+        writer.writerows(
+            [
+                "'" + value if isinstance(value, str) and value.startswith(start) else value
+                for value in row
+            ]
+            for row in rows
+        )
+        return
+    looked_at = [header.index(name) for name in text_columns if name in header]
+
+    def guarded(row: list[object]) -> list[object]:
+        for column in looked_at:
+            value = row[column]
+            if isinstance(value, str) and value.startswith(start):
+                row[column] = "'" + value
+        return row
+
+    writer.writerows(map(guarded, rows))
 
 
 def _cluster_rows(report: Report, full_text: bool) -> Iterator[list[object]]:
     for cluster in report.clusters:
         for member in cluster.members:
+            member_id = member.id  # made when asked for: once a row
             text = [member.text] if full_text else []
             yield [
                 cluster.id,
                 len(cluster.members),
-                int(member.id == cluster.representative),
-                member.id,
+                int(member_id == cluster.representative),
+                member_id,
                 member.source,
                 member.path,
                 member.record,
@@ -117,16 +148,16 @@ def _match_rows(report: Report) -> Iterator[list[object]]:
 def write_matches_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
     """matches.csv: each match's first shared stretch is an excerpt on each side, whatever
     ``full_text`` says (report.json has every span of it)."""
-    write_csv(out, _match_rows(report), MATCH_COLUMNS)
+    write_csv(out, _match_rows(report), MATCH_COLUMNS, MATCH_TEXT_COLUMNS)
 
 
 def write_clusters_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
     header = CLUSTER_COLUMNS + ([FULL_TEXT_COLUMN] if full_text else [])
-    write_csv(out, _cluster_rows(report, full_text), header)
+    write_csv(out, _cluster_rows(report, full_text), header, CLUSTER_TEXT_COLUMNS)
 
 
 def write_pairs_csv(report: Report, out: TextIO, full_text: bool = False) -> None:
-    write_csv(out, _pair_rows(report), PAIR_COLUMNS)
+    write_csv(out, _pair_rows(report), PAIR_COLUMNS, ("a", "b"))
 
 
 def write_clusters_jsonl(report: Report, out: TextIO, full_text: bool = False) -> None:

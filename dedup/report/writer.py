@@ -11,6 +11,7 @@ import multiprocessing.process
 import os
 import sys
 from collections.abc import Callable
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 
 from dedup.config import DEFAULT_FORMATS
@@ -54,10 +55,10 @@ def write_report(
     inputs. clusters.csv and clusters.jsonl give each member an
     excerpt of its text, or, with ``full_text``, all of it.
 
-    With ``two_processes`` (by default, when the scan ran more than one worker), the page and
-    the CSV tables are written by a forked copy of this process while this one writes
-    report.json and clusters.jsonl, where the system can fork (docs/performance.md: a report
-    of a 1 GB dump is about 4 GB of files, and the two halves take about as long). The copy
+    With ``two_processes`` (by default, when the scan ran more than one worker), the page is
+    written by a forked copy of this process while this one writes report.json and
+    clusters.jsonl, and the CSV tables by whichever of the two is done first, where the
+    system can fork (docs/performance.md: which half takes longer depends on the report). The copy
     shares this process's memory until it touches it, and touching the records copies most
     of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
     here, so any error is this process's own.
@@ -86,9 +87,18 @@ def _write_into(
     if two_processes is None:
         two_processes = report.jobs > 1
     writing = REPORT_FILE
+    # the larger tables first (table_names lists matches.csv, clusters.csv, pairs.csv), so
+    # that the process taking the last finishes not long after the other
+    tables = _Claims([name for name in _pages_and_tables(formats) if name not in _page()][::-1])
     try:
         copy = _ForkedWriter(
-            _write_pages_and_tables, report, directory, formats, full_text, fork=two_processes
+            _write_page_and_claimed,
+            report,
+            directory,
+            formats,
+            full_text,
+            tables,
+            fork=two_processes and tables.shared,
         )
         try:
             with contextlib.ExitStack() as files:
@@ -110,13 +120,17 @@ def _write_into(
             writing = RUN_FILE
             (directory / RUN_FILE).write_text(run_to_json(report), encoding="utf-8")
             written = [REPORT_FILE, RUN_FILE]
-            if copy.succeeded():
-                written += _pages_and_tables(formats)
-            else:  # the copy failed, or there is none: its files once more, here
+            mine = []  # the tables the copy had not taken yet
+            while (name := tables.claim()) is not None:
+                writing = name
+                _write_page_or_table(report, directory, name, full_text)
+                mine.append(name)
+            if not copy.succeeded():  # it failed, or there is none: its files once more, here
                 for name in _pages_and_tables(formats):
-                    writing = name
-                    _write_page_or_table(report, directory, name, full_text)
-                    written.append(name)
+                    if name not in mine:
+                        writing = name
+                        _write_page_or_table(report, directory, name, full_text)
+            written += _pages_and_tables(formats)
             if "jsonl" in formats:
                 written.append(CLUSTERS_JSONL)
         finally:
@@ -127,11 +141,44 @@ def _write_into(
     return [folder.given / name for name in written]
 
 
-def _write_pages_and_tables(
-    report: Report, directory: Path, formats: tuple[str, ...], full_text: bool
+def _write_page_and_claimed(
+    report: Report, directory: Path, formats: tuple[str, ...], full_text: bool, tables: _Claims
 ) -> None:
-    for name in _pages_and_tables(formats):
-        _write_page_or_table(report, directory, name, full_text)
+    """What the forked copy writes: the page, then each table this process has not taken."""
+    for page in _pages_and_tables(formats):
+        if page in _page():
+            _write_page_or_table(report, directory, page, full_text)
+    while (table := tables.claim()) is not None:
+        _write_page_or_table(report, directory, table, full_text)
+
+
+class _Claims:
+    """Files either process may write, each taken once, in order: whichever is done with its
+    own first (report.json and clusters.jsonl here, the page in the copy) writes the rest, so
+    the two finish together whether the page or the pairs take longer (docs/performance.md).
+    The count is in memory the copy shares."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self._next = 0
+        try:
+            self._taken: Synchronized[int] | None = multiprocessing.get_context().Value("i", 0)
+        except OSError:  # no shared memory for a lock here: this process writes them all
+            self._taken = None
+
+    @property
+    def shared(self) -> bool:
+        return self._taken is not None
+
+    def claim(self) -> str | None:
+        """The next file not yet taken (now taken), or None."""
+        if self._taken is None:
+            number, self._next = self._next, self._next + 1
+        else:
+            with self._taken.get_lock():
+                number = self._taken.value
+                self._taken.value = number + 1
+        return self.names[number] if number < len(self.names) else None
 
 
 def _write_page_or_table(report: Report, directory: Path, name: str, full_text: bool) -> None:
@@ -144,13 +191,18 @@ def _write_page_or_table(report: Report, directory: Path, name: str, full_text: 
         write_table(report, directory, name, full_text)
 
 
-def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
-    """The names of the files _write_pages_and_tables writes, in order."""
+def _page() -> list[str]:
+    """The page's files, written together."""
     from dedup.report.html import INDEX_FILE, PARTS_FOLDER
+
+    return [INDEX_FILE, PARTS_FOLDER]
+
+
+def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
+    """The names of the files besides report.json, run.json and clusters.jsonl, in order."""
     from dedup.report.tables import table_names
 
-    page = [INDEX_FILE, PARTS_FOLDER] if "html" in formats else []
-    return page + table_names(set(formats) - {"jsonl"})
+    return (_page() if "html" in formats else []) + table_names(set(formats) - {"jsonl"})
 
 
 class _ForkedWriter:
