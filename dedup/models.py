@@ -952,8 +952,9 @@ class Report:
         would otherwise hold all of its text again) and one cluster per line (each item
         encoded on its own, by json's C encoder, and written before the next is). Given
         ``lines``, the clusters go there too, one per line (clusters.jsonl), their members
-        with ``lines_text`` and without their pairs (report.json has them), in the same pass. ``clusters``: this report's clusters as the
-        caller goes through them (counted on a progress bar, say)."""
+        with ``lines_text`` and without their pairs (report.json has them), in the same
+        pass. ``clusters``: this report's clusters as the caller goes through them (counted
+        on a progress bar, say)."""
         top = self.to_dict(clusters=False)
         head = json.dumps(top, ensure_ascii=False, indent=2)
         out.write(head[: -len("\n}")])

@@ -67,7 +67,8 @@ def write_csv(
     out.write("\ufeff")
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
-    # the guard inline, not a call per cell: a table of a large dump has tens of millions
+    # the guard inline, not a call per cell (a table of a large dump has tens of millions),
+    # and on the text columns alone where the caller names them
     start = _FORMULA_START
     if text_columns is None:
         writer.writerows(
