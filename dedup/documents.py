@@ -197,20 +197,11 @@ def candidate_documents(
     apart = one != two
     known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
     held_seeds = alignment.held_seeds
-    if held_seeds is None:
-        counted = _text_pair_counts(
-            _seed_keys(alignment.seeds, alignment.seed_passage),
-            holder_start,
-            holder_end,
-            MAX_SEED_DOCUMENTS,
-            key_set(known),
-            np.empty(0, dtype=np.int64),
-            texts,
-        )
-    else:
-        distinct = np.flatnonzero(leader == np.arange(len(leader)))
-        held = (holder_end - holder_start)[distinct]
-        counted = held_seeds.text_pair_counts(distinct, held, MAX_SEED_DOCUMENTS, texts, known)
+    if held_seeds is None:  # an alignment as the workers make it: its seeds as arrays
+        held_seeds = SeedKeys.of(alignment.seeds, alignment.seed_passage)
+    distinct = np.flatnonzero(leader == np.arange(len(leader)))
+    held = (holder_end - holder_start)[distinct]
+    counted = held_seeds.text_pair_counts(distinct, held, MAX_SEED_DOCUMENTS, texts, known)
     text_pairs, counts = with_known(*counted, known, MIN_SHARED_SEEDS)
     shared = _document_pair_codes(
         text_pairs, counts, texts, holders, holder_start, holder_end, count, MIN_SHARED_SEEDS
@@ -228,17 +219,63 @@ def candidate_documents(
     return np.column_stack((joined // count, joined % count))
 
 
-def _seed_keys(
-    seeds: npt.NDArray[np.uint32], seed_passage: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint64]:
-    """Seeds sorted by seed, then passage: the two as one key, sorted (faster than an
-    argsort), made in place (a large dump has tens of millions of seeds: each temporary is
-    hundreds of MB)."""
-    keys = seeds.astype(np.uint64)
-    keys <<= np.uint64(32)
-    keys |= seed_passage.view(np.uint64)  # passage numbers are not negative
-    keys.sort()
-    return keys
+class SeedKeys:
+    """A scan's winnowed seeds as the main process holds them (an ``engine.base.HeldSeeds``):
+    each seed and its passage as one key, ``seed << 32 | passage``, sorted, as
+    :func:`_text_pair_counts` reads them. Made a file at a time as the files arrive
+    (``append``), 8 bytes a seed rather than its 4 and its passage's 8, so that counting the
+    pairs does not make the keys beside the seeds (14.2 M seeds at 1 GB:
+    docs/performance.md)."""
+
+    def __init__(self) -> None:
+        self._parts: list[npt.NDArray[np.uint64]] = []
+        self.keys = np.empty(0, dtype=np.uint64)
+
+    @classmethod
+    def of(cls, seeds: npt.NDArray[np.uint32], seed_passage: npt.NDArray[np.int64]) -> SeedKeys:
+        """The keys of ``seeds``, of the passages ``seed_passage``."""
+        keys = cls()
+        keys.append(seeds, seed_passage, 0)
+        return keys.settled()
+
+    def append(
+        self, seeds: npt.NDArray[np.uint32], seed_passage: npt.NDArray[np.int64], first: int
+    ) -> None:
+        """The seeds of some passages, numbered from ``first`` in the scan."""
+        keys = seeds.astype(np.uint64)
+        keys <<= np.uint64(32)
+        keys |= (seed_passage + first).view(np.uint64)  # passage numbers are not negative
+        self._parts.append(keys)
+
+    def settled(self) -> SeedKeys:
+        """Itself, its parts joined and sorted."""
+        self.keys = concatenated([self.keys, *self._parts], np.uint64)
+        self._parts = []
+        self.keys.sort()
+        return self
+
+    def text_pair_counts(
+        self,
+        distinct: npt.NDArray[np.int64],
+        holders: npt.NDArray[np.int64],
+        most: int,
+        texts: int,
+        known: npt.NDArray[np.int64],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        holder_end = np.zeros(texts, dtype=np.int64)
+        holder_end[distinct] = holders
+        return _text_pair_counts(
+            self.keys,
+            np.zeros(texts, dtype=np.int64),
+            holder_end,
+            most,
+            key_set(known),
+            np.empty(0, dtype=np.int64),
+            texts,
+        )
+
+    def let_go(self) -> None:
+        self.keys = np.empty(0, dtype=np.uint64)
 
 
 def with_known(
@@ -312,7 +349,7 @@ def partition_text_pairs(
     holder_end = np.zeros(len(numbered), dtype=np.int64)
     holder_end[local] = held
     codes, counts = _text_pair_counts(
-        _seed_keys(seeds, local.astype(np.int64)),
+        SeedKeys.of(seeds, local.astype(np.int64)).keys,
         np.zeros(len(numbered), dtype=np.int64),
         holder_end,
         most,

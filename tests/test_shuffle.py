@@ -5,6 +5,7 @@ find in one process. (On real workers: tests/test_dask.py.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -153,6 +154,27 @@ def scanned(samples: Path) -> tuple[Passages, np.ndarray, np.ndarray]:
     return passages, leader, known
 
 
+def test_seed_keys_made_a_file_at_a_time_are_those_of_all_the_seeds(
+    scanned: tuple[Passages, np.ndarray, np.ndarray],
+) -> None:
+    """The main process keys each file's seeds as it arrives (its passages numbered from the
+    file's first): the same sorted keys as all the seeds keyed at once."""
+    held = scanned[0].alignment.held_seeds
+    assert isinstance(held, documents_module.SeedKeys)
+    seeds = (held.keys >> np.uint64(32)).astype(np.uint32)
+    passages = (held.keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    order = np.random.default_rng(5).permutation(len(seeds))  # each file's in any order
+    seeds, passages = seeds[order], passages[order]
+    by_file = documents_module.SeedKeys()
+    for first, end in itertools.pairwise([0, 100, 101, 2000, int(passages.max()) + 1]):
+        inside = (passages >= first) & (passages < end)
+        by_file.append(seeds[inside], passages[inside] - first, first)
+    assert by_file.settled().keys.tolist() == held.keys.tolist()
+    whole = documents_module.SeedKeys.of(seeds, passages).keys
+    assert whole.tolist() == held.keys.tolist() and len(whole) > 1000
+    assert (np.diff(whole.astype(np.float64)) >= 0).all()
+
+
 @pytest.mark.parametrize(("cuts", "partitions"), [([], 1), ([1000, 1001, 3000], 3)])
 def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
     scanned: tuple[Passages, np.ndarray, np.ndarray],
@@ -160,14 +182,23 @@ def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
     partitions: int,
 ) -> None:
     passages, leader, known = scanned
-    alignment = passages.alignment
+    # the seeds as this process holds them: a key each, seed << 32 | passage, sorted
+    held = passages.alignment.held_seeds
+    assert isinstance(held, documents_module.SeedKeys) and not len(passages.alignment.seeds)
+    seed_keys = held.keys
+    alignment = dataclasses.replace(
+        passages.alignment,
+        seeds=(seed_keys >> np.uint64(32)).astype(np.uint32),
+        seed_passage=(seed_keys & np.uint64(0xFFFFFFFF)).astype(np.int64),
+    )
+    assert len(alignment.seeds) > 1000
     by_text = np.argsort(leader, kind="stable")
     text_of = leader[by_text]
     holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
     holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
     here = with_known(
         *documents_module._text_pair_counts(
-            documents_module._seed_keys(alignment.seeds, alignment.seed_passage),
+            seed_keys,
             holder_start,
             holder_end,
             MAX_SEED_DOCUMENTS,

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from dedup.arrays import concatenated
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
-from dedup.documents import PassageAlignment
+from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 _NO_STEPS = np.empty(0, dtype=np.uint8)
 _NO_BIG_STEPS = np.empty((0, 2), dtype=np.int64)
+_NO_SEEDS = np.empty(0, dtype=np.uint32)
+_NO_PASSAGES = np.empty(0, dtype=np.int64)
 
 
 @dataclass
@@ -64,8 +66,11 @@ class Prepared:
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
-    alignment_parts: list[PassageAlignment] = field(default_factory=list)  # steps packed apart
+    # steps packed apart, and seeds held as keys
+    alignment_parts: list[PassageAlignment] = field(default_factory=list)
     steps: StepPacker = field(default_factory=StepPacker)
+    seeds: SeedKeys = field(default_factory=SeedKeys)
+    count: int = 0  # passages so far
 
     def add(self, file: FoundFile, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
         """A file's passages, after those of the files before it; ``runs``: what the workers
@@ -78,7 +83,15 @@ class Prepared:
                 self.normalized += item.normalized
                 self.signatures.append(item.signatures, _handed_back(item))
                 self.steps.append(alignment.steps, alignment.big_steps)
-                alignment = replace(alignment, steps=_NO_STEPS, big_steps=_NO_BIG_STEPS)
+                self.seeds.append(alignment.seeds, alignment.seed_passage, self.count)
+                alignment = replace(
+                    alignment,
+                    steps=_NO_STEPS,
+                    big_steps=_NO_BIG_STEPS,
+                    seeds=_NO_SEEDS,
+                    seed_passage=_NO_PASSAGES,
+                )
+            self.count += len(alignment)
             self.alignment_parts.append(alignment)
             self.span_parts.append(item.passages)
             self.files.append(file)
@@ -102,13 +115,17 @@ class Prepared:
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
             hashes=concatenated(self.hashes, np.int64, columns=2),
             signatures=self.signatures if kept is None else kept.signatures(),
-            alignment=replace(alignment, held_steps=self.steps.packed(alignment.lengths))
+            alignment=replace(
+                alignment,
+                held_steps=self.steps.packed(alignment.lengths),
+                held_seeds=self.seeds.settled(),
+            )
             if kept is None
             else replace(
                 alignment, held_seeds=kept.seeds(), held_steps=kept.steps(alignment.lengths)
             ),
         )
-        self.alignment_parts, self.steps = [], StepPacker()
+        self.alignment_parts, self.steps, self.seeds, self.count = [], StepPacker(), SeedKeys(), 0
         self.span_parts, self.byte_span_parts, self.hashes = [], [], []
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
