@@ -11,6 +11,7 @@ import hashlib
 import io
 import itertools
 import json
+import operator
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
@@ -147,27 +148,34 @@ class Passage(PassageSpan):
         return self.text[:EXCERPT_CHARS]
 
 
-def members_json(members: Sequence[Passage], text: MemberText = "none") -> str:
+def member_heads(members: Sequence[Passage]) -> list[str]:
+    """Each member's JSON up to its text, without the closing brace: its id, source, document
+    and span, each string encoded by json's own C function (as ``ensure_ascii=False`` does),
+    the rest formatted here, without a dictionary a member. Made once a cluster for both
+    report.json and clusters.jsonl (a large dump's members are hundreds of thousands)."""
+    quoted = json.encoder.encode_basestring
+    return [
+        f'{{"id":{quoted(m.id)},"source":{quoted(m.source)},"document":'
+        f'{quoted(m.document)},"start":{m.start},"end":{m.end}'
+        for m in members
+    ]
+
+
+def members_json(
+    members: Sequence[Passage], text: MemberText = "none", heads: list[str] | None = None
+) -> str:
     """``json.dumps([m.to_dict(text) for m in members], ensure_ascii=False,
-    separators=COMPACT)``, each string encoded by json's own C function and the rest
-    formatted here, without a dictionary a member: the members of a large dump's report are
-    hundreds of thousands, written to report.json and clusters.jsonl."""
-    quoted = json.encoder.encode_basestring  # json's, in C, as ensure_ascii=False uses it
+    separators=COMPACT)``, from the members' :func:`member_heads` (``heads``, if made
+    already)."""
+    heads = member_heads(members) if heads is None else heads
     if text == "none":
-        rows = [
-            f'{{"id":{quoted(m.id)},"source":{quoted(m.source)},"document":'
-            f'{quoted(m.document)},"start":{m.start},"end":{m.end}}}'
-            for m in members
-        ]
+        return "[" + ",".join([head + "}" for head in heads]) + "]"
+    quoted = json.encoder.encode_basestring
+    if text == "excerpt":
+        texts = [f',"excerpt":{quoted(m.excerpt)}}}' for m in members]
     else:
-        label = "excerpt" if text == "excerpt" else "text"
-        rows = [
-            f'{{"id":{quoted(m.id)},"source":{quoted(m.source)},"document":'
-            f'{quoted(m.document)},"start":{m.start},"end":{m.end},"{label}":'
-            f"{quoted(m.excerpt if text == 'excerpt' else m.text)}}}"
-            for m in members
-        ]
-    return "[" + ",".join(rows) + "]"
+        texts = [f',"text":{quoted(m.text)}}}' for m in members]
+    return "[" + ",".join(map(operator.add, heads, texts)) + "]"
 
 
 # report.json's format (docs/report-format.md): 4 since documents hold their text only when
@@ -592,11 +600,14 @@ class Cluster:
             data["pairs"] = self.pair_rows()
         return data
 
-    def to_json(self, text: MemberText = "none", pairs: bool | str = True) -> str:
+    def to_json(
+        self, text: MemberText = "none", pairs: bool | str = True, heads: list[str] | None = None
+    ) -> str:
         """``json.dumps(self.to_dict(text, pairs), ensure_ascii=False, separators=COMPACT)``,
-        made faster: its members encoded by :func:`members_json`, its pairs by
-        ``PairTable.rows_json`` (a 1 GB mirror dump's report has 800 k members and 5.5 M
-        pairs), or given as ``pairs``, that JSON, made already (``PairTable.rows_json_of``)."""
+        made faster: its members encoded by :func:`members_json` (from ``heads``, their
+        :func:`member_heads`, if made already), its pairs by ``PairTable.rows_json`` (a 1 GB
+        mirror dump's report has 800 k members and 5.5 M pairs), or given as ``pairs``, that
+        JSON, made already (``PairTable.rows_json_of``)."""
         head = json.dumps(
             {
                 "id": self.id,
@@ -611,7 +622,7 @@ class Cluster:
         if pairs is True:
             pairs = self.pairs.rows_json()
         rows = f',"pairs":{pairs}' if pairs else ""
-        return f'{head[:-1]},"members":{members_json(self.members, text)}{rows}}}'
+        return f'{head[:-1]},"members":{members_json(self.members, text, heads)}{rows}}}'
 
     def pair_rows(self) -> list[list[float | int]]:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
@@ -979,9 +990,10 @@ class Report:
             _with_pairs_json(self.clusters if clusters is None else clusters)
         ):
             out.write(",\n" if number else "\n")
-            out.write(cluster.to_json("none", pairs))
+            heads = member_heads(cluster.members)  # the members' JSON but their text, once
+            out.write(cluster.to_json("none", pairs, heads))
             if lines is not None:
-                lines.write(cluster.to_json(lines_text, pairs=False) + "\n")
+                lines.write(cluster.to_json(lines_text, False, heads) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
 
 

@@ -384,10 +384,14 @@ def _write_lists(folder: Path, removed: Sequence[Removal]) -> None:
         for removal in removed
     )
     with open(folder / REMOVED_CSV, "w", encoding="utf-8", newline="") as table:
-        write_csv(table, rows, REMOVED_COLUMNS)
+        write_csv(table, rows, REMOVED_COLUMNS, _REMOVED_TEXT_COLUMNS)
 
 
 _WHERE = ("source", "path", "record", "chapter", "title", "start", "end")
+# the columns whose cells can be text from the inputs (write_csv guards them)
+_REMOVED_TEXT_COLUMNS = tuple(
+    f"{side}_{name}" for side in ("removed", "kept") for name in ("source", "path", "title")
+)
 
 
 class _Tally:

@@ -54,31 +54,17 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def write_csv(
-    out: TextIO,
-    rows: Iterable[list[object]],
-    header: list[str],
-    text_columns: Collection[str] | None = None,
+    out: TextIO, rows: Iterable[list[object]], header: list[str], text_columns: Collection[str]
 ) -> None:
     """A CSV table as dedup writes them: a BOM, so that spreadsheet programs read UTF-8;
-    ``None`` as an empty cell; a cell that would read as a formula behind an apostrophe. Given
-    ``text_columns``, only those columns' cells can be text from the inputs (names, titles,
-    excerpts: strings or None), and only they are looked at; the others are dedup's own
-    (numbers, ``c12``)."""
+    ``None`` as an empty cell; a cell of the ``text_columns`` (those whose cells can be text
+    from the inputs: names, titles, excerpts) that would read as a formula behind an
+    apostrophe. The other columns are dedup's own (numbers, ``c12``), never a formula."""
     out.write("\ufeff")
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(header)
-    # the guard inline, not a call per cell (a table of a large dump has tens of millions),
-    # and on the text columns alone where the caller names them
     start = _FORMULA_START
-    if text_columns is None:
-        writer.writerows(
-            [
-                "'" + value if isinstance(value, str) and value.startswith(start) else value
-                for value in row
-            ]
-            for row in rows
-        )
-        return
+    # the text columns alone, looked at inline: a table of a large dump has millions of rows
     looked_at = [header.index(name) for name in text_columns if name in header]
 
     def guarded(row: list[object]) -> list[object]:

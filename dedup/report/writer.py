@@ -58,9 +58,9 @@ def write_report(
     With ``two_processes`` (by default, when the scan ran more than one worker), the page is
     written by a forked copy of this process while this one writes report.json and
     clusters.jsonl, and the CSV tables by whichever of the two is done first, where the
-    system can fork (docs/performance.md: which half takes longer depends on the report). The copy
-    shares this process's memory until it touches it, and touching the records copies most
-    of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
+    system can fork (docs/performance.md: which half takes longer depends on the report).
+    The copy shares this process's memory until it touches it, and touching the records
+    copies most of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
     here, so any error is this process's own.
     """
     texts = (full_text or report.texts_held) if document_texts is None else document_texts
@@ -89,7 +89,7 @@ def _write_into(
     writing = REPORT_FILE
     # the larger tables first (table_names lists matches.csv, clusters.csv, pairs.csv), so
     # that the process taking the last finishes not long after the other
-    tables = _Claims([name for name in _pages_and_tables(formats) if name not in _page()][::-1])
+    tables = _Claims(_tables(formats)[::-1])
     try:
         copy = _ForkedWriter(
             _write_page_and_claimed,
@@ -145,9 +145,8 @@ def _write_page_and_claimed(
     report: Report, directory: Path, formats: tuple[str, ...], full_text: bool, tables: _Claims
 ) -> None:
     """What the forked copy writes: the page, then each table this process has not taken."""
-    for page in _pages_and_tables(formats):
-        if page in _page():
-            _write_page_or_table(report, directory, page, full_text)
+    for page in _page() if "html" in formats else []:
+        _write_page_or_table(report, directory, page, full_text)
     while (table := tables.claim()) is not None:
         _write_page_or_table(report, directory, table, full_text)
 
@@ -198,11 +197,16 @@ def _page() -> list[str]:
     return [INDEX_FILE, PARTS_FOLDER]
 
 
-def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
-    """The names of the files besides report.json, run.json and clusters.jsonl, in order."""
+def _tables(formats: tuple[str, ...]) -> list[str]:
+    """The CSV tables of ``formats`` (clusters.jsonl is written with report.json)."""
     from dedup.report.tables import table_names
 
-    return (_page() if "html" in formats else []) + table_names(set(formats) - {"jsonl"})
+    return table_names(set(formats) - {"jsonl"})
+
+
+def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
+    """The names of the files besides report.json, run.json and clusters.jsonl, in order."""
+    return (_page() if "html" in formats else []) + _tables(formats)
 
 
 class _ForkedWriter:
