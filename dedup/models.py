@@ -13,7 +13,7 @@ import itertools
 import json
 import operator
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import repeat
 from typing import Any, ClassVar, Generic, Literal, TextIO, TypeVar, overload
@@ -148,29 +148,19 @@ class Passage(PassageSpan):
         return self.text[:EXCERPT_CHARS]
 
 
-def member_heads(members: Sequence[Passage]) -> list[str]:
-    """Each member's JSON up to its text, without the closing brace: its id, source, document
-    and span, each string encoded by json's own C function (as ``ensure_ascii=False`` does),
-    the rest formatted here, without a dictionary a member. Made once a cluster for both
-    report.json and clusters.jsonl (a large dump's members are hundreds of thousands)."""
+def members_json(members: Sequence[Passage], text: MemberText = "none") -> str:
+    """``json.dumps([m.to_dict(text) for m in members], ensure_ascii=False,
+    separators=COMPACT)``, as clusters.jsonl has them, made without a dictionary a member (a
+    large dump's members are hundreds of thousands): each string encoded by json's own C
+    function (as ``ensure_ascii=False`` does), the rest formatted here."""
     quoted = json.encoder.encode_basestring
-    return [
+    heads = [
         f'{{"id":{quoted(m.id)},"source":{quoted(m.source)},"document":'
         f'{quoted(m.document)},"start":{m.start},"end":{m.end}'
         for m in members
     ]
-
-
-def members_json(
-    members: Sequence[Passage], text: MemberText = "none", heads: list[str] | None = None
-) -> str:
-    """``json.dumps([m.to_dict(text) for m in members], ensure_ascii=False,
-    separators=COMPACT)``, from the members' :func:`member_heads` (``heads``, if made
-    already)."""
-    heads = member_heads(members) if heads is None else heads
     if text == "none":
         return "[" + ",".join([head + "}" for head in heads]) + "]"
-    quoted = json.encoder.encode_basestring
     if text == "excerpt":
         texts = [f',"excerpt":{quoted(m.excerpt)}}}' for m in members]
     else:
@@ -178,11 +168,21 @@ def members_json(
     return "[" + ",".join(map(operator.add, heads, texts)) + "]"
 
 
-# report.json's format (docs/report-format.md): 4 since documents hold their text only when
-# asked (--full-text), and otherwise its SHA-256, their text read back from the inputs;
-# format 3 (documents always with their text) is read too.
-REPORT_FORMAT = 4
-READS_FORMATS = (3, 4)
+def members_placed_json(members: Sequence[Passage], documents: Mapping[str, int]) -> str:
+    """The members as report.json has them: each its document's number (in ``documents``,
+    the report's documents by id) and its span, ``{"document":N,"start":S,"end":E}``; the
+    rest (its id, source, path, ...) is its document's."""
+    placed = [
+        f'{{"document":{documents[m.document]},"start":{m.start},"end":{m.end}}}' for m in members
+    ]
+    return "[" + ",".join(placed) + "]"
+
+
+# report.json's format (docs/report-format.md): 5 since members, matches and groups name
+# documents by their number in ``documents``, and clusters their members by number; 4 (the
+# same, by ids) and 3 (documents always with their text) are read too.
+REPORT_FORMAT = 5
+READS_FORMATS = (3, 4, 5)
 # How much of a member's text a report line carries: none (report.json, whose documents hold
 # it), an excerpt (clusters.jsonl, clusters.csv), or all of it (with --full-text).
 MemberText = Literal["none", "excerpt", "full"]
@@ -587,42 +587,64 @@ class Cluster:
     def sources(self) -> tuple[str, ...]:
         return tuple(sorted({member.source for member in self.members}))
 
-    def to_dict(self, text: MemberText = "none", pairs: bool = True) -> dict[str, Any]:
-        data = {
-            "id": self.id,
-            "representative": self.representative,
-            "sources": list(self.sources),
-            "giant": self.giant,
-            "linked_through_others": list(self.linked_through_others),
-            "members": [member.to_dict(text) for member in self.members],
-        }
+    def to_dict(
+        self,
+        text: MemberText = "none",
+        pairs: bool = True,
+        documents: Mapping[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """The cluster as reports write it: with ``documents`` (the report's documents' numbers
+        by id) as report.json does, its representative and members linked through others by
+        their numbers in ``members``, each member by its document's number and its span;
+        without, as clusters.jsonl does, by their ids, each member with its id, source,
+        document id and span, and its ``text`` as asked."""
+        data = self._head(documents)
+        if documents is None:
+            data["members"] = [member.to_dict(text) for member in self.members]
+        else:
+            data["members"] = [
+                {"document": documents[m.document], "start": m.start, "end": m.end}
+                for m in self.members
+            ]
         if pairs:
             data["pairs"] = self.pair_rows()
         return data
 
     def to_json(
-        self, text: MemberText = "none", pairs: bool | str = True, heads: list[str] | None = None
+        self,
+        text: MemberText = "none",
+        pairs: bool | str = True,
+        documents: Mapping[str, int] | None = None,
     ) -> str:
-        """``json.dumps(self.to_dict(text, pairs), ensure_ascii=False, separators=COMPACT)``,
-        made faster: its members encoded by :func:`members_json` (from ``heads``, their
-        :func:`member_heads`, if made already), its pairs by ``PairTable.rows_json`` (a 1 GB
-        mirror dump's report has 800 k members and 5.5 M pairs), or given as ``pairs``, that
-        JSON, made already (``PairTable.rows_json_of``)."""
-        head = json.dumps(
-            {
-                "id": self.id,
-                "representative": self.representative,
-                "sources": list(self.sources),
-                "giant": self.giant,
-                "linked_through_others": list(self.linked_through_others),
-            },
-            ensure_ascii=False,
-            separators=COMPACT,
-        )
+        """``json.dumps(self.to_dict(text, pairs, documents), ensure_ascii=False,
+        separators=COMPACT)``, made faster: its members encoded by
+        :func:`members_placed_json` or :func:`members_json`, its pairs by
+        ``PairTable.rows_json`` (a 1 GB mirror dump's report has 800 k members and 5.5 M
+        pairs), or given as ``pairs``, that JSON, made already (``PairTable.rows_json_of``)."""
+        head = json.dumps(self._head(documents), ensure_ascii=False, separators=COMPACT)
         if pairs is True:
             pairs = self.pairs.rows_json()
         rows = f',"pairs":{pairs}' if pairs else ""
-        return f'{head[:-1]},"members":{members_json(self.members, text, heads)}{rows}}}'
+        if documents is None:
+            members = members_json(self.members, text)
+        else:
+            members = members_placed_json(self.members, documents)
+        return f'{head[:-1]},"members":{members}{rows}}}'
+
+    def _head(self, documents: Mapping[str, int] | None) -> dict[str, Any]:
+        representative: str | int = self.representative
+        linked: list[str] | list[int] = list(self.linked_through_others)
+        if documents is not None:
+            number = {member.id: position for position, member in enumerate(self.members)}
+            representative = number[self.representative]
+            linked = [number[member] for member in self.linked_through_others]
+        return {
+            "id": self.id,
+            "representative": representative,
+            "sources": list(self.sources),
+            "giant": self.giant,
+            "linked_through_others": linked,
+        }
 
     def pair_rows(self) -> list[list[float | int]]:
         """Its pairs as rows, ``[a, b, jaccard, containment, minhash_jaccard,
@@ -780,10 +802,12 @@ class Match:
     def identical_chars(self) -> int:
         return int(self.spans.identical_chars.sum())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, documents: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """As reports write it: its documents by id, or by their number in ``documents``
+        (the report's by id), as report.json does."""
         return {
-            "a": self.a.id,
-            "b": self.b.id,
+            "a": self.a.id if documents is None else documents[self.a.id],
+            "b": self.b.id if documents is None else documents[self.b.id],
             "shared_chars_a": self.shared_chars_a,
             "shared_chars_b": self.shared_chars_b,
             "coverage_a": round(self.coverage_a, 4),
@@ -803,12 +827,21 @@ class DocumentGroup:
     documents: tuple[str, ...]
     sources: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, documents: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """As reports write it: its documents by id, or by their number in ``documents``
+        (the report's by id), as report.json does."""
+        if documents is None:
+            return {
+                "id": self.id,
+                "representative": self.representative,
+                "sources": list(self.sources),
+                "documents": list(self.documents),
+            }
         return {
             "id": self.id,
-            "representative": self.representative,
+            "representative": documents[self.representative],
             "sources": list(self.sources),
-            "documents": list(self.documents),
+            "documents": [documents[document] for document in self.documents],
         }
 
 
@@ -938,11 +971,17 @@ class Report:
             "skipped": [entry.to_dict() for entry in self.skipped],
         }
         if clusters:
+            numbers = self.document_numbers()
             data["documents"] = [document.to_dict(document_texts) for document in self.documents]
-            data["matches"] = [match.to_dict() for match in self.matches]
-            data["document_groups"] = [group.to_dict() for group in self.document_groups]
-            data["clusters"] = [cluster.to_dict() for cluster in self.clusters]
+            data["matches"] = [match.to_dict(numbers) for match in self.matches]
+            data["document_groups"] = [group.to_dict(numbers) for group in self.document_groups]
+            data["clusters"] = [cluster.to_dict(documents=numbers) for cluster in self.clusters]
         return data
+
+    def document_numbers(self) -> dict[str, int]:
+        """Each document's number in ``documents`` (from 0), by id: how report.json's
+        members, matches and groups name them (format 5)."""
+        return {document.id: number for number, document in enumerate(self.documents)}
 
     def to_json(self, document_texts: bool = False) -> str:
         """report.json's text (docs/report-format.md)."""
@@ -974,6 +1013,7 @@ class Report:
             ("matches", self.matches),
             ("document_groups", self.document_groups),
         )
+        numbers = self.document_numbers()
         for name, items in bulk:
             out.write(f',\n  "{name}": [')
             for number, item in enumerate(items):
@@ -981,7 +1021,7 @@ class Report:
                 data = (
                     item.to_dict(document_texts)
                     if isinstance(item, MatchedDocument)
-                    else item.to_dict()
+                    else item.to_dict(numbers)
                 )
                 out.write(json.dumps(data, ensure_ascii=False, separators=COMPACT))
             out.write("\n  ]" if items else "]")
@@ -990,10 +1030,9 @@ class Report:
             _with_pairs_json(self.clusters if clusters is None else clusters)
         ):
             out.write(",\n" if number else "\n")
-            heads = member_heads(cluster.members)  # the members' JSON but their text, once
-            out.write(cluster.to_json("none", pairs, heads))
+            out.write(cluster.to_json("none", pairs, numbers))
             if lines is not None:
-                lines.write(cluster.to_json(lines_text, False, heads) + "\n")
+                lines.write(cluster.to_json(lines_text, False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
 
 

@@ -18,7 +18,7 @@ import dedup
 from dedup.cli import cli
 from dedup.config import ScanConfig
 from dedup.read import discover_inputs, read_file
-from tests.reports import with_member_texts
+from tests.reports import report_json, with_member_texts
 
 
 def _read(path: Path, **options: object) -> list:  # type: ignore[type-arg]
@@ -44,7 +44,7 @@ def test_lone_surrogates_in_json_fields_become_replacement_characters(
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     assert report["clusters"], "the record's text still matches the other site"
     (entry,) = [e for e in report["inputs"] if e["path"].endswith("dump.jsonl")]
     assert any("lone surrogates" in warning for warning in entry["warnings"])
@@ -68,7 +68,7 @@ def test_file_and_folder_names_that_are_not_utf8_are_read_and_shown_escaped(
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     paths = {
         m["path"] for c in with_member_texts(report, out / "report.json") for m in c["members"]
     }
@@ -89,7 +89,7 @@ def test_paths_on_standard_input_need_not_be_utf8(tmp_path: Path, seed_simplifie
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["scan", "-", "-o", str(out), "-q", "-j", "1"], input=listing)
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     assert [e["path"].rsplit("/", 1)[1] for e in report["inputs"]] == ["ch2.txt", "ch\\xff.txt"]
 
 
@@ -308,7 +308,7 @@ def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplifie
     assert {row["title"] for row in rows} == {'\'=HYPERLINK("http://x")', "'-2"}
     (match,) = tables["matches.csv"]
     assert {match["a_title"], match["b_title"]} == {'\'=HYPERLINK("http://x")', "'-2"}
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     members = [m for c in with_member_texts(report, out / "report.json") for m in c["members"]]
     assert {m["record_id"] for m in members} == {"@SUM(1+1)", "+1"}
 
@@ -344,7 +344,7 @@ def test_a_report_folder_inside_a_scanned_folder_is_left_out_once(
     assert first.exit_code == 0
     again = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(dump / "dedup-report"), "-q"])
     assert again.exit_code == 0
-    report = json.loads((dump / "dedup-report" / "report.json").read_text("utf-8"))
+    report = report_json(dump / "dedup-report")
     skipped = {s["path"]: s["reason"] for s in report["skipped"]}
     assert sorted(skipped) == [f"{dump.as_posix()}/README.md", f"{dump.as_posix()}/dedup-report"]
     assert skipped[f"{dump.as_posix()}/dedup-report"].startswith("a report dedup wrote")

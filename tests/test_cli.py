@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from dedup import __version__
 from dedup.cli import cli, main
 from dedup.report import load_report
-from tests.reports import with_member_texts
+from tests.reports import report_json, with_member_texts
 from tests.test_scan import EXPECTED_FILE_PAIRS
 
 
@@ -27,7 +27,7 @@ def test_scan_writes_report_and_prints_summary(samples: Path, tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert "site-qidian" in result.stdout
     assert "README.md: not a supported format" in result.stderr
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     linked = {
         pair
         for cluster in with_member_texts(report, out / "report.json")
@@ -47,7 +47,7 @@ def test_paths_from_stdin(samples: Path, tmp_path: Path) -> None:
         cli, ["scan", "-", "--out", str(tmp_path), "-q", "-j", "1"], input=paths
     )
     assert result.exit_code == 0, result.output
-    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    report = report_json(tmp_path)
     assert report["summary"]["files"] == 3
 
 
@@ -132,7 +132,7 @@ def test_a_dump_of_nothing_but_bad_inputs_is_reported_not_a_crash(tmp_path: Path
     for jobs in ("1", "2"):
         result = CliRunner().invoke(cli, ["scan", str(dump.parent), "--out", str(out), "-j", jobs])
         assert result.exit_code == 0, result.output
-        report = json.loads((out / "report.json").read_text("utf-8"))
+        report = report_json(out)
         assert report["clusters"] == [] and report["summary"]["passages"] == 0
         skipped = {Path(entry["path"]).name for entry in report["skipped"]}
         assert {"empty.txt", "junk.txt", "broken.jsonl"} <= skipped
@@ -216,7 +216,7 @@ def test_summary_counts_read_as_english(
         (copies / site).mkdir(parents=True)
         (copies / site / "ch.txt").write_text(seed_simplified, "utf-8")
     result = CliRunner().invoke(cli, ["scan", str(copies), "-o", str(tmp_path / "r2"), "-j", "1"])
-    report = json.loads((tmp_path / "r2" / "report.json").read_text("utf-8"))
+    report = report_json(tmp_path / "r2")
     summary = report["summary"]
     assert summary["exact_copy_pairs"] == summary["verified_pairs"] > 0
     assert summary["candidate_pairs"] == 0
@@ -259,7 +259,7 @@ def test_records_naming_their_source_are_counted_under_it(
     assert sources["site-a"]["files"] == sources["site-b"]["files"] == 1
     assert sources["site-a"]["passages"] == sources["site-a"]["in_clusters"] > 0
     assert sources["site-b"]["passages"] > sources["site-b"]["in_clusters"] > 0
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     (entry,) = report["inputs"]
     assert sum(entry["passages_by_source"].values()) == entry["passages"]
     result = CliRunner().invoke(
@@ -283,7 +283,7 @@ def test_explain_reaches_zip_entries_as_the_report_names_them(
     assert (
         CliRunner().invoke(cli, ["scan", str(archive), "-o", str(report_dir), "-q"]).exit_code == 0
     )
-    report = json.loads((report_dir / "report.json").read_text("utf-8"))
+    report = report_json(report_dir)
     members = [m for c in report["clusters"] for m in c["members"]]
     zipped = next(m for m in members if "!/site-qidian/000.txt" in m["id"])
     record = next(m for m in members if "dump.jsonl#" in m["id"])
@@ -343,7 +343,7 @@ def test_scan_leads_with_documents_and_writes_matches_csv(samples: Path, tmp_pat
     out = tmp_path / "report"
     result = CliRunner().invoke(cli, ["scan", str(samples), "--out", str(out), "-j", "1"])
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     summary = report["summary"]
     assert (
         f"found {summary['matched_documents']} documents of {summary['documents']} sharing text "

@@ -15,6 +15,7 @@ import pytest
 
 import dedup
 from dedup.normalize import NormalizeConfig, normalize
+from tests.reports import report_json
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
@@ -323,10 +324,7 @@ def test_every_pair_on_the_command_line(mirror_dump: Path, tmp_path: Path) -> No
             cli, ["scan", str(mirror_dump), "-o", str(tmp_path / name), "-q", *extra]
         )
         assert result.exit_code == 0, result.output
-    linked, every = (
-        json.loads((tmp_path / name / "report.json").read_text("utf-8"))
-        for name in ("linked", "every")
-    )
+    linked, every = (report_json(tmp_path / name) for name in ("linked", "every"))
     assert linked["options"]["every_pair"] is False and every["options"]["every_pair"] is True
     assert len(linked["matches"]) < len(every["matches"])
     assert linked["document_groups"] == every["document_groups"]

@@ -26,7 +26,7 @@ from dedup.normalize import normalize
 from dedup.report import load_report
 from dedup.report.html import render_html
 from dedup.report.rebuild import rebuild
-from tests.reports import folder_files, with_member_texts
+from tests.reports import by_ids, folder_files, report_json, with_member_texts
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 PAIR = ["corpus_samples/site-qidian/000.txt", "corpus_samples/site-tw/000.txt"]
@@ -56,7 +56,7 @@ def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: 
     raw = (tmp_path / "clusters.csv").read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # the BOM Excel needs to read UTF-8
     rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
-    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    report = report_json(tmp_path)
     clusters = with_member_texts(report, tmp_path / "report.json")
     members = [m for c in clusters for m in c["members"]]
     assert len(rows) == len(members)
@@ -91,7 +91,7 @@ def test_full_text_puts_each_members_text_in_the_tables(in_repo: Path, tmp_path:
         cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--full-text"]
     )
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     members = [m for c in with_member_texts(report, out / "report.json") for m in c["members"]]
     with open(out / "clusters.csv", encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -112,7 +112,7 @@ def test_format_json_prints_a_machine_summary(in_repo: Path, tmp_path: Path) -> 
         cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-j", "1", "--format", "json"]
     )
     summary = json.loads(result.stdout)
-    report = json.loads((tmp_path / "report.json").read_text("utf-8"))
+    report = report_json(tmp_path)
     assert summary["summary"]["clusters"] == len(report["clusters"]) > 50
     in_tw = sum(m["source"] == "site-tw" for c in report["clusters"] for m in c["members"])
     assert summary["sources"]["site-tw"]["in_clusters"] == in_tw > 30
@@ -203,9 +203,9 @@ def test_report_json_holds_texts_with_full_text_else_reads_them_from_the_inputs(
     for out, extra in (("lean", []), ("full", ["--full-text"])):
         scanned = runner.invoke(cli, ["scan", "dump", "-o", out, "-q", "-j", "1", *extra])
         assert scanned.exit_code == 0, scanned.output
-    lean = json.loads((tmp_path / "lean/report.json").read_text("utf-8"))
-    full = json.loads((tmp_path / "full/report.json").read_text("utf-8"))
-    assert lean["report_format"] == 4 and lean["documents"]
+    lean = report_json(tmp_path / "lean")
+    full = report_json(tmp_path / "full")
+    assert lean["report_format"] == 5 and lean["documents"]
     assert all("text" not in d for d in lean["documents"])
     pairs = zip(lean["documents"], full["documents"], strict=True)
     assert [{**d, "text": f["text"]} for d, f in pairs] == full["documents"]
@@ -250,13 +250,54 @@ def test_report_json_holds_texts_with_full_text_else_reads_them_from_the_inputs(
         load_report(tmp_path / "lean/report.json")
     changed.write_bytes(original)
     assert load_report(tmp_path / "lean/report.json") == loaded
-    # format 3 (every document with its text, no SHA-256) is still read
-    older = json.loads((tmp_path / "full/report.json").read_text("utf-8"))
+    # format 4 (documents named by id) and 3 (every document with its text, no SHA-256) are
+    # still read
+    older = report_json(tmp_path / "lean")
+    older["report_format"] = 4
+    (tmp_path / "lean/format-4.json").write_text(json.dumps(older, ensure_ascii=False), "utf-8")
+    assert load_report(tmp_path / "lean/format-4.json") == loaded
+    older = report_json(tmp_path / "full")
     older["report_format"] = 3
     for document in older["documents"]:
         del document["text_sha256"]
     (tmp_path / "older.json").write_text(json.dumps(older, ensure_ascii=False), "utf-8")
     assert load_report(tmp_path / "older.json") == loaded
+
+
+def test_the_report_formats_jq_commands_give_each_members_text_and_pairs(
+    in_repo: Path, tmp_path: Path
+) -> None:
+    """docs/report-format.md's jq commands, run on a report with its texts: each member's
+    text cut from its document's, and the pairs named by their members' ids."""
+    if shutil.which("jq") is None:  # .ci/run installs it
+        pytest.skip("jq is not installed")
+    scanned = CliRunner().invoke(
+        cli, ["scan", "corpus_samples", "-o", str(tmp_path), "-q", "-j", "1", "--full-text"]
+    )
+    assert scanned.exit_code == 0, scanned.output
+    doc = (Path(__file__).parent.parent / "docs/report-format.md").read_text("utf-8")
+    commands = re.findall(r"```\n(jq .*?) report\.json\n```", doc, re.DOTALL)
+    assert len(commands) == 2, commands
+
+    def run(command: str) -> list[Any]:
+        program = command.removeprefix("jq ").strip().strip("'")
+        done = subprocess.run(
+            ["jq", "-c", program, str(tmp_path / "report.json")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    report = load_report(tmp_path / "report.json")
+    texts, pairs = run(commands[0]), run(commands[1])
+    assert texts == [m.text for c in report.clusters for m in c.members]
+    assert len(texts) > 100 and all(texts)
+    assert pairs == [
+        {"a": p.a, "b": p.b, "jaccard": round(p.jaccard, 4), "containment": round(p.containment, 4)}
+        for c in report.clusters
+        for p in c.pairs
+    ]
 
 
 def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
@@ -270,7 +311,7 @@ def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:
     assert report["options"]["threshold"] == 0.95
     assert all(
         p["jaccard"] >= 0.95 or p["containment"] >= 0.99
-        for c in with_member_texts(report, tmp_path / "report.json")
+        for c in with_member_texts(by_ids(report), tmp_path / "report.json")
         for p in c["pairs"]
     )
     lower = runner.invoke(cli, ["report", str(tmp_path), "--threshold", "0.3"])
@@ -353,7 +394,7 @@ def test_report_renders_in_a_real_browser(in_repo: Path, tmp_path: Path) -> None
     out = tmp_path / "report"
     CliRunner().invoke(cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1"])
     page = (out / "index.html").resolve().as_uri()
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     total = len(report["clusters"])
     dom = _chromium(tmp_path, page + "#cluster=c2", "--dump-dom")
     assert 'data-ready="1"' in dom
@@ -392,7 +433,7 @@ def test_a_match_opens_side_by_side_in_a_real_browser(in_repo: Path, tmp_path: P
     out = tmp_path / "report"
     CliRunner().invoke(cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1"])
     page = (out / "index.html").resolve().as_uri()
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     total = len(report["matches"])
     everything = _chromium(tmp_path, page, "--dump-dom")
     assert f"{total} of {total} matches shown" in everything
@@ -614,17 +655,17 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
 ) -> None:
     import os
 
-    from dedup.report import writer as report_json
+    from dedup.report import writer
 
     report = dedup.scan([str(samples)], jobs=1)
     formats = ("html", "csv", "pairs", "jsonl")
-    forked = report_json.write_report(report, tmp_path / "forked", formats, two_processes=True)
+    forked = writer.write_report(report, tmp_path / "forked", formats, two_processes=True)
     files = folder_files(tmp_path / "forked")
     assert {"index.html", "clusters.csv", "pairs.csv", "report.json", "clusters.jsonl"} <= set(
         files
     )
     parent = os.getpid()
-    write_one = report_json._write_page_or_table
+    write_one = writer._write_page_or_table
     marks = tmp_path / "marks"
     marks.mkdir()
 
@@ -636,8 +677,8 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
         write_one(report, directory, name, full_text)
 
     # Whichever process is done with its own files first writes the tables: the same files.
-    monkeypatch.setattr(report_json, "_write_page_or_table", slow_page)
-    report_json.write_report(report, tmp_path / "shared", formats, two_processes=True)
+    monkeypatch.setattr(writer, "_write_page_or_table", slow_page)
+    writer.write_report(report, tmp_path / "shared", formats, two_processes=True)
     assert folder_files(tmp_path / "shared") == files
     by = {path.name for path in marks.iterdir()}
     assert by == {"index.html-copy", "index_data-copy"} | {
@@ -645,7 +686,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     }
     monkeypatch.undo()
 
-    here = report_json._write_page_and_claimed
+    here = writer._write_page_and_claimed
 
     def failing_in_the_copy(*arguments: Any) -> None:
         if os.getpid() != parent:
@@ -654,16 +695,14 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
         return here(*arguments)
 
     # The copy fails: this process writes its files itself, the same ones.
-    monkeypatch.setattr(report_json, "_write_page_and_claimed", failing_in_the_copy)
-    recovered = report_json.write_report(
-        report, tmp_path / "recovered", formats, two_processes=True
-    )
+    monkeypatch.setattr(writer, "_write_page_and_claimed", failing_in_the_copy)
+    recovered = writer.write_report(report, tmp_path / "recovered", formats, two_processes=True)
     assert recovered == [tmp_path / "recovered" / path.name for path in forked]
     assert (tmp_path / "the copy ran").exists()
     assert folder_files(tmp_path / "recovered") == files
     # A one-worker scan's report is written by this process alone (no copy of its memory).
     (tmp_path / "the copy ran").unlink()
-    report_json.write_report(report, tmp_path / "alone", formats)
+    writer.write_report(report, tmp_path / "alone", formats)
     assert not (tmp_path / "the copy ran").exists()
     assert folder_files(tmp_path / "alone") == files
 
@@ -671,8 +710,8 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     def no_copy(self: Any, *arguments: Any, fork: bool) -> None:
         self.process = None
 
-    monkeypatch.setattr(report_json._ForkedWriter, "__init__", no_copy)
-    report_json.write_report(report, tmp_path / "here", formats, two_processes=True)
+    monkeypatch.setattr(writer._ForkedWriter, "__init__", no_copy)
+    writer.write_report(report, tmp_path / "here", formats, two_processes=True)
     assert folder_files(tmp_path / "here") == files
 
 
@@ -716,7 +755,7 @@ def test_the_page_follows_its_url_and_writes_every_view_to_it(
         cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--passage-chars", "100"]
     )
     assert result.exit_code == 0, result.output
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     clusters = with_member_texts(report, out / "report.json")
     assert len(clusters) > 200
     late = clusters[150]["id"]  # on the second page of the largest-first list

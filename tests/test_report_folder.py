@@ -3,7 +3,6 @@ locked against a second writer; checked before any work; no process outlives the
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -21,7 +20,7 @@ from dedup.cli import cli
 from dedup.report import tables
 from dedup.report.folder import ReportFolder
 from tests.processes import alive, children
-from tests.reports import folder_files
+from tests.reports import folder_files, report_json
 
 
 def _scan(*arguments: str) -> Any:
@@ -161,7 +160,7 @@ def _run(dump: Path, out: Path) -> subprocess.Popen[bytes]:
 
 
 def _complete(out: Path) -> None:
-    report = json.loads((out / "report.json").read_text("utf-8"))
+    report = report_json(out)
     assert report["clusters"]
     assert {"run.json", "index.html", "clusters.csv", "clusters.jsonl"} <= set(folder_files(out))
     lines = (out / "clusters.jsonl").read_text("utf-8").splitlines()

@@ -145,8 +145,12 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "identical_chars",
         "spans",
     }
-    documents = {document["id"]: document for document in data["documents"]}
-    assert match["a"] in documents and match["b"] in documents
+    # documents are named by their number in the list (format 5)
+    documents = data["documents"]
+    assert [documents[match["a"]]["id"], documents[match["b"]]["id"]] == [
+        report.matches[0].a.id,
+        report.matches[0].b.id,
+    ]
     assert set(match["spans"][0]) == {"a_start", "a_end", "b_start", "b_end", "identical_chars"}
     location = {"id", "source", "path", "record", "record_id", "chapter", "title", "start", "end"}
     assert set(data["documents"][0]) == location | {"story_chars", "text_sha256"}
@@ -172,26 +176,35 @@ def test_report_json_contract(report: dedup.Report) -> None:
         "giant",
         "linked_through_others",
     }
-    assert set(cluster["members"][0]) == {"id", "source", "start", "end", "document"}
+    assert set(cluster["members"][0]) == {"start", "end", "document"}
     # a member's text is its document's, held once: every member's document is there, and
-    # holds it; the rest of where the member is is its document's
-    assert data["report_format"] == 4
-    by_id = {p.id: p for c in report.clusters for p in c.members}
-    for member in (m for c in data["clusters"] for m in c["members"]):
-        holder = documents[member["document"]]
-        passage = by_id[member["id"]]
-        assert (holder["path"], holder["record"], holder["chapter"], holder["title"]) == (
-            passage.path,
-            passage.record,
-            passage.chapter,
-            passage.title,
+    # holds it; where the member is otherwise, its id and its source are its document's
+    assert data["report_format"] == 5
+    for listed, written in zip(report.clusters, data["clusters"], strict=True):
+        members = written["members"]
+        assert len(members) == len(listed.members)
+        for member, passage in zip(members, listed.members, strict=True):
+            holder = documents[member["document"]]
+            assert (holder["path"], holder["record"], holder["chapter"], holder["title"]) == (
+                passage.path,
+                passage.record,
+                passage.chapter,
+                passage.title,
+            )
+            assert holder["source"] == passage.source and holder["id"] == passage.document
+            assert (member["start"], member["end"]) == (passage.start, passage.end)
+            assert holder["start"] <= member["start"] < member["end"] <= holder["end"]
+        # the representative and the members linked through others by their numbers
+        assert listed.members[written["representative"]].id == listed.representative
+        assert [listed.members[n].id for n in written["linked_through_others"]] == list(
+            listed.linked_through_others
         )
-        assert holder["source"] == member["source"] == passage.source
-        assert holder["start"] <= member["start"] < member["end"] <= holder["end"]
+    assert any(c["linked_through_others"] for c in data["clusters"])
     # a pair is a row: the numbers of its two members in the cluster, then its values
     for one, row in zip(report.clusters[0].pairs, cluster["pairs"], strict=True):
         a, b, jaccard, containment, minhash_jaccard, identical = row
-        assert cluster["members"][a]["id"] == one.a and cluster["members"][b]["id"] == one.b
+        members = report.clusters[0].members
+        assert members[a].id == one.a and members[b].id == one.b
         assert a < b and (jaccard, identical) == (round(one.jaccard, 4), one.identical_chars)
         assert containment == round(one.containment, 4)
         assert minhash_jaccard == round(one.minhash_jaccard, 4)

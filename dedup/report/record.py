@@ -25,6 +25,7 @@ from dedup.models import (
     InputFile,
     Match,
     MatchedDocument,
+    MemberIds,
     PairTable,
     Passage,
     PassageSpan,
@@ -41,12 +42,19 @@ from dedup.read.zip import outer_path
 from dedup.report.writer import RUN_FILE
 from dedup.version import __version__
 
+# A report's documents as its members, matches and groups name them: by id (formats 3 and 4),
+# or by their number in its documents (format 5).
+DocumentOf = Callable[[Any], MatchedDocument]
 
-def _members(data: list[dict[str, Any]], documents: dict[str, MatchedDocument]) -> list[Passage]:
+
+def _members(data: list[dict[str, Any]], document_of: DocumentOf) -> list[Passage]:
     """A cluster's members, each with its text cut from its document's, as a scan makes them:
-    what a member does not say of itself (its path, record, chapter, ...) is its document's."""
-    holders = [documents[member["document"]] for member in data]
-    columns = {name: [member[name] for member in data] for name in ("id", "source", "start", "end")}
+    what a member does not say of itself (its path, record, chapter, and from format 5 its
+    source) is its document's."""
+    holders = [document_of(member["document"]) for member in data]
+    columns: dict[str, list[Any]] = {
+        name: [member[name] for member in data] for name in ("start", "end")
+    }
     columns |= {"document": [holder.id for holder in holders], "holder": holders}
     for name in set(CutPassage.SLOTS) - set(columns):
         columns[name] = [getattr(holder, name) for holder in holders]
@@ -59,7 +67,7 @@ def _pairs(rows: list[list[Any]], members: tuple[Passage, ...]) -> PairTable:
     identical_chars]``) as its table."""
     a, b, jaccard, containment, estimated, identical = zip(*rows, strict=True) if rows else [()] * 6
     return PairTable(
-        tuple(member.id for member in members),
+        MemberIds(members),
         np.array(a, dtype=np.int32),
         np.array(b, dtype=np.int32),
         np.array(jaccard, dtype=np.float64),
@@ -69,22 +77,27 @@ def _pairs(rows: list[list[Any]], members: tuple[Passage, ...]) -> PairTable:
     )
 
 
-def _cluster(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Cluster:
-    members = tuple(_members(data["members"], documents))
+def _cluster(data: dict[str, Any], document_of: DocumentOf, numbered: bool) -> Cluster:
+    members = tuple(_members(data["members"], document_of))
+    representative = data["representative"]
+    linked = data.get("linked_through_others", ())
+    if numbered:
+        representative = members[representative].id
+        linked = [members[number].id for number in linked]
     return Cluster(
         id=data["id"],
-        representative=data["representative"],
+        representative=representative,
         members=members,
         pairs=_pairs(data["pairs"], members),
-        linked_through_others=tuple(data.get("linked_through_others", ())),
+        linked_through_others=tuple(linked),
         giant=data.get("giant", False),
     )
 
 
-def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match:
+def _match(data: dict[str, Any], document_of: DocumentOf) -> Match:
     return Match(
-        a=documents[data["a"]],
-        b=documents[data["b"]],
+        a=document_of(data["a"]),
+        b=document_of(data["b"]),
         shared_chars_a=data["shared_chars_a"],
         shared_chars_b=data["shared_chars_b"],
         coverage_a=data["coverage_a"],
@@ -99,11 +112,11 @@ def _match(data: dict[str, Any], documents: dict[str, MatchedDocument]) -> Match
     )
 
 
-def _group(data: dict[str, Any]) -> DocumentGroup:
+def _group(data: dict[str, Any], document_of: DocumentOf) -> DocumentGroup:
     return DocumentGroup(
         id=data["id"],
-        representative=data["representative"],
-        documents=tuple(data["documents"]),
+        representative=document_of(data["representative"]).id,
+        documents=tuple(document_of(document).id for document in data["documents"]),
         sources=tuple(data["sources"]),
     )
 
@@ -221,9 +234,11 @@ def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Repor
     """The report from its top level and its lists' items, in file order (documents before
     the matches and clusters that name them); ``strict``: see _texts_from_inputs."""
     data = _top(parts, path)
+    numbered = data["report_format"] >= 5
     entries: list[dict[str, Any]] = []
     held = True  # every document's text in report.json
     documents: dict[str, MatchedDocument] = {}
+    document_of: DocumentOf = documents.__getitem__
     matches: list[Match] = []
     groups: list[DocumentGroup] = []
     clusters: list[Cluster] = []
@@ -234,13 +249,14 @@ def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Repor
             continue
         if entries:  # the documents come first: all of them are read now
             documents = _documents(entries, data, path, strict)
+            document_of = _named(documents, numbered)
             entries = []
         if kind == "matches":
-            matches.append(_match(item, documents))
+            matches.append(_match(item, document_of))
         elif kind == "document_groups":
-            groups.append(_group(item))
+            groups.append(_group(item, document_of))
         else:
-            clusters.append(_cluster(item, documents))
+            clusters.append(_cluster(item, document_of, numbered))
     if entries:
         documents = _documents(entries, data, path, strict)
     return Report(
@@ -258,6 +274,11 @@ def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Repor
         directory=_scan_directory(path) or "",
         texts_held=held,
     )
+
+
+def _named(documents: dict[str, MatchedDocument], numbered: bool) -> DocumentOf:
+    """How the report's items name its documents: by number (format 5) or by id."""
+    return list(documents.values()).__getitem__ if numbered else documents.__getitem__
 
 
 def _top(parts: Iterator[tuple[str, Any]], path: Path) -> dict[str, Any]:
