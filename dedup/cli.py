@@ -286,7 +286,9 @@ def output_options(function: F) -> F:
                 help="Outputs, comma-separated: html (index.html), csv (matches.csv, "
                 "clusters.csv), pairs (pairs.csv: every verified pair, a row each), jsonl "
                 "(clusters.jsonl), text (summary on stdout) or json (summary as JSON on "
-                "stdout). report.json is always written.",
+                "stdout). report.json is always written. The tables are asked for (say "
+                "html,text,csv): on a large dump they are as large as report.json and the "
+                "page together; dedup report DIR --format ... writes them later.",
             ),
             click.option(
                 "--full-text",

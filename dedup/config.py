@@ -25,7 +25,7 @@ NORMALIZE_STEPS = (
 )
 # What --format can ask for (the report's files: report.json and run.json are always written).
 FORMATS = ("html", "csv", "pairs", "jsonl", "text", "json")
-DEFAULT_FORMATS = ("html", "csv", "jsonl", "text")
+DEFAULT_FORMATS = ("html", "text")
 DEFAULT_TEXT_FIELDS = ("content", "text", "body")
 DEFAULT_TITLE_FIELDS = ("title", "chapter", "chapter_title")
 DEFAULT_ID_FIELDS = ("id", "chapter_id", "url")

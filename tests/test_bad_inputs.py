@@ -42,7 +42,8 @@ def test_lone_surrogates_in_json_fields_become_replacement_characters(
     record = {"title": "x\ud800", "source": "y\udfff", "text": seed_simplified[:1500] + "\udc00"}
     (dump / "site-b" / "dump.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1"])
+    every = ["--format", "html,csv,jsonl"]
+    result = CliRunner().invoke(cli, ["scan", str(dump), "-o", str(out), "-q", "-j", "1", *every])
     assert result.exit_code == 0, result.output
     report = report_json(out)
     assert report["clusters"], "the record's text still matches the other site"

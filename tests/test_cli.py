@@ -341,7 +341,8 @@ def test_version_and_help_load_none_of_the_library() -> None:
 
 def test_scan_leads_with_documents_and_writes_matches_csv(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
-    result = CliRunner().invoke(cli, ["scan", str(samples), "--out", str(out), "-j", "1"])
+    scan = ["scan", str(samples), "--out", str(out), "-j", "1", "--format", "text,csv"]
+    result = CliRunner().invoke(cli, scan)
     assert result.exit_code == 0, result.output
     report = report_json(out)
     summary = report["summary"]

@@ -85,10 +85,14 @@ def test_csv_opens_in_excel_and_agrees_with_the_report(in_repo: Path, tmp_path: 
     assert [json.loads(line) for line in lines] == excerpted
 
 
+TABLES = ("--format", "csv,jsonl")
+
+
 def test_full_text_puts_each_members_text_in_the_tables(in_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "full"
     result = CliRunner().invoke(
-        cli, ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--full-text"]
+        cli,
+        ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--full-text", *TABLES],
     )
     assert result.exit_code == 0, result.output
     report = report_json(out)

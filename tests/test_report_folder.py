@@ -35,27 +35,29 @@ def test_an_interrupt_while_writing_leaves_the_previous_report_whole(
     samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "report"
-    assert _scan(str(samples), "-o", str(out), "-q", "-j", "1").exit_code == 0
+    tables_too = ("--format", "html,csv,jsonl")
+    assert _scan(str(samples), "-o", str(out), "-q", "-j", "1", *tables_too).exit_code == 0
     before = folder_files(out)
+    assert "clusters.csv" in before
 
     def interrupted(report: Any, handle: Any, full_text: bool) -> None:
         handle.write("cluster,size\r\nc1,2\r\n")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(tables, "write_clusters_csv", interrupted)
-    result = _scan(str(samples), "-o", str(out), "-q", "-j", "1", "--threshold", "0.9")
+    result = _scan(str(samples), "-o", str(out), "-q", "-j", "1", "--threshold", "0.9", *tables_too)
     assert result.exit_code != 0
     assert folder_files(out) == before
     assert _leftovers(out) == []
     # The first report into a new folder: absent, not half there.
     fresh = tmp_path / "fresh"
-    assert _scan(str(samples), "-o", str(fresh), "-q", "-j", "1").exit_code != 0
+    assert _scan(str(samples), "-o", str(fresh), "-q", "-j", "1", *tables_too).exit_code != 0
     assert not fresh.exists() and _leftovers(fresh) == []
 
 
 def test_a_narrower_format_leaves_no_stalefolder_files(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
-    assert _scan(str(samples), "-o", str(out), "-q").exit_code == 0
+    assert _scan(str(samples), "-o", str(out), "-q", "--format", "html,jsonl").exit_code == 0
     assert {"index.html", "clusters.jsonl"} <= set(folder_files(out))
     assert _scan(str(samples), "-o", str(out), "-q", "--format", "csv,pairs").exit_code == 0
     assert set(folder_files(out)) == {
@@ -151,11 +153,10 @@ def _dump(tmp_path: Path, samples: Path, copies: int) -> Path:
 
 
 def _run(dump: Path, out: Path) -> subprocess.Popen[bytes]:
+    scan = ["scan", str(dump), "-o", str(out), "-q", "-j", "2", "--format", "html,csv,jsonl"]
     with open(out.with_name("stderr.txt"), "wb") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "dedup", "scan", str(dump), "-o", str(out), "-q", "-j", "2"],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
+            [sys.executable, "-m", "dedup", *scan], stdout=subprocess.DEVNULL, stderr=log
         )
 
 
@@ -206,7 +207,7 @@ def test_a_stopped_scan_leaves_no_process_and_no_report_that_looks_complete(
             assert partial == [] and not (tmp_path / ".report.dedup-lock").exists()
         else:  # killed outright: what it left is named as partial, and is removed next time
             assert all((p / ".dedup-writing").exists() for p in partial)
-    assert _scan(str(dump), "-o", str(out), "-q").exit_code == 0
+    assert _scan(str(dump), "-o", str(out), "-q", "--format", "html,csv,jsonl").exit_code == 0
     _complete(out)
     assert [p.name for p in tmp_path.iterdir() if "report" in p.name] == ["report"]
     # CPython prints "Exception ignored" when a signal lands in a callback it called from C
