@@ -105,7 +105,7 @@ def test_full_text_puts_each_members_text_in_the_tables(in_repo: Path, tmp_path:
         m["text"] for m in members
     ]
     # and dedup report keeps them, rebuilt from report.json alone
-    rebuilt = CliRunner().invoke(cli, ["report", str(out), "-q", "--full-text"])
+    rebuilt = CliRunner().invoke(cli, ["report", str(out), "-q", "--full-text", *TABLES])
     assert rebuilt.exit_code == 0, rebuilt.output
     again = (out / "clusters.jsonl").read_text("utf-8").splitlines()
     assert again == lines
@@ -518,6 +518,34 @@ def test_a_page_too_big_for_a_browser_holds_the_largest_clusters(
     following = sum(len(m.text) for m in report.clusters[len(shown)].members)
     assert text <= 40_000 - documents < text + following
     assert capped["summary"] == whole["summary"] and capped["overlap"] == whole["overlap"]
+
+
+def test_a_pages_text_is_at_most_a_quarter_of_the_dumps(
+    monkeypatch: pytest.MonkeyPatch, samples: Path
+) -> None:
+    """Past its floor (a small dump's page holds all it found), the page carries a quarter
+    of the text of the dump's passages at most: the report stays a part of the dump."""
+    from dedup.report import html
+
+    report = dedup.scan([str(samples)], jobs=1)
+    quarter = report.summary.passages * report.options["passage_chars"] // 4
+    assert html.page_text_budget(report) == html.PAGE_TEXT_FLOOR > quarter
+    whole, _parts = _page_and_parts(report)
+    assert len(whole["clusters"]) == len(report.clusters)
+    monkeypatch.setattr(html, "PAGE_TEXT_FLOOR", 1_000)
+    assert html.page_text_budget(report) == quarter
+    page, parts = _page_and_parts(report)
+
+    def items(kind: str) -> list[Any]:
+        return [item for name, listed in parts.items() if name.startswith(kind) for item in listed]
+
+    documents = sum(len(text) for _, text in items("documents"))
+    members = sum(len(m["text"]) for cluster in items("clusters") for m in cluster["members"])
+    # the first match and the first cluster are always shown, whatever their size
+    assert 0 < documents <= quarter // 2 or len(page["matches"]) == 1
+    assert 0 < members <= quarter - documents or len(page["clusters"]) == 1
+    assert 0 < len(page["clusters"]) < len(report.clusters)
+    assert 0 < len(page["matches"]) < len(report.matches)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's)")

@@ -49,11 +49,20 @@ PARTS_FOLDER = "index_data"
 # and a search of the text for all of them.
 PART_CHARS = 400_000
 HISTOGRAM_BINS = 20
-# The page's parts carry the matched documents' text (up to half of this many characters) and
-# the members' text of the largest clusters (the rest), some 60 MB at most, however large the
-# dump: the report folder stays about the size of what it reports. The overview counts
-# everything; report.json, matches.csv, clusters.jsonl and clusters.csv hold it all.
+# The page's parts carry the matched documents' text (up to half of its budget of characters)
+# and the members' text of the largest clusters (the rest): a quarter of the text of the dump's
+# passages, at least PAGE_TEXT_FLOOR characters (a small dump's page holds all it found) and
+# at most PAGE_TEXT_BUDGET (some 70 MB of parts, however large the dump), so that the page is
+# a small part of the report (issue 18: the report at most half the dump). The overview
+# counts everything; report.json (and the tables, asked for) hold it all.
 PAGE_TEXT_BUDGET = 20_000_000
+PAGE_TEXT_FLOOR = 2_000_000
+
+
+def page_text_budget(report: Report) -> int:
+    """The characters of text the page of ``report`` carries at most."""
+    passages_text = report.summary.passages * int(report.options["passage_chars"])
+    return min(PAGE_TEXT_BUDGET, max(PAGE_TEXT_FLOOR, passages_text // 4))
 
 
 def _cluster_data(
@@ -130,7 +139,7 @@ def report_data(report: Report) -> dict[str, Any]:
 
 def document_data(report: Report) -> dict[str, Any]:
     """The matches the page shows, with their documents' text, largest share first, up to
-    half of PAGE_TEXT_BUDGET characters of document text: ``documents`` (each once) and
+    half of the page's budget (:func:`page_text_budget`) of document text: ``documents`` (each once) and
     ``matches`` as [id, a, b, coverage_a, coverage_b, identical_chars, spans], spans as
     [a_start, a_end, b_start, b_end, identical] relative to each document's own text."""
     documents, shown, _characters = _page_matches(report)
@@ -168,11 +177,12 @@ def _page_matches(
 ) -> tuple[list[dict[str, Any]], list[tuple[int, list[int]]], int]:
     """The documents the page carries, the matches it shows (index, [a, b] as positions in
     those documents) and the characters of their text: matches by their larger share, as long
-    as their documents fit in half of PAGE_TEXT_BUDGET (the first always)."""
+    as their documents fit in half of the page's budget (the first always)."""
     order = sorted(
         range(len(report.matches)),
         key=lambda n: (-max(report.matches[n].coverage_a, report.matches[n].coverage_b), n),
     )
+    budget = page_text_budget(report)
     number: dict[str, int] = {}
     documents: list[dict[str, Any]] = []
     shown: list[tuple[int, list[int]]] = []
@@ -181,7 +191,7 @@ def _page_matches(
         match = report.matches[index]
         new = [d for d in {match.a.id: match.a, match.b.id: match.b}.values() if d.id not in number]
         more = sum(len(document.text) for document in new)
-        if shown and characters + more > PAGE_TEXT_BUDGET // 2:
+        if shown and characters + more > budget // 2:
             break
         for document in new:
             number[document.id] = len(documents)
@@ -251,14 +261,14 @@ _OVERLAP_BATCH = 1 << 22
 
 def cluster_data(report: Report, budget: int | None = None) -> Iterator[dict[str, Any]]:
     """Each cluster the page shows (members, palette, pairs), one at a time, largest first,
-    up to PAGE_TEXT_BUDGET characters of member text less what the page's documents hold
+    up to the page's budget (:func:`page_text_budget`) of member text less what its documents hold
     (always at least one cluster)."""
     options = report.options
     config = NormalizeConfig(
         script=options["script"], skip=frozenset(options.get("skip_steps", ()))
     )
     if budget is None:  # what the page's documents leave
-        budget = PAGE_TEXT_BUDGET - _page_matches(report)[2]
+        budget = page_text_budget(report) - _page_matches(report)[2]
     shown: list[Cluster] = []
     characters = 0
     for number, cluster in enumerate(report.clusters):
@@ -343,7 +353,7 @@ def page_data(report: Report, parts: PageParts) -> dict[str, Any]:
     """What index.html carries (the overview, the documents and matches without their text,
     a row for each cluster shown), the texts and clusters going into ``parts``."""
     page = report_data(report)
-    left = PAGE_TEXT_BUDGET
+    left = page_text_budget(report)
     for number, document in enumerate(page["documents"]):
         text = document.pop("text")
         document["part"] = parts.add("documents", [number, text], len(text))
