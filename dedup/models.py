@@ -920,7 +920,8 @@ def source_counts(inputs: Sequence[InputFile], clusters: Sequence[Cluster]) -> l
     for cluster in clusters:
         for member in cluster.members:
             members[member.source] = members.get(member.source, 0) + 1
-            characters[member.source] = characters.get(member.source, 0) + len(member.text)
+            # its text's length, without cutting the text from its document's
+            characters[member.source] = characters.get(member.source, 0) + member.end - member.start
     return [
         SourceCounts(
             name,

@@ -57,25 +57,35 @@ class NgramIndex:
     positions: npt.NDArray[np.int64]
 
 
-def ngram_index(text: str, ngram: int) -> NgramIndex:
+def ngram_index(text: str, ngram: int, keys_of_text: Keys | None = None) -> NgramIndex:
     """Where each n-gram of ``text`` starts: build it once to compare many texts with the
-    same one."""
-    keys = shingle_keys(text, ngram).view(np.int64) if len(text) >= ngram else np.empty(0, np.int64)
+    same one. ``keys_of_text``: its ``shingle_keys``, if made already."""
+    if len(text) < ngram:
+        keys = np.empty(0, np.int64)
+    else:
+        keys = (shingle_keys(text, ngram) if keys_of_text is None else keys_of_text).view(np.int64)
     order = np.argsort(keys, kind="stable")
     return NgramIndex(code_points(text), keys[order], order.astype(np.int64))
 
 
-def shared_blocks(a: str, b: str, ngram: int, index_b: NgramIndex | None = None) -> list[Block]:
+def shared_blocks(
+    a: str,
+    b: str,
+    ngram: int,
+    index_b: NgramIndex | None = None,
+    keys_a: Keys | None = None,
+) -> list[Block]:
     """Maximal stretches of ``a`` found in ``b``, at least ``ngram`` characters long, in the
     order of ``a``. Greedy and linear: each stretch starts at an n-gram of ``a`` that ``b`` has
     (its first occurrence in ``b`` after the previous stretch, else its first) and grows as far
-    as the two agree. ``index_b`` is ``ngram_index(b, ngram)``, if already built."""
+    as the two agree. ``index_b`` is ``ngram_index(b, ngram)`` and ``keys_a``
+    ``shingle_keys(a, ngram)``, if already made."""
     if len(a) < ngram or len(b) < ngram:
         return []
     index = index_b if index_b is not None else ngram_index(b, ngram)
     rows = _shared_block_rows(
         code_points(a),
-        shingle_keys(a, ngram).view(np.int64),
+        (shingle_keys(a, ngram) if keys_a is None else keys_a).view(np.int64),
         index.codes,
         index.keys,
         index.positions,

@@ -39,9 +39,10 @@ import numpy.typing as npt
 
 from dedup.arrays import key_counts
 from dedup.config import Script
+from dedup.fingerprint import Keys
 from dedup.models import Cluster, Report, document_overlap, source_counts
 from dedup.normalize import NormalizeConfig, NormalizedText, normalize
-from dedup.report.palette import cluster_palette, normalized_texts
+from dedup.report.palette import cluster_palette, normalized_texts, shingle_keys_of
 
 INDEX_FILE = "index.html"
 PARTS_FOLDER = "index_data"
@@ -70,12 +71,13 @@ def _cluster_data(
     ngram: int,
     config: NormalizeConfig,
     normalized: Mapping[str, NormalizedText] | None = None,
+    keys: Mapping[str, Keys] | None = None,
 ) -> dict[str, Any]:
     members = list(cluster.members)
     representative = next(m for m in members if m.id == cluster.representative)
     others = [(m.id, m.text) for m in members if m.id != representative.id]
     palette = cluster_palette(
-        (representative.id, representative.text), others, ngram, config, normalized
+        (representative.id, representative.text), others, ngram, config, normalized, keys
     )
     return {
         "id": cluster.id,
@@ -97,7 +99,7 @@ def _cluster_data(
                 "representative": member.id == representative.id,
                 "through_others": member.id in cluster.linked_through_others,
                 "identical": palette.identical.get(member.id, 0),
-                "spans": [[span.start, span.end, span.colour] for span in palette.spans[member.id]],
+                "spans": palette.spans[member.id],
             }
             for member in members
         ],
@@ -272,7 +274,7 @@ def cluster_data(report: Report, budget: int | None = None) -> Iterator[dict[str
     shown: list[Cluster] = []
     characters = 0
     for number, cluster in enumerate(report.clusters):
-        characters += sum(len(member.text) for member in cluster.members)
+        characters += sum(member.end - member.start for member in cluster.members)
         if number and characters > budget:
             break
         shown.append(cluster)
@@ -282,8 +284,10 @@ def cluster_data(report: Report, budget: int | None = None) -> Iterator[dict[str
         group = shown[first : first + _CLUSTERS_AT_ONCE]
         texts = (member.text for cluster in group for member in cluster.members)
         normalized = normalized_texts(texts, config)
+        ngram = int(options["ngram"])
+        keys = shingle_keys_of((text.text for text in normalized.values()), ngram)
         for cluster in group:
-            yield _cluster_data(cluster, int(options["ngram"]), config, normalized)
+            yield _cluster_data(cluster, ngram, config, normalized, keys)
 
 
 _CLUSTERS_AT_ONCE = 256
