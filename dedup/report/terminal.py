@@ -191,7 +191,7 @@ def _document_lines(report: Report) -> list[str]:
                 f"{plural(match.identical_chars, 'identical character')})"
             )
         if len(partial) > TOP_DOCUMENTS:
-            lines.append(f"  ... and {len(partial) - TOP_DOCUMENTS:,} more in matches.csv")
+            lines.append(f"  ... and {len(partial) - TOP_DOCUMENTS:,} more in the report")
     return lines
 
 

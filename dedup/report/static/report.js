@@ -245,7 +245,7 @@
       if (state.match === id) rows.append(el("tr", {}, el("td", {colspan: "7", class: "left"}, matchView(m))));
     }
     section.append(el("p", {class: "muted", id: "matches-count"}, `${fmt(shown.length)} of ${fmt(data.matches_total)} matches shown` +
-      (data.matches.length < data.matches_total ? " (this page holds those with the largest shares; report.json and matches.csv hold all)" : "")), rows);
+      (data.matches.length < data.matches_total ? " (this page holds those with the largest shares; report.json holds all)" : "")), rows);
     const pages = Math.ceil(shown.length / PAGE);
     if (pages > 1) {
       section.append(el("div", {class: "pager"}, `page ${state.matchPage + 1} of ${pages}`,
@@ -335,7 +335,7 @@
       section.insertBefore(el("p", {class: "notice", id: "page-limit"},
         `This page holds the ${fmt(data.clusters.length)} largest of ${fmt(data.clusters_total)} clusters: ` +
         "with the text of all of them it would be too big for a browser to open. The overview above counts every cluster; " +
-        "report.json, clusters.jsonl and clusters.csv beside this file hold them all."), section.children[1]);
+        "report.json beside this file holds them all."), section.children[1]);
     }
     const pages = Math.ceil(shown.length / PAGE);
     if (pages > 1) {
