@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from dedup.config import (
     DEFAULT_FORMATS,
@@ -474,11 +475,15 @@ def report_command(
 ) -> None:
     """Rebuild every output in DIRECTORY (a scan's --out) at a stricter threshold or with
     small clusters left out, from the saved pair scores: nothing is read or fingerprinted again.
+    Without --format, the files DIRECTORY holds are written again.
     """
     from dedup.report import load_report, write_report
     from dedup.report.folder import ReportFolder
     from dedup.report.rebuild import rebuild
+    from dedup.report.writer import formats_written
 
+    if click.get_current_context().get_parameter_source("formats") is ParameterSource.DEFAULT:
+        formats = formats_written(directory)
     saved = load_report(directory / "report.json")
     with ReportFolder(out_dir or directory) as folder:
         rebuilt = rebuild(saved, threshold, containment, min_size)

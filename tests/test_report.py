@@ -105,7 +105,7 @@ def test_full_text_puts_each_members_text_in_the_tables(in_repo: Path, tmp_path:
         m["text"] for m in members
     ]
     # and dedup report keeps them, rebuilt from report.json alone
-    rebuilt = CliRunner().invoke(cli, ["report", str(out), "-q", "--full-text", *TABLES])
+    rebuilt = CliRunner().invoke(cli, ["report", str(out), "-q", "--full-text"])
     assert rebuilt.exit_code == 0, rebuilt.output
     again = (out / "clusters.jsonl").read_text("utf-8").splitlines()
     assert again == lines
@@ -302,6 +302,29 @@ def test_the_report_formats_jq_commands_give_each_members_text_and_pairs(
         for c in report.clusters
         for p in c.pairs
     ]
+
+
+def test_report_command_writes_again_the_files_the_folder_held(
+    in_repo: Path, tmp_path: Path
+) -> None:
+    """Without --format, dedup report writes the files it finds (the tables are asked for at
+    the scan, so a rebuild keeps them); with it, what it is told."""
+    runner = CliRunner()
+    out = tmp_path / "out"
+    scan = ["scan", "corpus_samples", "-o", str(out), "-q", "-j", "1", "--format", "csv,pairs"]
+    assert runner.invoke(cli, scan).exit_code == 0
+    held = set(folder_files(out))
+    assert {"matches.csv", "clusters.csv", "pairs.csv"} <= held and "index.html" not in held
+    rows = len((out / "pairs.csv").read_text("utf-8-sig").splitlines())
+    rebuilt = runner.invoke(cli, ["report", str(out), "--threshold", "0.6"])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "clusters" in rebuilt.stdout  # the summary, as a scan prints it
+    assert set(folder_files(out)) == held
+    assert len((out / "pairs.csv").read_text("utf-8-sig").splitlines()) < rows
+    told = runner.invoke(cli, ["report", str(out), "-q", "--format", "html,jsonl"])
+    assert told.exit_code == 0, told.output
+    assert {"report.json", "run.json", "index.html", "clusters.jsonl"} <= set(folder_files(out))
+    assert not {"matches.csv", "clusters.csv", "pairs.csv"} & set(folder_files(out))
 
 
 def test_report_command_rewrites_outputs(in_repo: Path, tmp_path: Path) -> None:

@@ -209,6 +209,18 @@ def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
     return (_page() if "html" in formats else []) + _tables(formats)
 
 
+def formats_written(directory: Path) -> tuple[str, ...]:
+    """The formats whose files the report folder ``directory`` holds, and ``text``: what
+    ``dedup report`` writes again when not told."""
+    from dedup.report.tables import table_names
+
+    found = ["html"] if (directory / _page()[0]).exists() else []
+    for name in ("csv", "pairs", "jsonl"):
+        if any((directory / table).exists() for table in table_names({name})):
+            found.append(name)
+    return (*found, "text")
+
+
 class _ForkedWriter:
     """``write(*arguments)`` run by a forked copy of this process (the report is shared, not
     sent); not at all unless ``fork`` and the system can."""
