@@ -141,9 +141,10 @@ def report_data(report: Report) -> dict[str, Any]:
 
 def document_data(report: Report) -> dict[str, Any]:
     """The matches the page shows, with their documents' text, largest share first, up to
-    half of the page's budget (:func:`page_text_budget`) of document text: ``documents`` (each once) and
-    ``matches`` as [id, a, b, coverage_a, coverage_b, identical_chars, spans], spans as
-    [a_start, a_end, b_start, b_end, identical] relative to each document's own text."""
+    half of the page's budget (:func:`page_text_budget`) of document text: ``documents``
+    (each once) and ``matches`` as [id, a, b, coverage_a, coverage_b, identical_chars,
+    spans], spans as [a_start, a_end, b_start, b_end, identical] relative to each
+    document's own text."""
     documents, shown, _characters = _page_matches(report)
     matches = []
     for index, sides in shown:
@@ -263,8 +264,8 @@ _OVERLAP_BATCH = 1 << 22
 
 def cluster_data(report: Report, budget: int | None = None) -> Iterator[dict[str, Any]]:
     """Each cluster the page shows (members, palette, pairs), one at a time, largest first,
-    up to the page's budget (:func:`page_text_budget`) of member text less what its documents hold
-    (always at least one cluster)."""
+    up to the page's budget (:func:`page_text_budget`) of member text less what its
+    documents hold (always at least one cluster)."""
     options = report.options
     config = NormalizeConfig(
         script=options["script"], skip=frozenset(options.get("skip_steps", ()))
