@@ -130,6 +130,29 @@ def small_disk(tmp_path: Path) -> Any:
     subprocess.run(["umount", str(disk)], check=True)
 
 
+def test_an_interrupt_while_the_folder_is_made_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C between making the partial folder and marking it as being written (CI caught
+    one a second into a scan) leaves no folder: unmarked, no later run would remove it."""
+    out = tmp_path / "report"
+    touch = Path.touch
+
+    def interrupted(path: Path, *arguments: Any, **options: Any) -> None:
+        touch(path, *arguments, **options)  # the marker is made, the interrupt comes after
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "touch", interrupted)
+    with pytest.raises(KeyboardInterrupt), ReportFolder(out):
+        pytest.fail("entered")
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with ReportFolder(out) as folder:  # the lock was let go
+        (folder.path / "report.json").write_text("{}", "utf-8")
+        folder.commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
 def test_a_full_disk_names_the_file_and_leaves_no_partial_report(
     samples: Path, small_disk: Path
 ) -> None:

@@ -77,6 +77,9 @@ class ReportFolder:
             except OSError as error:
                 raise self.cannot_write(self.partial, error) from error
         except BaseException:
+            # an interrupt between making the folder and marking it would leave it unmarked,
+            # which no later run removes (seen in CI: Ctrl-C a second into a scan)
+            shutil.rmtree(self.partial, ignore_errors=True)
             self._release_lock()
             raise
         return self
