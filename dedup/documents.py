@@ -200,13 +200,8 @@ def candidate_documents(
     if held_seeds is None:  # an alignment as the workers make it: its seeds as arrays
         held_seeds = SeedKeys.of(alignment.seeds, alignment.seed_passage)
     distinct = np.flatnonzero(leader == np.arange(len(leader)))
-    held = (holder_end - holder_start)[distinct]
-    counted = held_seeds.text_pair_counts(distinct, held, MAX_SEED_DOCUMENTS, texts, known)
-    text_pairs, counts = with_known(*counted, known, MIN_SHARED_SEEDS)
-    shared = _document_pair_codes(
-        text_pairs, counts, texts, holders, holder_start, holder_end, count, MIN_SHARED_SEEDS
-    )
-    shared.sort()
+    holding = TextHolders(holders, holder_start, holder_end, count)
+    shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known)
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
     # A verified pair of two texts proposed its documents above (its pair of texts is known);
     # those joining one text are left, where more documents hold it than seeds count for.
@@ -217,6 +212,40 @@ def candidate_documents(
     found.append(low * count + high)
     joined = sorted_unique(np.concatenate(found))
     return np.column_stack((joined // count, joined % count))
+
+
+@dataclass(frozen=True, slots=True)
+class TextHolders:
+    """The documents holding each passage text: ``holders[start[t]:end[t]]`` for the text
+    whose first passage is ``t`` (numbered as the scan's passages), of ``documents`` in all
+    (a pair of them is ``a * documents + b``, a < b)."""
+
+    holders: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+    documents: int
+
+    @property
+    def texts(self) -> int:
+        """How passage texts are numbered: a pair of them is ``low * texts + high``."""
+        return max(1, len(self.start))
+
+    def document_pairs(
+        self, text_pairs: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], least: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The pairs of documents holding ``text_pairs``, each with the seeds they share in
+        all (each pair of texts' count added to every pair of documents that hold the two),
+        those sharing ``least`` at least."""
+        return _document_pair_counts(
+            text_pairs,
+            counts,
+            self.texts,
+            self.holders,
+            self.start,
+            self.end,
+            self.documents,
+            least,
+        )
 
 
 class SeedKeys:
@@ -254,25 +283,27 @@ class SeedKeys:
         self.keys.sort()
         return self
 
-    def text_pair_counts(
+    def document_pairs(
         self,
         distinct: npt.NDArray[np.int64],
-        holders: npt.NDArray[np.int64],
+        holding: TextHolders,
         most: int,
-        texts: int,
         known: npt.NDArray[np.int64],
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        holder_end = np.zeros(texts, dtype=np.int64)
-        holder_end[distinct] = holders
-        return _text_pair_counts(
+    ) -> npt.NDArray[np.int64]:
+        texts = holding.texts
+        held = np.zeros(texts, dtype=np.int64)
+        held[distinct] = (holding.end - holding.start)[distinct]
+        counted = _text_pair_counts(
             self.keys,
             np.zeros(texts, dtype=np.int64),
-            holder_end,
+            held,
             most,
             key_set(known),
             np.empty(0, dtype=np.int64),
             texts,
         )
+        least = MIN_SHARED_SEEDS
+        return np.sort(holding.document_pairs(*with_known(*counted, known, least), least)[0])
 
     def let_go(self) -> None:
         self.keys = np.empty(0, dtype=np.uint64)
@@ -361,6 +392,32 @@ def partition_text_pairs(
     return numbered[codes // size] * texts + numbered[codes % size], counts
 
 
+def partition_document_pairs(
+    parts: Sequence[SeedEntries],
+    most: int,
+    known: npt.NDArray[np.int64],
+    holding: TextHolders,
+    partitions: int,
+) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """The pairs of documents holding the pairs of texts that share the seeds of one
+    partition (:func:`partition_text_pairs`), each with the seeds they share in it, split
+    into ``partitions`` by ``pair % partitions`` for :func:`summed_document_pairs`: a pair's
+    count is the sum of its counts in every partition, and summed where its pairs meet."""
+    text_pairs, counts = partition_text_pairs(parts, holding.texts, most, known)
+    codes, shared = holding.document_pairs(text_pairs, counts, 1)
+    part = codes % partitions
+    return [(codes[part == number], shared[part == number]) for number in range(partitions)]
+
+
+def summed_document_pairs(
+    parts: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]], least: int
+) -> npt.NDArray[np.int64]:
+    """The pairs of documents of one part of :func:`partition_document_pairs`' from every
+    partition that share ``least`` seeds at least in all, sorted."""
+    codes, counts = key_counts([codes for codes, _c in parts], [counts for _p, counts in parts])
+    return codes[counts >= least]
+
+
 @compiled
 def _same_text_codes(
     holders: npt.NDArray[np.int64], text_of: npt.NDArray[np.int64], documents: int, most: int
@@ -442,7 +499,7 @@ def _text_pair_counts(
 
 
 @compiled
-def _document_pair_codes(
+def _document_pair_counts(
     text_pairs: npt.NDArray[np.int64],
     counts: npt.NDArray[np.int64],
     texts: int,
@@ -451,11 +508,11 @@ def _document_pair_codes(
     holder_end: npt.NDArray[np.int64],
     documents: int,
     least: int,
-) -> npt.NDArray[np.int64]:
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The pairs (a < b) of documents, as a * documents + b, holding texts that share at least
-    ``least`` seeds in all (each pair of texts' count added to every pair of documents that
-    hold the two: a chapter copied by ten sites with their own typos is a hundred pairs of
-    documents per pair of texts, counted once, not once per seed)."""
+    ``least`` seeds in all, and how many (each pair of texts' count added to every pair of
+    documents that hold the two: a chapter copied by ten sites with their own typos is a
+    hundred pairs of documents per pair of texts, counted once, not once per seed)."""
     pair_keys, pair_counts, pair_used = _new_counter()
     for row in range(text_pairs.shape[0]):
         one, two = text_pairs[row] // texts, text_pairs[row] % texts
@@ -468,7 +525,7 @@ def _document_pair_codes(
                 pair_keys, pair_counts, pair_used = _counted(
                     pair_keys, pair_counts, pair_used, code, counts[row]
                 )
-    return _entries(pair_keys, pair_counts, least)[0]
+    return _entries(pair_keys, pair_counts, least)
 
 
 @compiled

@@ -176,7 +176,7 @@ def test_seed_keys_made_a_file_at_a_time_are_those_of_all_the_seeds(
 
 
 @pytest.mark.parametrize(("cuts", "partitions"), [([], 1), ([1000, 1001, 3000], 3)])
-def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
+def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     scanned: tuple[Passages, np.ndarray, np.ndarray],
     cuts: list[int],
     partitions: int,
@@ -247,3 +247,26 @@ def test_partitions_of_seeds_count_the_text_pairs_one_process_counts(
     assert dict(zip(*(part.tolist() for part in shuffled), strict=True)) == dict(
         zip(*(part.tolist() for part in here), strict=True)
     )
+    # The pairs of documents: this process's, and those of a cluster, whose partitions'
+    # pairs go to the partition of each pair of documents, summed there, with the pairs the
+    # verified pairs of texts propose added.
+    runs_of = documents_module.document_runs(passages.spans, passages.file_of, alignment)
+    holding = documents_module.TextHolders(
+        runs_of.of_passage[by_text], holder_start, holder_end, len(runs_of)
+    )
+    seed_keys_held = passages.alignment.held_seeds
+    local = seed_keys_held.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known)
+    counted = [
+        documents_module.partition_document_pairs(
+            [batch[part] for batch in batches], MAX_SEED_DOCUMENTS, known_set, holding, partitions
+        )
+        for part in range(partitions)
+    ]
+    summed = [
+        documents_module.summed_document_pairs([c[part] for c in counted], MIN_SHARED_SEEDS)
+        for part in range(partitions)
+    ]
+    proposed = np.full(len(np.unique(known)), MIN_SHARED_SEEDS, dtype=np.int64)
+    summed.append(holding.document_pairs(np.unique(known), proposed, MIN_SHARED_SEEDS)[0])
+    assert len(local) > 5 and (np.diff(local) > 0).all()
+    assert np.unique(np.concatenate(summed)).tolist() == local.tolist()

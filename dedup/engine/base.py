@@ -19,6 +19,7 @@ import numpy.typing as npt
 from dedup.config import ScanConfig
 
 if TYPE_CHECKING:
+    from dedup.documents import TextHolders
     from dedup.engine.shuffle import KeptOnWorkers
 
 T = TypeVar("T")
@@ -61,22 +62,22 @@ class HeldTexts(Protocol):
 
 
 class HeldSeeds(Protocol):
-    """The winnowed seeds of a scan's passages (dedup.align) where the workers that made them
-    keep them (a cluster's): the pairs of texts that share them are counted there."""
+    """The winnowed seeds of a scan's passages (dedup.align) as the main process holds them
+    (``documents.SeedKeys``), or where the workers that made them keep them (a cluster's):
+    the pairs of documents that share them are counted there."""
 
-    def text_pair_counts(
+    def document_pairs(
         self,
         distinct: npt.NDArray[np.int64],
-        holders: npt.NDArray[np.int64],
+        holding: TextHolders,
         most: int,
-        texts: int,
         known: npt.NDArray[np.int64],
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """The pairs of the passages ``distinct`` (sorted; the first of each text, whose
-        texts ``holders`` documents hold) that share seeds, as ``low * texts + high``, and
-        how many each shares (``documents.partition_text_pairs``, summed), a seed of more
-        than ``most`` documents counting for none; the ``known`` pairs (the same codes)
-        left out."""
+    ) -> npt.NDArray[np.int64]:
+        """The pairs of documents (``a * documents + b``, a < b, sorted; ``holding`` says
+        which documents hold each text) that share ``documents.MIN_SHARED_SEEDS`` seeds at
+        least through the texts of the passages ``distinct`` (the first of each text), a
+        seed of more than ``most`` documents counting for none; and those holding the
+        ``known`` pairs of texts (``low * texts + high``: verified), whatever they share."""
         ...
 
     def let_go(self) -> None:

@@ -19,8 +19,10 @@ the rest of the file (spans, hashes, lengths) and numbers its passages. Then:
   document pairs) to :meth:`TextsOnWorkers.map`: a task per chunk, given the texts of the
   files its passages are in; only scores and spans come back.
 - document pairs: the same shuffle over the seeds, by ``hash(seed) % P``
-  (``documents.seed_entries``, ``documents.partition_text_pairs``); the pairs of texts and
-  the seeds they share come back, summed here.
+  (``documents.seed_entries``, ``documents.partition_document_pairs``: the pairs of
+  documents holding the texts that share a partition's seeds, with how many), then a second
+  one of those by ``pair % P`` (``documents.summed_document_pairs``, summed there); only the
+  pairs of documents sharing enough seeds come back.
 - spans mapped back to the original text: a task per batch of files, given their offset
   steps (``offset_steps.offsets_in_runs``).
 
@@ -40,9 +42,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import key_counts, sorted_unique
+from dedup.arrays import sorted_unique
 from dedup.candidates import band_entries, merged_codes, partition_pair_codes
-from dedup.documents import key_set, partition_text_pairs, seed_entries
+from dedup.documents import (
+    MIN_SHARED_SEEDS,
+    TextHolders,
+    key_set,
+    partition_document_pairs,
+    seed_entries,
+    summed_document_pairs,
+)
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
@@ -59,7 +68,7 @@ from dedup.progress import progress
 from dedup.verify import estimates_in_runs
 
 if TYPE_CHECKING:
-    from distributed import Future
+    from distributed import Client, Future
 
     from dedup.engine.dask_cluster import DaskEngine
 
@@ -170,8 +179,26 @@ class KeptOnWorkers:
         *given, partitions)``, a list of P partitions' entries; a task per partition makes
         ``grouped(that partition's entries from every batch, in the scan's order,
         *grouped_given)``. The partitions' results, as they come."""
+        parts = self.shuffle_tasks(kept, entries, per_run, given, grouped, grouped_given)
+        done = self.engine.as_done(self.engine.holding(parts))
+        return progress(done, stage, "partition", len(parts), self.shown)
+
+    @property
+    def partitions(self) -> int:
+        """P, the partitions of a shuffle: a few a worker thread."""
+        return max(1, PARTITIONS_PER_THREAD * self.engine.workers)
+
+    def shuffle_tasks(
+        self,
+        kept: Sequence[Future[Any] | None],
+        entries: Callable[..., list[Any]],
+        per_run: Sequence[Sequence[Any]],
+        given: tuple[Any, ...],
+        grouped: Callable[..., T],
+        grouped_given: tuple[Any, ...],
+    ) -> list[Future[Any] | None]:
+        """:meth:`shuffled`'s partition tasks, their results left on the workers."""
         client = self.engine.client_for_tasks()
-        partitions = max(1, PARTITIONS_PER_THREAD * self.engine.workers)
         # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
         # tasks that split them into partitions are batches × P, not runs × P, however
         # many files a dump has.
@@ -183,23 +210,12 @@ class KeptOnWorkers:
                 *(values[batch.start : batch.stop] for values in per_run),
                 [run.first for run in self.runs[batch.start : batch.stop]],
                 *given,
-                partitions,
+                self.partitions,
                 pure=False,
             )
             for batch in self.batches(-(-len(self.runs) // batches))
         ]
-        parts: list[Future[Any] | None] = [
-            client.submit(
-                grouped,
-                [client.submit(operator.getitem, batch, part, pure=False) for batch in made],
-                *grouped_given,
-                pure=False,
-            )
-            for part in range(partitions)
-        ]
-        del made  # each let go on its worker once its partitions are taken
-        done = self.engine.as_done(self.engine.holding(parts))
-        return progress(done, stage, "partition", partitions, self.shown)
+        return regrouped(client, made, grouped, grouped_given, self.partitions)
 
     def signatures(self) -> SignaturesOnWorkers:
         return SignaturesOnWorkers(self)
@@ -223,6 +239,28 @@ class KeptOnWorkers:
             range(start, min(start + size, len(self.runs)))
             for start in range(0, len(self.runs), size)
         ]
+
+
+def regrouped(
+    client: Client,
+    made: list[Future[Any]] | list[Future[Any] | None],
+    grouped: Callable[..., T],
+    grouped_given: tuple[Any, ...],
+    partitions: int,
+) -> list[Future[Any] | None]:
+    """A task per partition: ``grouped(part p of every task of made, *grouped_given)``,
+    where each task of ``made`` gives a list of ``partitions`` parts."""
+    parts: list[Future[Any] | None] = [
+        client.submit(
+            grouped,
+            [client.submit(operator.getitem, task, part, pure=False) for task in made],
+            *grouped_given,
+            pure=False,
+        )
+        for part in range(partitions)
+    ]
+    del made  # each let go on its worker once its partitions are taken
+    return parts
 
 
 class SignaturesOnWorkers:
@@ -327,33 +365,45 @@ class SeedsOnWorkers:
     def __init__(self, kept: KeptOnWorkers) -> None:
         self._kept = kept
 
-    def text_pair_counts(
+    def document_pairs(
         self,
         distinct: npt.NDArray[np.int64],
-        holders: npt.NDArray[np.int64],
+        holding: TextHolders,
         most: int,
-        texts: int,
         known: npt.NDArray[np.int64],
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        kept = self._kept
+    ) -> npt.NDArray[np.int64]:
+        kept, engine = self._kept, self._kept.engine
         taking_part = kept.split(distinct)
+        holders = (holding.end - holding.start)[distinct]
         bounds = np.cumsum([0, *(len(rows) for rows in taking_part)]).tolist()
         held = [holders[low:high] for low, high in itertools.pairwise(bounds)]
-        known_set = kept.engine.everywhere(key_set(known))  # once, for all the partitions
-        found = list(
-            kept.shuffled(
-                kept.seed_futures,
-                seed_entries,
-                [taking_part, held],
-                (),
-                partition_text_pairs,
-                (texts, most, known_set),
-                "document pairs",
-            )
+        # once, for all the partitions: the verified pairs of texts, and which documents
+        # hold each text
+        known_set, holding_sent = engine.everywhere(key_set(known)), engine.everywhere(holding)
+        partitions = kept.partitions
+        # Two shuffles: the seeds by hash(seed) % P, each partition's pairs of documents
+        # (with the seeds they share there) by pair % P, summed where a pair's counts meet;
+        # only the pairs of documents to align come back.
+        counted = kept.shuffle_tasks(
+            kept.seed_futures,
+            seed_entries,
+            [taking_part, held],
+            (),
+            partition_document_pairs,
+            (most, known_set, holding_sent, partitions),
         )
-        del known_set  # the workers let it go
-        # A pair of texts shares seeds in several partitions: its counts are summed.
-        return key_counts([codes for codes, _c in found], [counts for _p, counts in found])
+        summed = regrouped(
+            engine.client_for_tasks(), counted, summed_document_pairs, (MIN_SHARED_SEEDS,),
+            partitions,
+        )  # fmt: skip
+        del counted, known_set, holding_sent  # the workers let them go
+        done = engine.as_done(engine.holding(summed))
+        found = list(progress(done, "document pairs", "partition", partitions, kept.shown))
+        # The verified pairs of texts propose their documents whatever seeds they share, as
+        # the local engine's with_known makes them.
+        least = np.full(len(known), MIN_SHARED_SEEDS, dtype=np.int64)
+        found.append(holding.document_pairs(sorted_unique(known), least, MIN_SHARED_SEEDS)[0])
+        return sorted_unique(np.concatenate(found))
 
     def let_go(self) -> None:
         self._kept.seed_futures.clear()
