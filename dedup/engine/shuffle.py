@@ -249,8 +249,10 @@ def regrouped(
     partitions: int,
 ) -> list[Future[Any] | None]:
     """A task per partition: ``grouped(part p of every task of made, *grouped_given)``,
-    where each task of ``made`` gives a list of ``partitions`` parts."""
-    parts: list[Future[Any] | None] = [
+    where each task of ``made`` gives a list of ``partitions`` parts. Once the caller lets
+    go of ``made``, each of its tasks' results is let go on its worker as soon as its parts
+    are taken."""
+    return [
         client.submit(
             grouped,
             [client.submit(operator.getitem, task, part, pure=False) for task in made],
@@ -259,8 +261,6 @@ def regrouped(
         )
         for part in range(partitions)
     ]
-    del made  # each let go on its worker once its partitions are taken
-    return parts
 
 
 class SignaturesOnWorkers:
