@@ -982,7 +982,9 @@ class Report:
     def document_numbers(self) -> dict[str, int]:
         """Each document's number in ``documents`` (from 0), by id: how report.json's
         members, matches and groups name them (format 5)."""
-        return {document.id: number for number, document in enumerate(self.documents)}
+        return _DocumentNumbers(
+            (document.id, number) for number, document in enumerate(self.documents)
+        )
 
     def to_json(self, document_texts: bool = False) -> str:
         """report.json's text (docs/report-format.md)."""
@@ -1035,6 +1037,17 @@ class Report:
             if lines is not None:
                 lines.write(cluster.to_json(lines_text, False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
+
+
+class _DocumentNumbers(dict[str, int]):
+    """A report's documents' numbers by id, which say so when one is not there."""
+
+    def __missing__(self, key: str) -> int:
+        raise ValueError(
+            f"{key} is named by a member, match or group of the report but is not among its "
+            "documents, by whose numbers report.json names them: give the Report every "
+            "document its clusters' members and its matches name"
+        )
 
 
 def _with_pairs_json(clusters: Iterable[Cluster]) -> Iterator[tuple[Cluster, str]]:

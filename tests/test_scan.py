@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,19 @@ def test_report_is_byte_identical_across_runs_jobs_and_path_order(
     shutil.copytree(samples, copy)
     moved = dedup.scan([str(copy)], jobs=2)
     assert moved.to_json().replace(str(copy), "X") == report.to_json().replace(str(samples), "X")
+
+
+def test_a_report_without_a_members_document_says_so_when_written(
+    report: dedup.Report,
+) -> None:
+    """report.json names documents by their number: a Report (made by hand, say) whose
+    documents leave out one a member names is a clear error, not a KeyError."""
+    member = report.clusters[0].members[0]
+    lacking = dataclasses.replace(
+        report, documents=tuple(d for d in report.documents if d.id != member.document)
+    )
+    with pytest.raises(ValueError, match=re.escape(f"{member.document} is named by a member")):
+        lacking.to_json()
 
 
 def test_report_json_contract(report: dedup.Report) -> None:
