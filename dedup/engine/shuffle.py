@@ -5,7 +5,8 @@ that this process holds none of them.
 Each file's task leaves them on its worker (``DaskEngine.map_keeping``); this process gets
 the rest of the file (spans, hashes, lengths) and numbers its passages. Then:
 
-- candidates: a shuffle (:meth:`KeptOnWorkers.shuffled`): a task per batch of consecutive
+- candidates: a shuffle (:meth:`KeptOnWorkers.shuffled`, its results taken by
+  :meth:`KeptOnWorkers.results`): a task per batch of consecutive
   files turns their signatures into band keys of the passages that take part (the first of
   each distinct text), split into partitions by ``hash(band, key) % P``
   (``candidates.band_entries``); a task per partition gathers that partition from every
@@ -164,40 +165,26 @@ class KeptOnWorkers:
             for number, run in enumerate(self.runs)
         ]
 
+    @property
+    def partitions(self) -> int:
+        """P, the partitions of a shuffle: a few a worker thread."""
+        return max(1, PARTITIONS_PER_THREAD * self.engine.workers)
+
     def shuffled(
         self,
         kept: Sequence[Future[Any] | None],
         entries: Callable[..., list[Any]],
         per_run: Sequence[Sequence[Any]],
         given: tuple[Any, ...],
-        grouped: Callable[..., T],
+        grouped: Callable[..., Any],
         grouped_given: tuple[Any, ...],
-        stage: str,
-    ) -> Iterator[T]:
+    ) -> list[Future[Any] | None]:
         """A shuffle of what the workers keep (``kept``: a future a run): a task per batch of
         consecutive runs makes ``entries(their kept, *their per_run values, their firsts,
         *given, partitions)``, a list of P partitions' entries; a task per partition makes
         ``grouped(that partition's entries from every batch, in the scan's order,
-        *grouped_given)``. The partitions' results, as they come."""
-        parts = self.shuffle_tasks(kept, entries, per_run, given, grouped, grouped_given)
-        done = self.engine.as_done(self.engine.holding(parts))
-        return progress(done, stage, "partition", len(parts), self.shown)
-
-    @property
-    def partitions(self) -> int:
-        """P, the partitions of a shuffle: a few a worker thread."""
-        return max(1, PARTITIONS_PER_THREAD * self.engine.workers)
-
-    def shuffle_tasks(
-        self,
-        kept: Sequence[Future[Any] | None],
-        entries: Callable[..., list[Any]],
-        per_run: Sequence[Sequence[Any]],
-        given: tuple[Any, ...],
-        grouped: Callable[..., T],
-        grouped_given: tuple[Any, ...],
-    ) -> list[Future[Any] | None]:
-        """:meth:`shuffled`'s partition tasks, their results left on the workers."""
+        *grouped_given)``. The partitions' tasks, their results left on the workers (taken
+        by :meth:`results`, or shuffled again by :func:`regrouped`)."""
         client = self.engine.client_for_tasks()
         # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
         # tasks that split them into partitions are batches × P, not runs × P, however
@@ -216,6 +203,11 @@ class KeptOnWorkers:
             for batch in self.batches(-(-len(self.runs) // batches))
         ]
         return regrouped(client, made, grouped, grouped_given, self.partitions)
+
+    def results(self, tasks: list[Future[Any] | None], stage: str) -> Iterator[Any]:
+        """The results of a shuffle's partition ``tasks``, as they come, on a progress bar."""
+        done = self.engine.as_done(self.engine.holding(tasks))
+        return progress(done, stage, "partition", len(tasks), self.shown)
 
     def signatures(self) -> SignaturesOnWorkers:
         return SignaturesOnWorkers(self)
@@ -244,7 +236,7 @@ class KeptOnWorkers:
 def regrouped(
     client: Client,
     made: list[Future[Any]] | list[Future[Any] | None],
-    grouped: Callable[..., T],
+    grouped: Callable[..., Any],
     grouped_given: tuple[Any, ...],
     partitions: int,
 ) -> list[Future[Any] | None]:
@@ -278,15 +270,16 @@ class SignaturesOnWorkers:
     ) -> npt.NDArray[np.int64]:
         count = len(self)
         codes = np.empty(0, dtype=np.int64)
-        for found in self._kept.shuffled(
-            self._kept.signature_futures,
+        kept = self._kept
+        tasks = kept.shuffled(
+            kept.signature_futures,
             band_entries,
-            [self._kept.split(among)],
+            [kept.split(among)],
             (bands, rows),
             partition_pair_codes,
             (count,),
-            "candidates",
-        ):
+        )
+        for found in kept.results(tasks, "candidates"):
             codes = merged_codes(codes, found)
         return codes
 
@@ -384,7 +377,7 @@ class SeedsOnWorkers:
         # Two shuffles: the seeds by hash(seed) % P, each partition's pairs of documents
         # (with the seeds they share there) by pair % P, summed where a pair's counts meet;
         # only the pairs of documents to align come back.
-        counted = kept.shuffle_tasks(
+        counted = kept.shuffled(
             kept.seed_futures,
             seed_entries,
             [taking_part, held],
@@ -397,8 +390,7 @@ class SeedsOnWorkers:
             partitions,
         )  # fmt: skip
         del counted, known_set, holding_sent  # the workers let them go
-        done = engine.as_done(engine.holding(summed))
-        found = list(progress(done, "document pairs", "partition", partitions, kept.shown))
+        found = list(kept.results(summed, "document pairs"))
         # The verified pairs of texts propose their documents whatever seeds they share, as
         # the local engine's with_known makes them.
         least = np.full(len(known), MIN_SHARED_SEEDS, dtype=np.int64)

@@ -212,9 +212,10 @@ def _pages_and_tables(formats: tuple[str, ...]) -> list[str]:
 def formats_written(directory: Path) -> tuple[str, ...]:
     """The formats whose files the report folder ``directory`` holds, and ``text``: what
     ``dedup report`` writes again when not told."""
+    from dedup.report.html import INDEX_FILE
     from dedup.report.tables import table_names
 
-    found = ["html"] if (directory / _page()[0]).exists() else []
+    found = ["html"] if (directory / INDEX_FILE).exists() else []
     for name in ("csv", "pairs", "jsonl"):
         if any((directory / table).exists() for table in table_names({name})):
             found.append(name)
