@@ -268,7 +268,7 @@ def test_a_first_dask_local_scan_compiles_no_loop_on_the_workers(
     from dedup.kernels import jit
 
     if not jit.shipped_fit():
-        pytest.skip("the shipped loops are for another processor or numba")
+        pytest.skip("the shipped loops are for another processor level or numba")
     environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     environment.pop("DEDUP_IGNORE_SHIPPED_KERNELS", None)
     command = [sys.executable, "-m", "dedup", "scan", str(samples), "-q"]

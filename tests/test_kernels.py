@@ -211,16 +211,47 @@ def test_the_shipped_loops_are_built_for_these_sources() -> None:
     assert not stale, f"stale shipped loops {stale[:3]}: run python -m dedup.kernels.ship"
 
 
+def test_the_shipped_loops_serve_any_processor_of_their_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shipped loops are found by the x86-64-v3 level, not by the processor that built
+    them: a processor with every feature of the level runs them, one short of one does not,
+    and a caller who chose numba's processor is not given them."""
+    from dedup.kernels import jit
+
+    zen3 = "+64bit,+adx,+aes,+avx,+avx2,-avx512f,+bmi,+bmi2,+cmov,+crc32,+cx16,+cx8,+f16c,"
+    zen3 += "+fma,+fxsr,+lzcnt,+mmx,+movbe,+popcnt,+sahf,+sha,+sse,+sse2,+sse3,+sse4.1,"
+    zen3 += "+sse4.2,+sse4a,+ssse3,+xsave,+xsaveopt"
+    assert jit.runs_portable_loops(zen3)
+    assert jit.runs_portable_loops(zen3.replace("-avx512f", "+avx512f"))
+    assert not jit.runs_portable_loops(zen3.replace("+avx2", "-avx2"))  # Sandy Bridge
+    assert not jit.runs_portable_loops(zen3.replace("+fma", "-fma"))
+
+    from dedup.align import aligned_spans
+
+    cache = aligned_spans._cache
+    codegen = aligned_spans.targetctx.codegen()
+    signature = aligned_spans.signatures[0] if aligned_spans.signatures else None
+    own = cache._index_key(signature, codegen)
+    shipped = cache._shipped._index_key(signature, codegen)
+    assert own[1] == codegen.magic_tuple()  # this processor, as numba names it
+    assert shipped[1] == (own[1][0], jit.PORTABLE_CPU, jit.PORTABLE_FEATURES)
+    assert (shipped[0], *shipped[2:]) == (own[0], *own[2:])
+
+    monkeypatch.setattr(jit.numba.config, "CPU_NAME", "generic")
+    assert not jit.shipped_fit()
+
+
 def test_a_first_scan_loads_the_shipped_loops_and_compiles_none(
     samples: Path, tmp_path: Path
 ) -> None:
-    """On the machine type they were built on, a fresh install (an empty numba cache) loads
-    every loop a scan uses from the shipped ones: none is compiled, none written to the
+    """On a processor of the level they were built for, a fresh install (an empty numba
+    cache) loads every loop a scan uses from the shipped ones: none is compiled, none written to the
     user's cache, and the command does not say it compiles."""
     from dedup.kernels import jit
 
     if not jit.shipped_fit():
-        pytest.skip("the shipped loops are for another processor or numba")
+        pytest.skip("the shipped loops are for another processor level or numba")
     script = (
         "import sys\n"
         "import dedup\n"

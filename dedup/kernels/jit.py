@@ -20,13 +20,18 @@ generator, tuned the same). Nothing is changed where the caller has chosen CPU f
 (``NUMBA_CPU_FEATURES``) or numba's code generator exists already.
 
 The loops also ship built (``dedup/kernels/built/``, made by ``python -m dedup.kernels.ship``):
-numba's cache entries of the machine type the project is built and tested on, found by the
-same keys as the user's own cache (the processor and its features, numba's version, each
-module's content and dedup's sources' digest). On such a machine a fresh install's first
-scan loads them instead of compiling for some twenty seconds; anywhere else (another
-processor, another numba, edited sources) they are passed over and the loops compile into
-the user's cache as before. The shipped entries are only read (``DEDUP_IGNORE_SHIPPED_KERNELS=1``
-passes them over, as the tests of a fresh cache do).
+numba's cache entries compiled for a processor level rather than for the machine they were
+built on, x86-64-v3 (AVX2, FMA, BMI2: Intel since Haswell, AMD since Zen), and found by that
+level instead of this processor's name and features, with numba's version, each module's
+content and dedup's sources' digest as the user's own cache is. So a fresh install's first
+scan on any such x86-64 processor loads them instead of compiling for half a minute (numba
+keys its cache by the exact processor, which a user's machine almost never shares with the
+one the loops were built on). The user's own cache is looked in first: loops compiled for this
+very processor (``DEDUP_IGNORE_SHIPPED_KERNELS=1`` once compiles them all, using AVX-512
+where there is some) are preferred to the shipped ones. Elsewhere (another architecture, an
+older processor, another numba, edited sources, numba's processor chosen by the caller with
+``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES``) the shipped entries are passed over and the
+loops compile into the user's cache as before. The shipped entries are only read.
 """
 
 from __future__ import annotations
@@ -49,7 +54,16 @@ from numba.core.caching import (
     _SourceFileBackedLocatorMixin,
 )
 
-__all__ = ["SHIPPED", "compiled", "compiled_before", "full_width_features", "shipped_fit"]
+__all__ = [
+    "PORTABLE_CPU",
+    "PORTABLE_FEATURES",
+    "SHIPPED",
+    "compiled",
+    "compiled_before",
+    "full_width_features",
+    "runs_portable_loops",
+    "shipped_fit",
+]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +116,48 @@ _BUILDING = os.environ.get("DEDUP_SHIP_KERNELS") == "1"
 _IGNORING_SHIPPED = os.environ.get("DEDUP_IGNORE_SHIPPED_KERNELS") == "1"
 
 
+# The level the shipped loops are compiled for, as LLVM names it, and its features spelled out
+# (numba keys a cache entry by both; the processor name alone would leave LLVM to add the
+# building machine's features).
+PORTABLE_CPU = "x86-64-v3"
+PORTABLE_FEATURES = ",".join(
+    f"+{feature}"
+    for feature in (
+        "64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2",  # x86-64
+        "cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3",  # v2
+        "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave",  # v3
+    )
+)  # fmt: skip
+
+
+def runs_portable_loops(host_features: str) -> bool:
+    """Whether a processor with these features (LLVM's string) runs the shipped loops."""
+    has = set(host_features.split(","))
+    return all(feature in has for feature in PORTABLE_FEATURES.split(","))
+
+
+def _shipped_usable() -> bool:
+    """Whether this process may load the shipped loops: they are not ignored, numba's
+    processor is not chosen by the caller, and this one runs them."""
+    config: Any = numba.config
+    if _IGNORING_SHIPPED or config.CPU_NAME or config.CPU_FEATURES:
+        return False
+    return _host_runs_portable_loops()
+
+
+@functools.cache
+def _host_runs_portable_loops() -> bool:
+    triple = registry.cpu_target.target_context.codegen().magic_tuple()[0]
+    host = binding.get_host_cpu_features().flatten()
+    return str(triple).startswith("x86_64") and runs_portable_loops(host)
+
+
+def _portable(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A cache entry's key with the portable level in place of this processor."""
+    signature, (triple, _, _), *rest = key
+    return (signature, (triple, PORTABLE_CPU, PORTABLE_FEATURES), *rest)
+
+
 class _DigestKeyed(FunctionCache):
     """numba's cache of one loop, its entries keyed by dedup's sources too."""
 
@@ -139,23 +195,27 @@ class _ShippedImpl(CompileResultCacheImpl):
 
 
 class _ShippedCache(_DigestKeyed):
+    """The shipped entries of one loop, keyed by the portable level whatever this processor."""
+
     _impl_class = _ShippedImpl  # type: ignore[assignment]
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
+        return _portable(super()._index_key(sig, codegen))
 
 
 class _PackageCache(_DigestKeyed):
     """The user's cache of one loop (beside the module, or in NUMBA_CACHE_DIR), looked up
-    after the shipped one."""
+    before the shipped one: what was compiled here is for this very processor."""
 
     def __init__(self, py_func: Any) -> None:
         super().__init__(py_func)  # type: ignore[no-untyped-call]
         self._shipped = None if _IGNORING_SHIPPED else _ShippedCache(py_func)  # type: ignore[no-untyped-call]
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
-        if self._shipped is not None and not _BUILDING:
+        loaded = super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+        if loaded is None and self._shipped is not None and not _BUILDING and _shipped_usable():
             loaded = self._shipped.load_overload(sig, target_context)  # type: ignore[no-untyped-call]
-            if loaded is not None:
-                return loaded
-        return super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+        return loaded
 
     def save_overload(self, sig: Any, data: Any) -> None:
         super().save_overload(sig, data)  # type: ignore[no-untyped-call]
@@ -189,13 +249,13 @@ def compiled_before() -> bool:
 
 
 def shipped_fit() -> bool:
-    """Whether the shipped loops are for this machine and these sources: their index files
-    name dedup's sources' digest and this processor with its features (the key numba's
-    cache looks entries up by)."""
-    if _IGNORING_SHIPPED or not SHIPPED.is_dir():
+    """Whether the shipped loops serve this machine and these sources: it runs them, and
+    their index files name dedup's sources' digest, this architecture and the portable
+    level (the key they are looked up by)."""
+    if not _shipped_usable() or not SHIPPED.is_dir():
         return False
-    triple, processor, features = registry.cpu_target.target_context.codegen().magic_tuple()
-    wanted = [sources_digest(), triple, processor, features]
+    triple = registry.cpu_target.target_context.codegen().magic_tuple()[0]
+    wanted = [sources_digest(), triple, PORTABLE_CPU, PORTABLE_FEATURES]
     indexes = list(SHIPPED.rglob("*.nbi"))
     return bool(indexes) and all(
         all(word.encode() in index.read_bytes() for word in wanted) for index in indexes

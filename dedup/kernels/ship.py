@@ -7,9 +7,10 @@ Empties the folder, then, in a process of its own with an empty numba cache and
 users run on ``corpus_samples/``: scans with one and two processes, a report rebuilt at
 another threshold, cleaned copies by document and by passage, an index added to and
 queried. Run it from a checkout after any change to dedup's sources (the shipped entries are
-keyed by a digest of them, and tests/test_kernels.py fails while they are stale), on the
-machine type the project is tested on: they serve only where the processor and numba's
-version are the same.
+keyed by a digest of them, and tests/test_kernels.py fails while they are stale), on an x86-64
+machine that runs x86-64-v3 code: the loops are compiled for that level (numba's processor
+chosen by ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES``), not for the machine, so they serve
+every such processor with the same numba.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dedup.kernels.jit import SHIPPED
+from dedup.kernels.jit import PORTABLE_CPU, PORTABLE_FEATURES, SHIPPED, shipped_fit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,6 +59,8 @@ def main() -> None:
             **os.environ,
             "DEDUP_SHIP_KERNELS": "1",
             "NUMBA_CACHE_DIR": str(Path(scratch) / "numba"),
+            "NUMBA_CPU_NAME": PORTABLE_CPU,
+            "NUMBA_CPU_FEATURES": PORTABLE_FEATURES,
         }
         environment.pop("DEDUP_IGNORE_SHIPPED_KERNELS", None)
         command = [sys.executable, "-m", "dedup.kernels.ship", "--compile", str(samples), scratch]
@@ -65,6 +68,8 @@ def main() -> None:
     indexes = list(SHIPPED.rglob("*.nbi"))
     size = sum(path.stat().st_size for path in SHIPPED.rglob("*") if path.is_file())
     print(f"{len(indexes)} loops shipped in {SHIPPED.relative_to(REPO)} ({size / 1e6:.1f} MB)")
+    if not shipped_fit():
+        raise SystemExit("the loops shipped do not serve this machine: build them on x86-64-v3")
 
 
 if __name__ == "__main__":
