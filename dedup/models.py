@@ -441,6 +441,12 @@ def _four_decimals(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64] | N
 
 
 @functools.cache
+def _four_decimal_floats() -> npt.NDArray[np.float64]:
+    """``round(value, 4)`` for a value in [0, 1], by that times 10**4."""
+    return np.array([round(k / 10_000, 4) for k in range(10_001)], dtype=np.float64)
+
+
+@functools.cache
 def _four_decimal_texts() -> npt.NDArray[np.object_]:
     """What json.dumps writes of ``round(value, 4)`` for a value in [0, 1], by that times
     10**4."""
@@ -508,8 +514,14 @@ class PairTable(EqualAsRecords[Pair]):
         identical_chars]`` (or ``measures`` of those), the scores rounded to 4 decimals."""
         columns: list[Iterable[float | int]] = [self.a.tolist(), self.b.tolist()]
         for name in measures:
-            values = getattr(self, name).tolist()
-            columns.append(values if name == "identical_chars" else map(round, values, repeat(4)))
+            values = getattr(self, name)
+            numbers = None if name == "identical_chars" else _four_decimals(values)
+            if numbers is not None:  # a scan's scores: rounded in bulk, as round() does
+                columns.append(_four_decimal_floats()[numbers].tolist())
+            elif name == "identical_chars":
+                columns.append(values.tolist())
+            else:
+                columns.append(map(round, values.tolist(), repeat(4)))
         return list(map(list, zip(*columns, strict=True)))
 
     def rows_json(self) -> str:

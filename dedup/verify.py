@@ -80,10 +80,23 @@ def shared_blocks(
     (its first occurrence in ``b`` after the previous stretch, else its first) and grows as far
     as the two agree. ``index_b`` is ``ngram_index(b, ngram)`` and ``keys_a``
     ``shingle_keys(a, ngram)``, if already made."""
+    rows = shared_block_rows(a, b, ngram, index_b, keys_a)
+    return [Block(*row) for row in rows.tolist()]
+
+
+def shared_block_rows(
+    a: str,
+    b: str,
+    ngram: int,
+    index_b: NgramIndex | None = None,
+    keys_a: Keys | None = None,
+) -> npt.NDArray[np.int64]:
+    """:func:`shared_blocks` as rows ``(a_start, b_start, length)`` (the page's palettes take
+    tens of thousands of them, where a Block each cost more than finding them)."""
     if len(a) < ngram or len(b) < ngram:
-        return []
+        return np.empty((0, 3), dtype=np.int64)
     index = index_b if index_b is not None else ngram_index(b, ngram)
-    rows = _shared_block_rows(
+    return _shared_block_rows(
         code_points(a),
         (shingle_keys(a, ngram) if keys_a is None else keys_a).view(np.int64),
         index.codes,
@@ -91,7 +104,6 @@ def shared_blocks(
         index.positions,
         ngram,
     )
-    return [Block(*row) for row in rows.tolist()]
 
 
 @compiled
@@ -145,14 +157,6 @@ def _shared_block_rows(
     return rows[:count]
 
 
-def _member(keys: Keys, sorted_set: Keys) -> npt.NDArray[np.bool_]:
-    """Which of ``keys`` are in ``sorted_set`` (sorted, unique): a binary search each."""
-    if not sorted_set.size:
-        return np.zeros(keys.size, dtype=np.bool_)
-    positions = np.minimum(np.searchsorted(sorted_set, keys), sorted_set.size - 1)
-    return np.asarray(sorted_set[positions] == keys, dtype=np.bool_)
-
-
 def sorted_unique_keys(text: str, ngram: int) -> Keys:
     """The text's shingle keys, sorted and unique (the set ``covered_chars`` compares with)."""
     return sorted_unique(shingle_keys(text, ngram))
@@ -169,13 +173,24 @@ def covered_chars(keys_a: Keys, unique_b: Keys, ngram: int, length: int) -> int:
     position) that is in ``unique_b``."""
     if not keys_a.size or not unique_b.size:
         return 0
-    starts = np.flatnonzero(_member(keys_a, unique_b))
-    if not starts.size:
-        return 0
-    covered = np.zeros(length, dtype=np.bool_)
-    for offset in range(min(ngram, length)):
-        covered[starts + offset] = True
-    return int(np.count_nonzero(covered))
+    return int(_covered_count(keys_a, unique_b, ngram, length))
+
+
+@compiled
+def _covered_count(keys_a: Keys, unique_b: Keys, ngram: int, length: int) -> int:
+    """covered_chars' count: a binary search in ``unique_b`` for each key, a shingle found
+    covering its characters (a run of them marked once: the next shingle's start)."""
+    width = min(ngram, length)
+    total = 0
+    covered_to = 0  # the characters before it are counted already
+    for start in range(keys_a.shape[0]):
+        key = keys_a[start]
+        position = search_sorted(unique_b, key)
+        if position < unique_b.shape[0] and unique_b[position] == key:
+            end = start + width
+            total += end - max(start, covered_to)
+            covered_to = end
+    return total
 
 
 def verify_pairs(

@@ -175,6 +175,28 @@ def test_every_pair_is_scored_as_its_shingle_sets_say(texts: list[str], ngram: i
         assert pair.identical_chars == identical_chars(texts[first], texts[second], ngram)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="天地玄黄宇宙洪荒", min_size=0, max_size=40),
+    st.text(alphabet="天地玄黄宇宙洪荒", min_size=0, max_size=40),
+    st.integers(min_value=1, max_value=5),
+)
+def test_identical_characters_are_those_in_an_ngram_the_other_has(
+    a: str, b: str, ngram: int
+) -> None:
+    """雷同字数 by its definition: a character of ``a`` counts when an n-gram of ``a`` that
+    holds it is also in ``b`` (a text shorter than the n-gram is one shingle, itself)."""
+    width = min(ngram, len(a))
+    grams_b = set(shingles(b, ngram))
+    covered = {
+        position
+        for start in range(len(a) - width + 1)
+        if width and a[start : start + width] in grams_b
+        for position in range(start, start + width)
+    }
+    assert identical_chars(a, b, ngram) == len(covered)
+
+
 def _reference_clusters(
     passages: dict[int, Passage], verified: list[Similarity], keep: str, largest: int
 ) -> list[Cluster]:

@@ -91,7 +91,9 @@ def stable_order(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
 
 
 @compiled
-def search_sorted(values: npt.NDArray[np.int64], key: int | np.int64) -> int:
+def search_sorted(
+    values: npt.NDArray[np.int64] | npt.NDArray[np.uint64], key: int | np.int64 | np.uint64
+) -> int:
     """``np.searchsorted(values, key)`` (the first position whose value is not below
     ``key``), by a loop: numba's takes a second to compile at each place it is used."""
     low, high = 0, values.shape[0]

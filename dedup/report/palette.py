@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from dedup.arrays import sorted_unique
 from dedup.fingerprint import Keys, shingle_key_batch, shingle_keys
+from dedup.kernels import compiled
 from dedup.normalize import (
     BATCH_CHARS,
     NormalizeConfig,
@@ -24,11 +25,10 @@ from dedup.normalize import (
     normalize_many,
 )
 from dedup.verify import (
-    Block,
     NgramIndex,
     covered_chars,
     ngram_index,
-    shared_blocks,
+    shared_block_rows,
 )
 
 
@@ -41,15 +41,19 @@ class Span:
     colour: int
 
 
-def spans_in_original(normalized: NormalizedText, ranges: list[tuple[int, int, int]]) -> list[Span]:
+Ranges = list[tuple[int, int, int]] | npt.NDArray[np.int64]
+
+
+def spans_in_original(normalized: NormalizedText, ranges: Ranges) -> list[Span]:
     """(normalized start, length, colour) ranges as spans of the original text."""
     return [Span(*row) for row in span_rows(normalized, ranges)]
 
 
-def span_rows(normalized: NormalizedText, ranges: list[tuple[int, int, int]]) -> list[list[int]]:
-    """(normalized start, length, colour) ranges as ``[start, end, colour]`` rows of the
-    original text: a span from its first character's original to its last's, inclusive."""
-    if not ranges:
+def span_rows(normalized: NormalizedText, ranges: Ranges) -> list[list[int]]:
+    """(normalized start, length, colour) ranges (tuples, or rows of an array) as ``[start,
+    end, colour]`` rows of the original text: a span from its first character's original to
+    its last's, inclusive."""
+    if not len(ranges):
         return []
     table = np.array(ranges, dtype=np.int64)
     offsets = normalized.offsets
@@ -92,19 +96,22 @@ def cluster_palette(
     rep = normalized_text(rep_text)
     rep_index: NgramIndex | None = None  # built when a member differs from the representative
     rep_keys: Keys | None = None
-    compared: dict[str, tuple[int, list[Block]]] = {}  # normalized text -> its alignment
+    # normalized text -> its characters covered, and its blocks (shared_block_rows)
+    compared: dict[str, tuple[int, npt.NDArray[np.int64]]] = {}
     spans: dict[str, list[list[int]]] = {rep_id: []}
     identical: dict[str, int] = {}
+    whole = np.array([[0, 0, len(rep.text)]] if len(rep.text) >= ngram else [], np.int64)
+    whole = whole.reshape(-1, 3)
     # Each normalized position of the representative takes the colour of the first member
     # stretch that covers it (-1: none yet); a stretch is coloured by where it starts in the
     # representative.
     colour_at = np.full(len(rep.text), -1, dtype=np.int64)
-    colours = 0
+    colours = np.zeros(1, dtype=np.int64)  # the colours given so far
     for member_id, text in others:
         member = normalized_text(text)
         if member.text == rep.text:  # the usual case: the same scene, other script or layout
             identical[member_id] = len(member.text)
-            blocks = [Block(0, 0, len(rep.text))] if len(rep.text) >= ngram else []
+            blocks = whole
         elif member.text in compared:  # another copy of a text already aligned
             identical[member_id], blocks = compared[member.text]
         else:
@@ -113,18 +120,9 @@ def cluster_palette(
                 rep_keys = sorted_unique(keys_of(rep.text))
             member_keys = keys_of(member.text)
             identical[member_id] = covered_chars(member_keys, rep_keys, ngram, len(member.text))
-            blocks = shared_blocks(member.text, rep.text, ngram, rep_index, member_keys)
+            blocks = shared_block_rows(member.text, rep.text, ngram, rep_index, member_keys)
             compared[member.text] = identical[member_id], blocks
-        member_ranges = []
-        for block in blocks:
-            colour = int(colour_at[block.b_start])
-            if colour < 0:
-                colour = colours
-                colours += 1
-            stretch = colour_at[block.b_start : block.b_start + block.length]
-            stretch[stretch < 0] = colour
-            member_ranges.append((block.a_start, block.length, colour))
-        spans[member_id] = span_rows(member, member_ranges)
+        spans[member_id] = span_rows(member, _coloured(blocks, colour_at, colours))
     spans[rep_id] = span_rows(rep, _runs(colour_at))
     identical[rep_id] = int(np.count_nonzero(colour_at >= 0))
     return Palette(spans, identical)
@@ -150,6 +148,28 @@ def shingle_keys_of(texts: Iterable[str], ngram: int) -> dict[str, Keys]:
         bounds = offsets.tolist()
         keys.update((text, made[bounds[n] : bounds[n + 1]]) for n, text in enumerate(batch))
     return keys
+
+
+@compiled
+def _coloured(
+    blocks: npt.NDArray[np.int64], colour_at: npt.NDArray[np.int64], colours: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """A member's blocks ``(start, representative's start, length)`` as ``(start, length,
+    colour)`` ranges: each block takes the colour of the representative's position it starts
+    at, or a new one (``colours[0]`` counts them), and gives it to the positions it covers
+    that have none yet."""
+    ranges = np.empty((blocks.shape[0], 3), dtype=np.int64)
+    for number in range(blocks.shape[0]):
+        start, at, length = blocks[number, 0], blocks[number, 1], blocks[number, 2]
+        colour = colour_at[at]
+        if colour < 0:
+            colour = colours[0]
+            colours[0] += 1
+        for position in range(at, at + length):
+            if colour_at[position] < 0:
+                colour_at[position] = colour
+        ranges[number, 0], ranges[number, 1], ranges[number, 2] = start, length, colour
+    return ranges
 
 
 def _runs(colour_at: npt.NDArray[np.int64]) -> list[tuple[int, int, int]]:
