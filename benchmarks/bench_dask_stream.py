@@ -1,6 +1,6 @@
 """Where a Dask scan's time goes, from the scheduler's task stream.
 
-    python benchmarks/bench_dask_stream.py DUMP [--workers 2]
+    python benchmarks/bench_dask_stream.py DUMP [--workers 2] [--warm]
 
 Starts a ``dask scheduler`` and ``--workers`` fresh ``dask worker --nthreads 1`` processes (as
 a user's cluster would be: the scheduler in a process of its own), scans DUMP through it, and
@@ -8,7 +8,9 @@ prints from ``Client.get_task_stream``: each task function's seconds computing a
 its inputs from other workers and when (from its first task's start to its last's end, in
 seconds from the scan's start), each worker's busy share, and the stretches of a second or more
 where no worker computed (the driver planning, or waiting on a transfer). Needs the dask
-extra. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
+extra. With ``--warm`` the workers scan DUMP once before the scan timed, so that they
+have loaded dedup's loops (as a user's long-lived workers have): what is left is the scan's
+own cost on a cluster, not the workers' start. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dump", type=Path)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--warm", action="store_true", help="scan once before the scan timed")
     args = parser.parse_args()
     import distributed
 
@@ -43,6 +46,8 @@ def main() -> None:
         try:
             with distributed.Client(address, set_as_default=False) as client:
                 client.wait_for_workers(args.workers, timeout=60)
+                if args.warm:
+                    dedup.scan([args.dump], scheduler=client, show_progress=False)
                 client.get_task_stream()  # the scheduler records the stream from now on
                 started = time.time()
                 report = dedup.scan([args.dump], scheduler=client, show_progress=False)
