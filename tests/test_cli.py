@@ -77,6 +77,29 @@ def test_strict_exits_3_after_writing_the_report(samples: Path, tmp_path: Path) 
     assert (tmp_path / "report.json").exists()
 
 
+def test_the_command_ends_with_its_status_and_all_it_printed(samples: Path, tmp_path: Path) -> None:
+    """The console script ends at once when a command is done (no teardown of the scan's
+    records): its status is the command's, and what it printed to a pipe is all there."""
+    command = [sys.executable, "-m", "dedup", "scan", str(samples), "--jobs", "2"]
+    done = subprocess.run([*command, "-o", str(tmp_path / "a")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("dedup ") and "read 9 files" in lines[0]
+    assert lines[-1].startswith("report written to ") and "index.html" in lines[-1]
+    strict = subprocess.run(
+        [*command, "-o", str(tmp_path / "b"), "--strict"], capture_output=True, text=True
+    )
+    assert strict.returncode == 3, strict.stderr
+
+    def timeless(output: str) -> list[str]:  # the seconds differ from run to run
+        return [line for line in output.splitlines() if not re.search(r"\d\.\d\ds\b", line)]
+
+    assert timeless(strict.stdout) == timeless(
+        done.stdout.replace(f"{tmp_path}/a/", f"{tmp_path}/b/")
+    )
+    assert report_json(tmp_path / "b")["clusters"]
+
+
 def test_version_and_python_dash_m() -> None:
     assert CliRunner().invoke(cli, ["--version"]).stdout.strip() == f"dedup, version {__version__}"
     completed = subprocess.run(
