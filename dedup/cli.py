@@ -835,8 +835,11 @@ def main(prog_name: str | None = None) -> None:
             cli.main(prog_name=prog_name, standalone_mode=False)
     except BrokenPipeError:  # standard output closed early (| head): not an error of ours
         _stdout_to_nowhere()
-    except SystemExit as done:  # a command's own status (scan --strict)
-        _exit_at_once(done.code if isinstance(done.code, int) else ExitStatus.ERROR)
+    except SystemExit as done:  # a command's own status (scan --strict), as Python ends on it
+        if done.code is None or isinstance(done.code, int):
+            _exit_at_once(done.code or ExitStatus.SUCCESS)
+        click.echo(done.code, err=True)
+        _exit_at_once(ExitStatus.ERROR)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("dedup: interrupted", err=True)
         _exit_interrupted()

@@ -100,6 +100,20 @@ def test_the_command_ends_with_its_status_and_all_it_printed(samples: Path, tmp_
     assert report_json(tmp_path / "b")["clusters"]
 
 
+@pytest.mark.parametrize(
+    ("code", "status", "says"),
+    [("None", 0, ""), ("3", 3, ""), ("'no such thing'", 1, "no such thing\n")],
+)
+def test_a_command_that_exits_ends_as_python_would(code: str, status: int, says: str) -> None:
+    """A command's sys.exit (scan --strict's, say) ends the console script as it would end
+    Python: no code is success, a number is the status, a message goes to stderr."""
+    script = f"import sys\nimport dedup.cli\ndedup.cli.cli.main = lambda **_: sys.exit({code})\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script + "dedup.cli.main()\n"], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr) == (status, says)
+
+
 def test_version_and_python_dash_m() -> None:
     assert CliRunner().invoke(cli, ["--version"]).stdout.strip() == f"dedup, version {__version__}"
     completed = subprocess.run(
