@@ -450,7 +450,7 @@ def _four_decimal_floats() -> npt.NDArray[np.float64]:
 def _four_decimal_texts() -> npt.NDArray[np.object_]:
     """What json.dumps writes of ``round(value, 4)`` for a value in [0, 1], by that times
     10**4."""
-    return np.array([json.dumps(round(k / 10_000, 4)) for k in range(10_001)], dtype=object)
+    return np.array([json.dumps(value) for value in _four_decimal_floats().tolist()], dtype=object)
 
 
 class MemberIds(Sequence[str]):
@@ -518,10 +518,11 @@ class PairTable(EqualAsRecords[Pair]):
             numbers = None if name == "identical_chars" else _four_decimals(values)
             if numbers is not None:  # a scan's scores: rounded in bulk, as round() does
                 columns.append(_four_decimal_floats()[numbers].tolist())
-            elif name == "identical_chars":
-                columns.append(values.tolist())
-            else:
-                columns.append(map(round, values.tolist(), repeat(4)))
+            else:  # a count, or scores not in [0, 1]
+                listed = values.tolist()
+                columns.append(
+                    listed if name == "identical_chars" else map(round, listed, repeat(4))
+                )
         return list(map(list, zip(*columns, strict=True)))
 
     def rows_json(self) -> str:

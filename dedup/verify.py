@@ -39,15 +39,6 @@ T = TypeVar("T", bound=np.generic)
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
-    """``a[a_start:a_start+length] == b[b_start:b_start+length]`` in normalized text."""
-
-    a_start: int
-    b_start: int
-    length: int
-
-
-@dataclass(frozen=True, slots=True)
 class NgramIndex:
     """Where each n-gram of a text starts: the text's code points, and its n-gram keys sorted
     (as int64), with the position of each (ascending among equal keys)."""
@@ -74,25 +65,13 @@ def shared_blocks(
     ngram: int,
     index_b: NgramIndex | None = None,
     keys_a: Keys | None = None,
-) -> list[Block]:
-    """Maximal stretches of ``a`` found in ``b``, at least ``ngram`` characters long, in the
-    order of ``a``. Greedy and linear: each stretch starts at an n-gram of ``a`` that ``b`` has
-    (its first occurrence in ``b`` after the previous stretch, else its first) and grows as far
-    as the two agree. ``index_b`` is ``ngram_index(b, ngram)`` and ``keys_a``
-    ``shingle_keys(a, ngram)``, if already made."""
-    rows = shared_block_rows(a, b, ngram, index_b, keys_a)
-    return [Block(*row) for row in rows.tolist()]
-
-
-def shared_block_rows(
-    a: str,
-    b: str,
-    ngram: int,
-    index_b: NgramIndex | None = None,
-    keys_a: Keys | None = None,
 ) -> npt.NDArray[np.int64]:
-    """:func:`shared_blocks` as rows ``(a_start, b_start, length)`` (the page's palettes take
-    tens of thousands of them, where a Block each cost more than finding them)."""
+    """Maximal stretches of ``a`` found in ``b``, at least ``ngram`` characters long, in the
+    order of ``a``, as rows ``(a_start, b_start, length)``: ``a[a_start:a_start + length] ==
+    b[b_start:b_start + length]``. Greedy and linear: each stretch starts at an n-gram of ``a``
+    that ``b`` has (its first occurrence in ``b`` after the previous stretch, else its first)
+    and grows as far as the two agree. ``index_b`` is ``ngram_index(b, ngram)`` and ``keys_a``
+    ``shingle_keys(a, ngram)``, if already made."""
     if len(a) < ngram or len(b) < ngram:
         return np.empty((0, 3), dtype=np.int64)
     index = index_b if index_b is not None else ngram_index(b, ngram)

@@ -28,7 +28,7 @@ from dedup.verify import (
     NgramIndex,
     covered_chars,
     ngram_index,
-    shared_block_rows,
+    shared_blocks,
 )
 
 
@@ -96,12 +96,13 @@ def cluster_palette(
     rep = normalized_text(rep_text)
     rep_index: NgramIndex | None = None  # built when a member differs from the representative
     rep_keys: Keys | None = None
-    # normalized text -> its characters covered, and its blocks (shared_block_rows)
+    # normalized text -> its characters covered, and its blocks (shared_blocks)
     compared: dict[str, tuple[int, npt.NDArray[np.int64]]] = {}
     spans: dict[str, list[list[int]]] = {rep_id: []}
     identical: dict[str, int] = {}
-    whole = np.array([[0, 0, len(rep.text)]] if len(rep.text) >= ngram else [], np.int64)
-    whole = whole.reshape(-1, 3)
+    whole = np.array([[0, 0, len(rep.text)]] if len(rep.text) >= ngram else [], np.int64).reshape(
+        -1, 3
+    )
     # Each normalized position of the representative takes the colour of the first member
     # stretch that covers it (-1: none yet); a stretch is coloured by where it starts in the
     # representative.
@@ -120,7 +121,7 @@ def cluster_palette(
                 rep_keys = sorted_unique(keys_of(rep.text))
             member_keys = keys_of(member.text)
             identical[member_id] = covered_chars(member_keys, rep_keys, ngram, len(member.text))
-            blocks = shared_block_rows(member.text, rep.text, ngram, rep_index, member_keys)
+            blocks = shared_blocks(member.text, rep.text, ngram, rep_index, member_keys)
             compared[member.text] = identical[member_id], blocks
         spans[member_id] = span_rows(member, _coloured(blocks, colour_at, colours))
     spans[rep_id] = span_rows(rep, _runs(colour_at))
