@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import replace
@@ -77,13 +79,15 @@ class DaskEngine:
         self._tasks: list[list[Future[Any] | None]] = []
 
     def __enter__(self) -> DaskEngine:
+        if importlib.util.find_spec("distributed") is None:
+            raise EngineError("the Dask engine needs the dask extra: pip install 'dedup[dask]'")
         try:
+            if self.config.engine_name == "dask-local":
+                # First: each worker's Python imports dedup and loads its loops while this
+                # process imports distributed and starts the scheduler.
+                self._local_workers = _LocalWorkers(self.config)
             import distributed
-        except ImportError:
-            raise EngineError(
-                "the Dask engine needs the dask extra: pip install 'dedup[dask]'"
-            ) from None
-        try:
+
             self._start(distributed)
         except BaseException:  # an error or an interrupt while starting: nothing left behind
             self._close()
@@ -96,15 +100,18 @@ class DaskEngine:
         if self.config.engine_name == "dask-local":
             # No dashboard; the scheduler's HTTP server (metrics) on a free port, not 8787
             # (in use by another cluster, it fails the start).
+            assert self._local_workers is not None
             self._cluster = distributed.LocalCluster(
                 n_workers=0,
                 dashboard_address=None,
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                scheduler_kwargs={
+                    "dashboard_address": "127.0.0.1:0",
+                    "scheduler_file": self._local_workers.scheduler_file,
+                },
                 silence_logs=logging.ERROR,
             )
             self.client = distributed.Client(self._cluster, set_as_default=False)
             self._owns_client = True
-            self._local_workers = _LocalWorkers(self._cluster.scheduler_address, self.config)
             where = self._cluster.scheduler_address
         elif isinstance(scheduler, str):
             self.client, self._owns_client = _connect(scheduler), True
@@ -202,7 +209,7 @@ class DaskEngine:
         ]
         # Each batch's kept parts one after another (let go of here once handed over).
         keeps: list[Future[Any] | None] = [
-            submit(_of_merged, part, merged, task, pure=False, priority=-number)
+            submit(_of_merged, part, merged, task, key=named(part), priority=-number)
             for number, task in enumerate(tasks)
             for part in kept
         ]
@@ -425,17 +432,26 @@ class _LocalWorkers:
     """The workers of a dask-local cluster: ``dask worker`` processes, one thread each, started
     here as plain subprocesses (not multiprocessing's spawn, which would run the caller's
     script again in each), ended with this process even by a ``kill -9`` (dedup.engine.lifetime),
-    their logs in a temporary file."""
+    their logs in a temporary file. Each is started before the scheduler, which it finds by
+    the file the scheduler writes once it listens, and first loads what the per-file task
+    needs (:func:`_ready_to_prepare`), as the local engine's workers inherit it."""
 
-    def __init__(self, address: str, config: ScanConfig) -> None:
+    def __init__(self, config: ScanConfig) -> None:
+        # The scheduler's file and the workers' own folders, removed with them.
+        self.folder = tempfile.TemporaryDirectory(prefix="dedup-dask-")
+        self.scheduler_file = os.path.join(self.folder.name, "scheduler.json")
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  # open as long as the workers run
         code = (
             "import sys; from dedup.engine.lifetime import die_with_parent; "
             "die_with_parent(int(sys.argv[1])); "
+            "from dedup.engine.dask_cluster import _ready_to_prepare; _ready_to_prepare(); "
             "from distributed.cli.dask_worker import main; "
             "sys.argv = ['dask-worker', *sys.argv[2:]]; main()"
         )
-        arguments = ["--no-nanny", "--nthreads", "1", "--death-timeout", "60", address]
+        arguments = [
+            *("--no-nanny", "--nthreads", "1", "--death-timeout", "60"),
+            *("--scheduler-file", self.scheduler_file, "--local-directory", self.folder.name),
+        ]
         self.processes = [
             subprocess.Popen(
                 [sys.executable, "-c", code, str(os.getpid()), *arguments],
@@ -452,15 +468,23 @@ class _LocalWorkers:
         return text[-characters:] or "(nothing)"
 
     def stop(self) -> None:
+        """Killed: what they hold was the scan's (a worker asked to close took a quarter of
+        a second to), and their folders are removed here."""
         for process in self.processes:
-            process.terminate()
+            process.kill()
         for process in self.processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.wait()
         self.log.close()
+        self.folder.cleanup()
+
+
+def _ready_to_prepare() -> None:
+    """In a dask-local worker's process, before it joins: the per-file task's modules
+    imported, its tables built and its loops loaded (engine.local.warm_up, on the default
+    options: the loops' types are the same whatever the options)."""
+    from dedup.engine.local import warm_up
+
+    warm_up(ScanConfig())
 
 
 @contextlib.contextmanager
@@ -520,6 +544,13 @@ def _knock(address: str) -> None:
     if protocol == "tcp":
         with socket.create_connection(parse_host_port(location), timeout=CONNECT_SECONDS):
             pass
+
+
+def named(function: Callable[..., Any]) -> str:
+    """A task's key named after what it computes (``function``'s name), where the scheduler's
+    stream and dashboard show it, rather than after the wrapper that runs it; unique, as
+    ``pure=False`` makes a key."""
+    return f"{function.__name__}-{uuid.uuid4()}"
 
 
 def _for_workers(value: Any) -> Any:

@@ -53,6 +53,7 @@ from dedup.documents import (
     seed_entries,
     summed_document_pairs,
 )
+from dedup.engine.dask_cluster import named
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
@@ -341,7 +342,7 @@ class TextsOnWorkers:
                     [kept.runs[run].first for run in runs],
                     wanted,
                     *rest,
-                    pure=False,
+                    key=named(function),
                 )
             )
         done = engine.in_order(engine.holding(tasks))
