@@ -34,6 +34,7 @@ from dedup.documents import (
 )
 from dedup.engine.base import engine_for
 from dedup.engine.gather import Passages, prepare_all
+from dedup.engine.tasks import prepare_file, texts_of
 from dedup.fingerprint import signatures
 from dedup.normalize import normalize
 from dedup.read import discover_inputs
@@ -270,3 +271,24 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     summed.append(holding.document_pairs(np.unique(known), proposed, MIN_SHARED_SEEDS)[0])
     assert len(local) > 5 and (np.diff(local) > 0).all()
     assert np.unique(np.concatenate(summed)).tolist() == local.tolist()
+
+
+def test_a_files_kept_texts_give_each_passage_back_and_weigh_their_bytes(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    """What a cluster's worker keeps of a file's texts (one UTF-16 text) gives each passage's
+    normalized text back as it was made, characters past U+FFFF too (two code units each),
+    and Dask weighs it by those bytes (its scheduler places tasks by them)."""
+    from dask.sizeof import sizeof
+
+    rare = "𠀀𪚥"  # CJK Extension B: past U+FFFF
+    text = seed_simplified[:1500] + rare + seed_simplified[1500:4000] + rare
+    (tmp_path / "a.txt").write_text(text, encoding="utf-8")
+    files, _skipped = discover_inputs([str(tmp_path)], False)
+    prepared = prepare_file(files[0], ScanConfig())
+    made = [t or "" for item in prepared.inputs for t in item.normalized]
+    assert len(made) > 3 and sum(rare in t for t in made) >= 1
+    run = texts_of(prepared)
+    assert [run[row] for row in range(len(run))] == made
+    units = sum(len(t) + sum(ord(c) > 0xFFFF for c in t) for t in made)
+    assert sizeof(run) >= 2 * units

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -247,26 +248,38 @@ def signatures_of(prepared: PreparedFile) -> npt.NDArray[np.uint32]:
 
 @dataclass(frozen=True, slots=True)
 class TextRun:
-    """The normalized texts of a prepared file's passages, in order, as one string (passage
-    ``i``'s is ``text[ends[i - 1]:ends[i]]``): what a cluster's worker keeps of the file
-    (dedup.engine.shuffle); one string pickles faster than many."""
+    """The normalized texts of a prepared file's passages, in order, as one text in UTF-16
+    (passage ``i``'s is code units ``ends[i - 1]`` to ``ends[i]``): what a cluster's worker
+    keeps of the file (dedup.engine.shuffle). Bytes, not a str: a str of Han text takes 4
+    bytes a character once one of its characters lies past U+FFFF (rare ideographs do), and
+    pickles as UTF-8 (3 a character) to be decoded again where it goes; these bytes move
+    between Dask workers as they are, 2 a character."""
 
-    text: str
+    utf16: bytes
     ends: npt.NDArray[np.int64]
 
     def __len__(self) -> int:
         return len(self.ends)
 
     def __getitem__(self, row: int) -> str:
-        return self.text[int(self.ends[row - 1]) if row else 0 : int(self.ends[row])]
+        start = int(self.ends[row - 1]) if row else 0
+        return self.utf16[2 * start : 2 * int(self.ends[row])].decode("utf-16-le")
+
+    def __sizeof__(self) -> int:
+        # What Dask counts a kept run as (sys.getsizeof): its scheduler places a task by the
+        # bytes of its inputs each worker holds, and counted as an empty object, the texts
+        # were moved to wherever a task went.
+        return object.__sizeof__(self) + sys.getsizeof(self.utf16) + self.ends.nbytes
 
 
 def texts_of(prepared: PreparedFile) -> TextRun:
     """The normalized texts of every passage of a prepared file (of all its inputs), in
     order; a text not handed back (see dedup.engine.copies) is empty."""
-    texts = [text or "" for item in prepared.inputs for text in item.normalized]
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    return TextRun("".join(texts), np.cumsum(lengths))
+    encoded = [
+        (text or "").encode("utf-16-le") for item in prepared.inputs for text in item.normalized
+    ]
+    units = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) // 2
+    return TextRun(b"".join(encoded), np.cumsum(units))
 
 
 def steps_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
