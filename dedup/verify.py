@@ -276,7 +276,9 @@ def verify_where_held(
     the texts of its block; only the scores come back."""
     if not len(pairs):
         return after if after is not None else SimilarityTable.of([])
-    blocks = list(_blocks(pairs, lambda involved: texts.lengths[involved], _CHARACTERS_A_TASK))
+    involved = texts.lengths[sorted_unique(pairs)].sum()
+    characters = min(_CHARACTERS_A_TASK, involved // (_TASKS_PER_THREAD * texts.threads))
+    blocks = list(_blocks(pairs, lambda involved: texts.lengths[involved], max(1, characters)))
     scored = texts.map(
         scored_pairs,
         [block for block, _rows, _pairs in blocks],
@@ -440,9 +442,11 @@ _PAIRS_AT_ONCE = 50_000
 # enough that a block keeps both threads busy (some 60,000 texts), small beside a large dump's
 # texts: at 1 GB, the block's sets were verification's peak (docs/performance.md).
 _CHARACTERS_AT_ONCE = 20_000_000
-# The characters of a block one worker's task verifies (on a cluster, dedup.engine.shuffle):
-# a quarter of the above, so that a 250 MB dump's blocks keep two workers busy.
+# The characters of a block one worker's task verifies (on a cluster, dedup.engine.shuffle),
+# at most: half the above, a worker's thread holding one block's sets; and fewer, so that
+# each thread has a few blocks (with two, one worker's last took a second after the other's).
 _CHARACTERS_A_TASK = 10_000_000
+_TASKS_PER_THREAD = 4
 
 
 def _shingle_sets(chunk: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
