@@ -566,6 +566,24 @@ def test_a_file_the_workers_cannot_see_is_named_with_the_worker(
     assert not out.exists()
 
 
+def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dask-local worker is waited for as long as it runs (a first run's compiles its loops
+    before it joins); one that ends first stops the start with its status and its log, not
+    after a timeout."""
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
+
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: no dedup here' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(broken))
+    expected = r"ended before it started \(status 3\).*no dedup here"
+    with pytest.raises(DedupError, match=expected), DaskEngine(ScanConfig(engine="dask-local")):
+        pass
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
 def test_a_stopped_dask_local_scan_leaves_no_worker_behind(

@@ -51,6 +51,8 @@ T = TypeVar("T")
 
 # How long to try reaching a scheduler, and to wait for a first worker, before giving up.
 CONNECT_SECONDS = 10
+# How long a dask-local worker may take to start (a first run compiles its loops) and join.
+_START_SECONDS = 600
 # Files one task of a pass prepares, in bytes together, at most (see _batches), and batches
 # per worker thread, at least, where there are files enough.
 _BATCH_BYTES = 8_000_000
@@ -120,24 +122,16 @@ class DaskEngine:
             self.client = scheduler  # the caller's Client: used, left open
             where = str(getattr(scheduler.scheduler, "address", "the client's scheduler"))
         self._where = where
-        local = self._local_workers
-        # Started here, the workers are waited for, all of them (a Python that imports dedup
-        # and distributed each); a cluster's, one at least.
-        seconds = CONNECT_SECONDS if local is None else 3 * CONNECT_SECONDS
-        try:
-            self.client.wait_for_workers(
-                1 if local is None else self.config.worker_count, timeout=seconds
-            )
-        except (TimeoutError, OSError):
-            if local is not None:
+        if self._local_workers is not None:
+            self._local_workers.joined(self.client, self.config.worker_count)
+        else:  # a cluster's: one worker at least
+            try:
+                self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+            except (TimeoutError, OSError):
                 raise EngineError(
-                    f"the local Dask cluster's workers did not start within {seconds} s; "
-                    f"their log ends: {local.log_tail()}"
+                    f"no Dask workers joined the scheduler at {where} within "
+                    f"{CONNECT_SECONDS} s: start some (dask worker {where}) and scan again"
                 ) from None
-            raise EngineError(
-                f"no Dask workers joined the scheduler at {where} within {seconds} s: "
-                f"start some (dask worker {where}) and scan again"
-            ) from None
         _check_workers_run_this_dedup(self.client)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         self.workers = sum(worker["nthreads"] for worker in workers.values())
@@ -461,6 +455,30 @@ class _LocalWorkers:
             )
             for _ in range(config.worker_count)
         ]
+
+    def joined(self, client: Client, count: int) -> None:
+        """Wait until all of them have joined the scheduler, as long as each runs: a first
+        run's worker compiles its loops before it joins, which takes a minute on a slow
+        machine. One that ended (or none joined in ``_START_SECONDS``) is an error, with the
+        end of their log."""
+        waited = 0
+        while True:
+            try:
+                client.wait_for_workers(count, timeout=1)
+                return
+            except (TimeoutError, OSError):
+                waited += 1
+            ended = [process.returncode for process in self.processes if process.poll() is not None]
+            if ended:
+                raise EngineError(
+                    f"a worker of the local Dask cluster ended before it started (status "
+                    f"{ended[0]}); their log ends: {self.log_tail()}"
+                ) from None
+            if waited >= _START_SECONDS:
+                raise EngineError(
+                    f"the local Dask cluster's workers did not start within {waited} s; "
+                    f"their log ends: {self.log_tail()}"
+                ) from None
 
     def log_tail(self, characters: int = 600) -> str:
         self.log.seek(0)
