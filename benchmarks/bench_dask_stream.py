@@ -7,7 +7,8 @@ a user's cluster would be: the scheduler in a process of its own), scans DUMP th
 prints from ``Client.get_task_stream``: each task function's seconds computing and receiving
 its inputs from other workers and when (from its first task's start to its last's end, in
 seconds from the scan's start), each worker's busy share, and the stretches of a second or more
-where no worker computed (the driver planning, or waiting on a transfer). Needs the dask
+where no worker computed (the driver planning, or waiting on a transfer), and what moved
+between the workers (bytes and seconds, by the task that made it). Needs the dask
 extra. With ``--warm`` the workers scan DUMP once before the scan timed, so that they
 have loaded dedup's loops (as a user's long-lived workers have): what is left is the scan's
 own cost on a cluster, not the workers' start. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
@@ -49,10 +50,12 @@ def main() -> None:
                 if args.warm:
                     dedup.scan([args.dump], scheduler=client, show_progress=False)
                 client.get_task_stream()  # the scheduler records the stream from now on
+                client.run(_forget_transfers)
                 started = time.time()
                 report = dedup.scan([args.dump], scheduler=client, show_progress=False)
                 seconds = time.time() - started
                 stream = client.get_task_stream(start=started)
+                transfers = client.run(_transfers)
         finally:
             for process in processes:
                 process.terminate()
@@ -65,6 +68,7 @@ def main() -> None:
     print(f"scan {seconds:.1f} s on {report.engine}")
     print("stages:", ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
     _print_stream(stream, started, seconds)
+    _print_transfers(transfers)
 
 
 def _start(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:
@@ -94,6 +98,35 @@ def _start(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], s
         for _ in range(workers)
     ]
     return processes, address
+
+
+def _forget_transfers(dask_worker: Any) -> None:
+    dask_worker.transfer_incoming_log.clear()
+
+
+def _transfers(dask_worker: Any) -> list[tuple[str, int, float]]:
+    """What the worker received from the others: each key's task name, bytes (as Dask weighs
+    them) and its share of the transfer's seconds."""
+    moved = []
+    for transfer in dask_worker.transfer_incoming_log:
+        keys = transfer["keys"]
+        for key, size in keys.items():
+            name = _UUID.sub("", str(key if isinstance(key, str) else key[0]))
+            moved.append((name, size, transfer["duration"] / len(keys)))
+    return moved
+
+
+def _print_transfers(transfers: dict[str, list[tuple[str, int, float]]]) -> None:
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for moved in transfers.values():
+        for name, size, seconds in moved:
+            totals[name][0] += size
+            totals[name][1] += seconds
+            totals[name][2] += 1
+    print(f"\n{'moved between workers':<28}{'MB':>9}{'seconds':>9}{'keys':>7}")
+    for name, (size, seconds, keys) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+        if size >= 1e6:
+            print(f"{name:<28}{size / 1e6:9.1f}{seconds:9.2f}{int(keys):7d}")
 
 
 def _print_stream(stream: list[dict[str, Any]], started: float, seconds: float) -> None:
