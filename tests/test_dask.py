@@ -579,7 +579,7 @@ def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
     broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: no dedup here' >&2\nexit 3\n")
     broken.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(broken))
-    expected = r"ended before it started \(status 3\).*no dedup here"
+    expected = r"ended before it joined \(status 3\).*no dedup here"
     with pytest.raises(DedupError, match=expected), DaskEngine(ScanConfig(engine="dask-local")):
         pass
 

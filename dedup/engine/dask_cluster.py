@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
@@ -461,24 +462,25 @@ class _LocalWorkers:
         run's worker compiles its loops before it joins, which takes a minute on a slow
         machine. One that ended (or none joined in ``_START_SECONDS``) is an error, with the
         end of their log."""
-        waited = 0
+        deadline = time.monotonic() + _START_SECONDS
         while True:
             try:
                 client.wait_for_workers(count, timeout=1)
                 return
             except (TimeoutError, OSError):
-                waited += 1
+                pass
             ended = [process.returncode for process in self.processes if process.poll() is not None]
             if ended:
                 raise EngineError(
-                    f"a worker of the local Dask cluster ended before it started (status "
+                    f"a worker of the local Dask cluster ended before it joined (status "
                     f"{ended[0]}); their log ends: {self.log_tail()}"
                 ) from None
-            if waited >= _START_SECONDS:
+            if time.monotonic() > deadline:
                 raise EngineError(
-                    f"the local Dask cluster's workers did not start within {waited} s; "
-                    f"their log ends: {self.log_tail()}"
+                    f"the local Dask cluster's workers did not start within {_START_SECONDS} "
+                    f"s; their log ends: {self.log_tail()}"
                 ) from None
+            time.sleep(0.05)  # an error at once (not a timeout): not a busy loop
 
     def log_tail(self, characters: int = 600) -> str:
         self.log.seek(0)
