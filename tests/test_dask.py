@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -564,6 +565,30 @@ def test_a_file_the_workers_cannot_see_is_named_with_the_worker(
     assert f"the Dask worker {worker} cannot see {hidden}/dump/site-qidian/" in result.stderr
     assert "dedup: error: " in result.stderr and "every worker mounts" in result.stderr
     assert not out.exists()
+
+
+def test_a_killed_dask_local_scans_folder_is_removed_by_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dask-local's temporary folder (the scheduler's file, the workers' folders) is removed
+    when the engine closes; one a killed scan left behind (its process gone) goes at the next
+    start, and a running one's stays."""
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    stale = tmp_path / f"dedup-dask-{ended.pid}-abc"
+    running = tmp_path / f"dedup-dask-{os.getpid()}-abc"
+    for folder in (stale, running):
+        (folder / "worker-1").mkdir(parents=True)
+        (folder / "scheduler.json").write_text("{}")
+    with DaskEngine(ScanConfig(engine="dask-local", jobs=1)):
+        assert not stale.exists() and running.exists()
+        ours = [f for f in tmp_path.iterdir() if f not in (stale, running)]
+        assert [f.name.startswith(f"dedup-dask-{os.getpid()}-") for f in ours] == [True], ours
+    assert sorted(tmp_path.iterdir()) == [running]
 
 
 def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(

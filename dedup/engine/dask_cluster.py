@@ -22,6 +22,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -52,6 +54,8 @@ T = TypeVar("T")
 
 # How long to try reaching a scheduler, and to wait for a first worker, before giving up.
 CONNECT_SECONDS = 10
+# dask-local's temporary folder: this, then the id of the process that made it.
+_FOLDER_PREFIX = "dedup-dask-"
 # How long a dask-local worker may take to start (a first run compiles its loops) and join.
 _START_SECONDS = 600
 # Files one task of a pass prepares, in bytes together, at most (see _batches), and batches
@@ -110,6 +114,7 @@ class DaskEngine:
                 scheduler_kwargs={
                     "dashboard_address": "127.0.0.1:0",
                     "scheduler_file": self._local_workers.scheduler_file,
+                    "local_directory": self._local_workers.folder.name,
                 },
                 silence_logs=logging.ERROR,
             )
@@ -432,8 +437,10 @@ class _LocalWorkers:
     needs (:func:`_ready_to_prepare`), as the local engine's workers inherit it."""
 
     def __init__(self, config: ScanConfig) -> None:
-        # The scheduler's file and the workers' own folders, removed with them.
-        self.folder = tempfile.TemporaryDirectory(prefix="dedup-dask-")
+        # The scheduler's file and the workers' own folders, removed with them (or, should
+        # this process be killed, by the next dask-local start).
+        _remove_stale_folders()
+        self.folder = tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         self.scheduler_file = os.path.join(self.folder.name, "scheduler.json")
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  # open as long as the workers run
         code = (
@@ -496,6 +503,25 @@ class _LocalWorkers:
             process.wait()
         self.log.close()
         self.folder.cleanup()
+
+
+def _remove_stale_folders() -> None:
+    """The folders of dask-local clusters whose process is gone (killed: it could not remove
+    its own), named by that process's id; another process's that still runs is left."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*-*"):
+        owner = folder.name[len(_FOLDER_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _runs(int(owner)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def _ready_to_prepare() -> None:
