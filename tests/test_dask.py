@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -278,6 +279,22 @@ def test_a_first_dask_local_scan_compiles_no_loop_on_the_workers(
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["matches"]
     assert not list((tmp_path / "cache").rglob("*.nbi"))
+
+
+def test_a_large_array_goes_to_the_workers_apart_from_its_task(cluster: Cluster) -> None:
+    """An array of megabytes that a stage's task takes (a chunk of pairs, of a 1 GB dump's)
+    goes to a worker on its own, in a list too, not in the task's graph through the
+    scheduler, which had distributed warn the user of a large graph."""
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
+
+    pairs = np.arange(3_000_000, dtype=np.int64).reshape(-1, 2)  # 24 MB
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*large graph")
+        with DaskEngine(ScanConfig(scheduler=cluster.address)) as engine:
+            assert engine.submit(np.sum, pairs).result() == pairs.sum()
+            assert engine.submit(len, [pairs, (pairs, 1)]).result() == 2
+            assert engine.submit(np.sum, pairs).key.startswith("sum-")
 
 
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:

@@ -36,6 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
 from dedup.config import ScanConfig
 from dedup.engine.base import in_threads
 from dedup.errors import EngineError
@@ -62,6 +64,8 @@ _START_SECONDS = 600
 # per worker thread, at least, where there are files enough.
 _BATCH_BYTES = 8_000_000
 _BATCHES_PER_THREAD = 8
+# An array this large is sent to a worker apart from the task that takes it (DaskEngine.submit).
+_SENT_APART_BYTES = 1_000_000
 # Arguments this small are sent with each task rather than scattered to the workers once.
 _SENT_WITH_EACH = (int, float, str, bytes, bool, type(None), FoundFile, FileSlice, ScanConfig)
 
@@ -243,6 +247,31 @@ class DaskEngine:
         :meth:`in_order`."""
         assert self.client is not None, "DaskEngine used outside its with block"
         return self.client
+
+    def submit(
+        self,
+        function: Callable[..., Any],
+        *arguments: Any,
+        named_after: Callable[..., Any] | None = None,
+    ) -> Future[Any]:
+        """``function(*arguments)`` as a task of a stage of its own (dedup.engine.shuffle), its
+        key named after ``function`` (or ``named_after``, what a wrapper runs). An array of a megabyte or more among the arguments (in
+        a list or tuple too) is sent to a worker on its own rather than in the task's graph,
+        which goes through the scheduler: a 1 GB dump's tasks of 500,000 pairs had distributed
+        warn the user of a large graph."""
+        assert self.client is not None, "DaskEngine used outside its with block"
+        sent = [self._sent_apart(value) for value in arguments]
+        key = named(named_after or function)
+        future: Future[Any] = self.client.submit(function, *sent, key=key)
+        return future
+
+    def _sent_apart(self, value: Any) -> Any:
+        assert self.client is not None
+        if isinstance(value, np.ndarray) and value.nbytes >= _SENT_APART_BYTES:
+            return self.client.scatter(value, hash=False)
+        if type(value) in (list, tuple):
+            return type(value)(self._sent_apart(item) for item in value)
+        return value
 
     def everywhere(self, value: Any) -> Future[Any]:
         """``value`` sent to every worker once (for many tasks of a stage of its own); the

@@ -53,7 +53,6 @@ from dedup.documents import (
     seed_entries,
     summed_document_pairs,
 )
-from dedup.engine.dask_cluster import named
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
@@ -186,24 +185,23 @@ class KeptOnWorkers:
         ``grouped(that partition's entries from every batch, in the scan's order,
         *grouped_given)``. The partitions' tasks, their results left on the workers (taken
         by :meth:`results`, or shuffled again by :func:`regrouped`)."""
-        client = self.engine.client_for_tasks()
+        engine = self.engine
         # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
         # tasks that split them into partitions are batches × P, not runs × P, however
         # many files a dump has.
         batches = max(1, BATCHES_PER_THREAD * self.engine.workers)
         made = [
-            client.submit(
+            engine.submit(
                 entries,
                 kept[batch.start : batch.stop],
                 *(values[batch.start : batch.stop] for values in per_run),
                 [run.first for run in self.runs[batch.start : batch.stop]],
                 *given,
                 self.partitions,
-                pure=False,
             )
             for batch in self.batches(-(-len(self.runs) // batches))
         ]
-        return regrouped(client, made, grouped, grouped_given, self.partitions)
+        return regrouped(engine.client_for_tasks(), made, grouped, grouped_given, self.partitions)
 
     def results(self, tasks: list[Future[Any] | None], stage: str) -> Iterator[Any]:
         """The results of a shuffle's partition ``tasks``, as they come, on a progress bar."""
@@ -286,7 +284,6 @@ class SignaturesOnWorkers:
 
     def estimates(self, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         kept = self._kept
-        client = kept.engine.client_for_tasks()
         tasks: list[Future[Any] | None] = []
         # A task a worker thread at least: as one task, the other workers waited on it.
         size = max(1, min(_PAIRS_A_TASK, -(-len(pairs) // max(1, kept.engine.workers))))
@@ -294,12 +291,11 @@ class SignaturesOnWorkers:
             chunk = pairs[start : start + size]
             named = self._kept.runs_of(chunk.ravel())
             tasks.append(
-                client.submit(
+                kept.engine.submit(
                     estimates_in_runs,
                     chunk,
                     [kept.runs[run].first for run in named],
                     [self._kept.signature_futures[run] for run in named],
-                    pure=False,
                 )
             )
         done = kept.engine.in_order(kept.engine.holding(tasks))
@@ -330,19 +326,18 @@ class TextsOnWorkers:
         stage: str = "texts",
     ) -> Iterator[T]:
         kept, engine = self._kept, self._kept.engine
-        client = engine.client_for_tasks()
         tasks: list[Future[Any] | None] = []
         for wanted, *rest in zip(passages, *arguments, strict=False):  # repeat() allowed
             runs = kept.runs_of(wanted)
             tasks.append(
-                client.submit(
+                engine.submit(
                     _with_texts,
                     function,
                     [kept.text_futures[run] for run in runs],
                     [kept.runs[run].first for run in runs],
                     wanted,
                     *rest,
-                    key=named(function),
+                    named_after=function,
                 )
             )
         done = engine.in_order(engine.holding(tasks))
@@ -417,7 +412,6 @@ class StepsOnWorkers:
         span_start: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
-        client = engine.client_for_tasks()
         firsts = kept.firsts()
         run_of = np.searchsorted(firsts, passage, side="right") - 1
         found = np.empty(len(passage), dtype=np.int64)
@@ -429,13 +423,12 @@ class StepsOnWorkers:
                 continue
             base = self._step_first[firsts[batch.start]]
             tasks.append(
-                client.submit(
+                engine.submit(
                     offsets_in_runs,
                     kept.step_futures[batch.start : batch.stop],
                     self._step_first[passage[rows]] - base,
                     span_start[rows],
                     index[rows],
-                    pure=False,
                 )
             )
             rows_of_tasks.append(rows)
