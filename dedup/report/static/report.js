@@ -8,11 +8,16 @@
   // Parts: clusters (members, palettes, pairs) by cluster id, documents' texts by number.
   const full = {}, texts = {}, requested = {}, failed = [];
   let waiting = 0;
+  // A part that comes draws the page again: at once when it is the last one asked for, and
+  // else at most every quarter second (a search of the text asks for every part, and each
+  // draw filters every cluster: drawing after each part took most of a search's time).
+  let drawnAt = 0;
+  const DRAWS_APART_MS = 250;
   window.dedupPart = (kind, number, items) => {
     if (kind === "clusters") for (const cluster of items) full[cluster.id] = cluster;
     else for (const [at, text] of items) texts[at] = text;
     waiting -= 1;
-    redraw();
+    if (waiting === 0 || performance.now() - drawnAt > DRAWS_APART_MS) redraw();
   };
   function request(kind, number) {
     const name = `${kind}-${String(number).padStart(4, "0")}.js`;
@@ -383,6 +388,7 @@
     const hash = toHash();
     if (hash !== location.hash.slice(1)) history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
     drawnHash = hash;
+    drawnAt = performance.now();
     return opened;
   }
   // The open view is scrolled to once it is drawn: at once, or when its part has come.
