@@ -651,6 +651,9 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
             if b"dask_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
         }
         time.sleep(0.05)
+    # Out of the scan's process group: a Ctrl-C while a worker's Python starts would kill it
+    # with a traceback; the scan stops them.
+    assert {os.getpgid(pid) for pid in workers} & {scan.pid} == set()
     time.sleep(1.5)
     assert scan.poll() is None, "the scan ended before it was stopped"
     if stop == signal.SIGINT:

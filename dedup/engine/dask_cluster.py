@@ -460,8 +460,9 @@ class DaskEngine:
 class _LocalWorkers:
     """The workers of a dask-local cluster: ``dask worker`` processes, one thread each, started
     here as plain subprocesses (not multiprocessing's spawn, which would run the caller's
-    script again in each), ended with this process even by a ``kill -9`` (dedup.engine.lifetime),
-    their logs in a temporary file. Each is started before the scheduler, which it finds by
+    script again in each) in a process group of their own (a terminal's Ctrl-C reaches this
+    process, which stops them), ended with this process even by a ``kill -9``
+    (dedup.engine.lifetime), their logs in a temporary file. Each is started before the scheduler, which it finds by
     the file the scheduler writes once it listens, and first loads what the per-file task
     needs (:func:`_ready_to_prepare`), as the local engine's workers inherit it."""
 
@@ -489,6 +490,10 @@ class _LocalWorkers:
                 stdin=subprocess.DEVNULL,
                 stdout=self.log,
                 stderr=self.log,
+                # A group of its own: a Ctrl-C that came while a worker's Python was starting
+                # (before it could ignore it) killed it with a traceback, and the scan ended
+                # on "a worker ended" rather than as interrupted. This process stops them.
+                process_group=0,
             )
             for _ in range(config.worker_count)
         ]
