@@ -276,9 +276,14 @@ def verify_where_held(
     the texts of its block; only the scores come back."""
     if not len(pairs):
         return after if after is not None else SimilarityTable.of([])
-    involved = texts.lengths[sorted_unique(pairs)].sum()
-    characters = min(_CHARACTERS_A_TASK, involved // (_TASKS_PER_THREAD * texts.threads))
-    blocks = list(_blocks(pairs, lambda involved: texts.lengths[involved], max(1, characters)))
+    blocks = list(
+        _blocks(
+            pairs,
+            lambda involved: texts.lengths[involved],
+            _CHARACTERS_A_TASK,
+            at_least=_TASKS_PER_THREAD * texts.threads,
+        )
+    )
     scored = texts.map(
         scored_pairs,
         [block for block, _rows, _pairs in blocks],
@@ -296,14 +301,18 @@ def _blocks(
     pairs: npt.NDArray[np.int64],
     lengths: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]],
     characters: int,
+    at_least: int = 1,
 ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
     """The blocks :func:`_text_blocks` makes of the texts ``pairs`` involve (``lengths`` of
     them, given their numbers), each as its texts (numbers in the scan), its pairs (rows of
-    ``pairs``) and those pairs as numbers into its texts."""
+    ``pairs``) and those pairs as numbers into its texts: of ``characters`` at most, and of
+    fewer where that makes ``at_least`` blocks (a group larger than a block is one alone)."""
     involved = sorted_unique(pairs)
     local = np.searchsorted(involved, pairs)
     place = np.empty(len(involved), dtype=np.int64)
-    for block_texts, block_pairs in _text_blocks(local, lengths(involved), characters):
+    involved_lengths = lengths(involved)
+    characters = max(1, min(characters, int(involved_lengths.sum()) // at_least))
+    for block_texts, block_pairs in _text_blocks(local, involved_lengths, characters):
         place[block_texts] = np.arange(len(block_texts))
         yield involved[block_texts], block_pairs, place[local[block_pairs]]
 

@@ -255,10 +255,10 @@ class DaskEngine:
         named_after: Callable[..., Any] | None = None,
     ) -> Future[Any]:
         """``function(*arguments)`` as a task of a stage of its own (dedup.engine.shuffle), its
-        key named after ``function`` (or ``named_after``, what a wrapper runs). An array of a megabyte or more among the arguments (in
-        a list or tuple too) is sent to a worker on its own rather than in the task's graph,
-        which goes through the scheduler: a 1 GB dump's tasks of 500,000 pairs had distributed
-        warn the user of a large graph."""
+        key named after ``function`` (or ``named_after``, what a wrapper runs). An array of a
+        megabyte or more among the arguments (in a list or tuple too) is sent to a worker on
+        its own rather than in the task's graph, which goes through the scheduler: a 1 GB
+        dump's tasks of 500,000 pairs had distributed warn the user of a large graph."""
         assert self.client is not None, "DaskEngine used outside its with block"
         sent = [self._sent_apart(value) for value in arguments]
         key = named(named_after or function)
@@ -462,9 +462,10 @@ class _LocalWorkers:
     here as plain subprocesses (not multiprocessing's spawn, which would run the caller's
     script again in each) in a process group of their own (a terminal's Ctrl-C reaches this
     process, which stops them), ended with this process even by a ``kill -9``
-    (dedup.engine.lifetime), their logs in a temporary file. Each is started before the scheduler, which it finds by
-    the file the scheduler writes once it listens, and first loads what the per-file task
-    needs (:func:`_ready_to_prepare`), as the local engine's workers inherit it."""
+    (dedup.engine.lifetime), their logs in a temporary file. Each is started before the
+    scheduler, which it finds by the file the scheduler writes once it listens, and first
+    loads what the per-file task needs (:func:`_ready_to_prepare`), as the local engine's
+    workers inherit it."""
 
     def __init__(self, config: ScanConfig) -> None:
         # The scheduler's file and the workers' own folders, removed with them (or, should
