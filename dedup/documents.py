@@ -14,6 +14,7 @@ their other seeds.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from dedup.kernels.rows import with_room
 from dedup.offset_steps import StepPacker
 
 if TYPE_CHECKING:
-    from dedup.engine.base import HeldSeeds, HeldSteps
+    from dedup.engine.base import HeldSeeds, HeldSteps, Threads
 
 MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
@@ -177,12 +178,14 @@ def candidate_documents(
     leader: npt.NDArray[np.int64],
     alignment: PassageAlignment,
     verified: SimilarityTable,
+    threads: Threads,
 ) -> npt.NDArray[np.int64]:
     """Pairs (a, b), a < b, of documents to align, sorted: those holding the same passage
     text, those sharing seeds of different texts, and those a verified passage pair joins.
     A seed counts for every document that holds its passage's text (an exact copy's seeds are
-    its first passage's: workers hand each text back once). Where the workers keep the seeds
-    (``alignment.held_seeds``), the pairs of texts sharing them are counted there."""
+    its first passage's: workers hand each text back once). The pairs of texts sharing seeds
+    are counted on ``threads``, or where the workers keep the seeds
+    (``alignment.held_seeds``), there."""
     of_passage = documents.of_passage
     count = max(1, len(documents))
     by_text = np.argsort(leader, kind="stable")
@@ -201,7 +204,7 @@ def candidate_documents(
         held_seeds = SeedKeys.of(alignment.seeds, alignment.seed_passage)
     distinct = np.flatnonzero(leader == np.arange(len(leader)))
     holding = TextHolders(holders, holder_start, holder_end, count)
-    shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known)
+    shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, threads)
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
     # A verified pair of two texts proposed its documents above (its pair of texts is known);
     # those joining one text are left, where more documents hold it than seeds count for.
@@ -289,24 +292,48 @@ class SeedKeys:
         holding: TextHolders,
         most: int,
         known: npt.NDArray[np.int64],
+        threads: Threads,
     ) -> npt.NDArray[np.int64]:
         texts = holding.texts
-        held = np.zeros(texts, dtype=np.int64)
-        held[distinct] = (holding.end - holding.start)[distinct]
-        counted = _text_pair_counts(
-            self.keys,
-            np.zeros(texts, dtype=np.int64),
-            held,
-            most,
-            key_set(known),
-            np.empty(0, dtype=np.int64),
-            texts,
+        holder_end = np.zeros(texts, dtype=np.int64)
+        holder_end[distinct] = (holding.end - holding.start)[distinct]
+        holder_start, known_set = np.zeros(texts, dtype=np.int64), key_set(known)
+        numbered_as_is = np.empty(0, dtype=np.int64)
+
+        def pair_counts(
+            keys: npt.NDArray[np.uint64],
+        ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+            return _text_pair_counts(
+                keys, holder_start, holder_end, most, known_set, numbered_as_is, texts
+            )
+
+        # The seeds a range at a time, one range a thread: a pair of texts sharing seeds in
+        # two ranges is counted in each and its counts summed (the counting tables' misses
+        # are most of the time, and they wait side by side).
+        counted = list(
+            threads.in_threads(pair_counts, seed_ranges(self.keys, threads.thread_count))
+        )
+        text_pairs = key_counts(
+            [pairs for pairs, _c in counted], [counts for _p, counts in counted]
         )
         least = MIN_SHARED_SEEDS
-        return np.sort(holding.document_pairs(*with_known(*counted, known, least), least)[0])
+        return np.sort(holding.document_pairs(*with_known(*text_pairs, known, least), least)[0])
 
     def let_go(self) -> None:
         self.keys = np.empty(0, dtype=np.uint64)
+
+
+def seed_ranges(keys: npt.NDArray[np.uint64], parts: int) -> list[npt.NDArray[np.uint64]]:
+    """``keys`` (``seed << 32 | passage``, sorted) cut into up to ``parts`` ranges of about as
+    many keys, each seed's keys in one range, none empty."""
+    if not len(keys):
+        return []
+    cuts = [0]
+    for part in range(1, max(1, parts)):
+        seed = keys[part * len(keys) // parts] >> np.uint64(32)
+        cuts.append(max(cuts[-1], int(np.searchsorted(keys, seed << np.uint64(32)))))
+    cuts.append(len(keys))
+    return [keys[low:high] for low, high in itertools.pairwise(cuts) if high > low]
 
 
 def with_known(

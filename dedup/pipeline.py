@@ -119,7 +119,9 @@ def scan_files(
             # Documents (chapters, records) that share seeds or verified passages are
             # aligned on their normalized texts, held once per distinct passage text.
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)
-            document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
+            document_pairs = candidate_documents(
+                documents, leader, passages.alignment, verified, engine
+            )
             passages.let_go_of_seeds()
             texts = texts_to_align(passages.texts, leader, passages.alignment, let_go=True)
             passages.let_go_of_texts()

@@ -31,6 +31,10 @@ class CountedThreads:
     unit: str
     shown: bool
 
+    @property
+    def thread_count(self) -> int:
+        return self.threads.thread_count
+
     def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
         done = self.threads.in_threads(function, items)
         return progress(done, self.stage, self.unit, len(items), self.shown)

@@ -188,7 +188,9 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
             )
             leader = candidates.leaders(len(passages.spans))
             documents = document_runs(passages.spans, passages.file_of, passages.alignment)
-            document_pairs = candidate_documents(documents, leader, passages.alignment, verified)
+            document_pairs = candidate_documents(
+                documents, leader, passages.alignment, verified, engine
+            )
             texts = texts_to_align(passages.texts, leader, passages.alignment)
             aligned = align_pairs(document_pairs, documents, texts, config.align, engine)
             shared = original_spans(aligned, documents, passages.spans, passages.alignment)

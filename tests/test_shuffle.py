@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from dedup.documents import (
     seed_entries,
     with_known,
 )
-from dedup.engine.base import engine_for
+from dedup.engine.base import engine_for, in_threads
 from dedup.engine.gather import Passages, prepare_all
 from dedup.engine.tasks import prepare_file, texts_of
 from dedup.fingerprint import signatures
@@ -256,7 +257,13 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
         runs_of.of_passage[by_text], holder_start, holder_end, len(runs_of)
     )
     seed_keys_held = passages.alignment.held_seeds
-    local = seed_keys_held.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known)
+    local = seed_keys_held.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, _Threads(1))
+    # This process counts the seeds a range of them a thread: the same pairs however many.
+    for threads in (2, 3, 8):
+        in_ranges = seed_keys_held.document_pairs(
+            distinct, holding, MAX_SEED_DOCUMENTS, known, _Threads(threads)
+        )
+        assert in_ranges.tolist() == local.tolist()
     counted = [
         documents_module.partition_document_pairs(
             [batch[part] for batch in batches], MAX_SEED_DOCUMENTS, known_set, holding, partitions
@@ -292,3 +299,27 @@ def test_a_files_kept_texts_give_each_passage_back_and_weigh_their_bytes(
     assert [run[row] for row in range(len(run))] == made
     units = sum(len(t) + sum(ord(c) > 0xFFFF for c in t) for t in made)
     assert sizeof(run) >= 2 * units
+
+
+class _Threads:
+    """An engine's threads, ``thread_count`` of them."""
+
+    def __init__(self, thread_count: int) -> None:
+        self.thread_count = thread_count
+
+    def in_threads(self, function: Any, items: Any) -> Any:
+        return in_threads(function, items, self.thread_count)
+
+
+def test_seed_ranges_hold_each_seed_whole() -> None:
+    rng = np.random.default_rng(7)
+    seeds = rng.integers(0, 40, 500).astype(np.uint64)  # many keys a seed
+    keys = np.sort((seeds << np.uint64(32)) | rng.integers(0, 1000, 500).astype(np.uint64))
+    for parts in (1, 2, 3, 8, 60):
+        ranges = documents_module.seed_ranges(keys, parts)
+        assert 1 <= len(ranges) <= parts and all(len(part) for part in ranges)
+        assert np.concatenate(ranges).tolist() == keys.tolist()
+        seeds_of = [set((part >> np.uint64(32)).tolist()) for part in ranges]
+        assert all(not a & b for a, b in itertools.combinations(seeds_of, 2))
+    assert len(documents_module.seed_ranges(keys, 3)) == 3
+    assert documents_module.seed_ranges(keys[:0], 4) == []

@@ -29,6 +29,11 @@ class Threads(Protocol):
     """Where a stage's compiled loops run over data this process holds, a chunk at a time: an
     engine's threads (the chunks of document pairs aligned, of candidate pairs verified)."""
 
+    @property
+    def thread_count(self) -> int:
+        """How many chunks run at once (a stage that splits its work evenly makes as many)."""
+        ...
+
     def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]: ...
 
 
@@ -63,8 +68,9 @@ class HeldTexts(Protocol):
 
 class HeldSeeds(Protocol):
     """The winnowed seeds of a scan's passages (dedup.align) as the main process holds them
-    (``documents.SeedKeys``), or where the workers that made them keep them (a cluster's):
-    the pairs of documents that share them are counted there."""
+    (``documents.SeedKeys``: the pairs of documents that share them counted on this process's
+    ``threads``), or where the workers that made them keep them (a cluster's: counted
+    there)."""
 
     def document_pairs(
         self,
@@ -72,6 +78,7 @@ class HeldSeeds(Protocol):
         holding: TextHolders,
         most: int,
         known: npt.NDArray[np.int64],
+        threads: Threads,
     ) -> npt.NDArray[np.int64]:
         """The pairs of documents (``a * documents + b``, a < b, sorted; ``holding`` says
         which documents hold each text) that share ``documents.MIN_SHARED_SEEDS`` seeds at
@@ -141,6 +148,11 @@ class Engine(Protocol):
     def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
         """``function`` over ``items``, in order, on threads of this process (compiled loops
         over data only this process holds)."""
+        ...
+
+    @property
+    def thread_count(self) -> int:
+        """How many threads :meth:`in_threads` runs on."""
         ...
 
     def compiled_ahead(self) -> None:

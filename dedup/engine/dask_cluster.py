@@ -324,6 +324,10 @@ class DaskEngine:
         only this process has)."""
         return in_threads(function, items, self.config.worker_count)
 
+    @property
+    def thread_count(self) -> int:
+        return self.config.worker_count
+
     def compiled_ahead(self) -> None:
         """Nothing compiles ahead on a cluster: this process compiles the alignment's loops
         when it reaches them."""

@@ -148,6 +148,10 @@ class LocalEngine:
         process holds (the alignment of document pairs)."""
         return in_threads(function, items, self.config.worker_count)
 
+    @property
+    def thread_count(self) -> int:
+        return self.config.worker_count
+
 
 def warm_up_alignment(config: ScanConfig) -> None:
     """Compile the align stage's loops (or load them from numba's cache) on two made-up
@@ -178,7 +182,7 @@ def warm_up_alignment(config: ScanConfig) -> None:
     documents = document_runs(spans, np.array([0, 0, 1, 1], dtype=np.int64), alignment)
     leader = np.array([0, 1, 0, 3], dtype=np.int64)
     verified = SimilarityTable.of([Similarity(1, 3, 0.6, 0.6, 0.6, 90)])
-    pairs = candidate_documents(documents, leader, alignment, verified)
+    pairs = candidate_documents(documents, leader, alignment, verified, _HERE)
     aligned = align_through_groups(
         pairs,
         verified_between(pairs, documents, verified),
@@ -192,6 +196,8 @@ def warm_up_alignment(config: ScanConfig) -> None:
 
 
 class _ThisThread:
+    thread_count = 1
+
     def in_threads(self, function: Callable[[Any], T], items: Sequence[Any]) -> Iterator[T]:
         return map(function, items)
 

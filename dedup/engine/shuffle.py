@@ -71,6 +71,7 @@ from dedup.verify import estimates_in_runs
 if TYPE_CHECKING:
     from distributed import Client, Future
 
+    from dedup.engine.base import Threads
     from dedup.engine.dask_cluster import DaskEngine
 
 # What the workers keep of a file (or a slice of one): how many passages, and the futures
@@ -360,6 +361,7 @@ class SeedsOnWorkers:
         holding: TextHolders,
         most: int,
         known: npt.NDArray[np.int64],
+        threads: Threads,  # this process's: the counting is the workers'
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
         taking_part = kept.split(distinct)
