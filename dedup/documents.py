@@ -317,7 +317,19 @@ class SeedKeys:
             [pairs for pairs, _c in counted], [counts for _p, counts in counted]
         )
         least = MIN_SHARED_SEEDS
-        return np.sort(holding.document_pairs(*with_known(*text_pairs, known, least), least)[0])
+        pairs, counts = with_known(*text_pairs, known, least)
+
+        def document_pair_counts(
+            rows: slice,
+        ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+            return holding.document_pairs(pairs[rows], counts[rows], 1)
+
+        # And their documents' pairs, a range of the pairs of texts a thread, summed.
+        bounds = np.linspace(0, len(pairs), threads.thread_count + 1).astype(np.int64).tolist()
+        ranges = [slice(low, high) for low, high in itertools.pairwise(bounds)]
+        found = list(threads.in_threads(document_pair_counts, ranges))
+        codes, shared = key_counts([codes for codes, _s in found], [shared for _c, shared in found])
+        return codes[shared >= least]
 
     def let_go(self) -> None:
         self.keys = np.empty(0, dtype=np.uint64)
