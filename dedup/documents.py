@@ -14,7 +14,6 @@ their other seeds.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -234,11 +233,16 @@ class TextHolders:
         return max(1, len(self.start))
 
     def document_pairs(
-        self, text_pairs: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], least: int
+        self,
+        text_pairs: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int64],
+        least: int,
+        share: tuple[int, int] = (0, 1),
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The pairs of documents holding ``text_pairs``, each with the seeds they share in
         all (each pair of texts' count added to every pair of documents that hold the two),
-        those sharing ``least`` at least."""
+        those sharing ``least`` at least; of them, with ``share`` (k, n), those whose code
+        is k modulo n (a thread's share: n threads' are the pairs of one)."""
         return _document_pair_counts(
             text_pairs,
             counts,
@@ -248,6 +252,7 @@ class TextHolders:
             self.end,
             self.documents,
             least,
+            *share,
         )
 
 
@@ -299,53 +304,47 @@ class SeedKeys:
         holder_end[distinct] = (holding.end - holding.start)[distinct]
         holder_start, known_set = np.zeros(texts, dtype=np.int64), key_set(known)
         numbered_as_is = np.empty(0, dtype=np.int64)
+        shares = max(1, threads.thread_count)
 
-        def pair_counts(
-            keys: npt.NDArray[np.uint64],
+        # Each thread goes through every seed and counts its share of the pairs (pair codes
+        # k modulo the threads): the counting tables' misses are most of the time, and they
+        # wait side by side; each pair is counted whole by one thread, so no table holds a
+        # pair another holds too (a thread's range of seeds would: near copies share seeds
+        # in every range, and at 1 GB the copies took the scan past its peak).
+        def text_pairs(
+            share: int,
         ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
             return _text_pair_counts(
-                keys, holder_start, holder_end, most, known_set, numbered_as_is, texts
+                self.keys,
+                holder_start,
+                holder_end,
+                most,
+                known_set,
+                numbered_as_is,
+                texts,
+                share,
+                shares,
             )
 
-        # The seeds a range at a time, one range a thread: a pair of texts sharing seeds in
-        # two ranges is counted in each and its counts summed (the counting tables' misses
-        # are most of the time, and they wait side by side).
-        counted = list(
-            threads.in_threads(pair_counts, seed_ranges(self.keys, threads.thread_count))
-        )
-        text_pairs = key_counts(
-            [pairs for pairs, _c in counted], [counts for _p, counts in counted]
-        )
+        counted = list(threads.in_threads(text_pairs, range(shares)))
         least = MIN_SHARED_SEEDS
-        pairs, counts = with_known(*text_pairs, known, least)
+        pairs, counts = with_known(
+            concatenated([pairs for pairs, _c in counted], np.int64),
+            concatenated([counts for _p, counts in counted], np.int64),
+            known,
+            least,
+        )
+        del counted
 
-        def document_pair_counts(
-            rows: slice,
-        ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-            return holding.document_pairs(pairs[rows], counts[rows], 1)
+        # And the pairs of their documents the same way, a share of those a thread.
+        def document_pairs(share: int) -> npt.NDArray[np.int64]:
+            return holding.document_pairs(pairs, counts, least, (share, shares))[0]
 
-        # And their documents' pairs, a range of the pairs of texts a thread, summed.
-        bounds = np.linspace(0, len(pairs), threads.thread_count + 1).astype(np.int64).tolist()
-        ranges = [slice(low, high) for low, high in itertools.pairwise(bounds)]
-        found = list(threads.in_threads(document_pair_counts, ranges))
-        codes, shared = key_counts([codes for codes, _s in found], [shared for _c, shared in found])
-        return codes[shared >= least]
+        found = list(threads.in_threads(document_pairs, range(shares)))
+        return np.sort(concatenated(found, np.int64))
 
     def let_go(self) -> None:
         self.keys = np.empty(0, dtype=np.uint64)
-
-
-def seed_ranges(keys: npt.NDArray[np.uint64], parts: int) -> list[npt.NDArray[np.uint64]]:
-    """``keys`` (``seed << 32 | passage``, sorted) cut into up to ``parts`` ranges of about as
-    many keys, each seed's keys in one range, none empty."""
-    if not len(keys):
-        return []
-    cuts = [0]
-    for part in range(1, max(1, parts)):
-        seed = keys[part * len(keys) // parts] >> np.uint64(32)
-        cuts.append(max(cuts[-1], int(np.searchsorted(keys, seed << np.uint64(32)))))
-    cuts.append(len(keys))
-    return [keys[low:high] for low, high in itertools.pairwise(cuts) if high > low]
 
 
 def with_known(
@@ -426,6 +425,8 @@ def partition_text_pairs(
         known,
         numbered,
         texts,
+        0,
+        1,
     )
     size = max(1, len(numbered))
     return numbered[codes // size] * texts + numbered[codes % size], counts
@@ -494,13 +495,16 @@ def _text_pair_counts(
     known: npt.NDArray[np.int64],
     numbers: npt.NDArray[np.int64],
     known_texts: int,
+    share: int,
+    shares: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Pairs of different passage texts (t1 < t2, as t1 * texts + t2) and how many seeds each
     pair shares (``keys``: seed << 32 | passage, sorted: a seed once per pair); a seed of more than
     ``most`` documents counts for none. The ``known`` pairs (a key_set) are left out, their
     seeds not counted: a verified pair proposes its documents anyway (:func:`with_known`).
     ``known`` names a pair as ``numbers[t1] * known_texts + numbers[t2]`` where the passages
-    are numbered afresh (a partition's), and as it is where ``numbers`` is empty."""
+    are numbered afresh (a partition's), and as it is where ``numbers`` is empty. Only the
+    pairs whose code is ``share`` modulo ``shares`` are counted."""
     texts = holder_start.shape[0]
     low = np.uint64(0xFFFFFFFF)
     pairs, counts, used = _new_counter()
@@ -528,6 +532,8 @@ def _text_pair_counts(
         for left in range(size):
             for right in range(left + 1, size):
                 code = group[left] * texts + group[right]
+                if code % shares != share:
+                    continue
                 named = code
                 if numbers.shape[0]:
                     named = numbers[group[left]] * known_texts + numbers[group[right]]
@@ -547,11 +553,14 @@ def _document_pair_counts(
     holder_end: npt.NDArray[np.int64],
     documents: int,
     least: int,
+    share: int,
+    shares: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The pairs (a < b) of documents, as a * documents + b, holding texts that share at least
     ``least`` seeds in all, and how many (each pair of texts' count added to every pair of
     documents that hold the two: a chapter copied by ten sites with their own typos is a
-    hundred pairs of documents per pair of texts, counted once, not once per seed)."""
+    hundred pairs of documents per pair of texts, counted once, not once per seed); only
+    those whose code is ``share`` modulo ``shares``."""
     pair_keys, pair_counts, pair_used = _new_counter()
     for row in range(text_pairs.shape[0]):
         one, two = text_pairs[row] // texts, text_pairs[row] % texts
@@ -561,6 +570,8 @@ def _document_pair_counts(
                 if a == b:
                     continue
                 code = min(a, b) * documents + max(a, b)
+                if code % shares != share:
+                    continue
                 pair_keys, pair_counts, pair_used = _counted(
                     pair_keys, pair_counts, pair_used, code, counts[row]
                 )

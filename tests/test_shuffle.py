@@ -207,6 +207,8 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
             documents_module.key_set(known),
             np.empty(0, dtype=np.int64),
             len(leader),
+            0,
+            1,
         ),
         known,
         MIN_SHARED_SEEDS,
@@ -258,12 +260,12 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     )
     seed_keys_held = passages.alignment.held_seeds
     local = seed_keys_held.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, _Threads(1))
-    # This process counts the seeds a range of them a thread: the same pairs however many.
+    # This process counts the pairs a share of them a thread: the same however many.
     for threads in (2, 3, 8):
-        in_ranges = seed_keys_held.document_pairs(
+        in_shares = seed_keys_held.document_pairs(
             distinct, holding, MAX_SEED_DOCUMENTS, known, _Threads(threads)
         )
-        assert in_ranges.tolist() == local.tolist()
+        assert in_shares.tolist() == local.tolist()
     counted = [
         documents_module.partition_document_pairs(
             [batch[part] for batch in batches], MAX_SEED_DOCUMENTS, known_set, holding, partitions
@@ -309,17 +311,3 @@ class _Threads:
 
     def in_threads(self, function: Any, items: Any) -> Any:
         return in_threads(function, items, self.thread_count)
-
-
-def test_seed_ranges_hold_each_seed_whole() -> None:
-    rng = np.random.default_rng(7)
-    seeds = rng.integers(0, 40, 500).astype(np.uint64)  # many keys a seed
-    keys = np.sort((seeds << np.uint64(32)) | rng.integers(0, 1000, 500).astype(np.uint64))
-    for parts in (1, 2, 3, 8, 60):
-        ranges = documents_module.seed_ranges(keys, parts)
-        assert 1 <= len(ranges) <= parts and all(len(part) for part in ranges)
-        assert np.concatenate(ranges).tolist() == keys.tolist()
-        seeds_of = [set((part >> np.uint64(32)).tolist()) for part in ranges]
-        assert all(not a & b for a, b in itertools.combinations(seeds_of, 2))
-    assert len(documents_module.seed_ranges(keys, 3)) == 3
-    assert documents_module.seed_ranges(keys[:0], 4) == []
