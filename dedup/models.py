@@ -1021,26 +1021,50 @@ class Report:
         with ``lines_text`` and without their pairs (report.json has them), in the same
         pass. ``clusters``: this report's clusters as the caller goes through them (counted
         on a progress bar, say)."""
-        top = self.to_dict(clusters=False)
-        head = json.dumps(top, ensure_ascii=False, indent=2)
-        out.write(head[: -len("\n}")])
-        bulk: tuple[tuple[str, Sequence[MatchedDocument | Match | DocumentGroup]], ...] = (
-            ("documents", self.documents),
-            ("matches", self.matches),
-            ("document_groups", self.document_groups),
-        )
+        out.write(self.json_head())
         numbers = self.document_numbers()
-        for name, items in bulk:
-            out.write(f',\n  "{name}": [')
-            for number, item in enumerate(items):
-                out.write(",\n    " if number else "\n    ")
-                data = (
-                    item.to_dict(document_texts)
-                    if isinstance(item, MatchedDocument)
-                    else item.to_dict(numbers)
-                )
-                out.write(json.dumps(data, ensure_ascii=False, separators=COMPACT))
-            out.write("\n  ]" if items else "]")
+        for name in JSON_SECTIONS:
+            self.write_json_section(out, name, document_texts, numbers)
+        self.write_json_clusters(out, lines, clusters, lines_text, numbers)
+
+    def json_head(self) -> str:
+        """The start of report.json: its top level, up to its lists."""
+        head = json.dumps(self.to_dict(clusters=False), ensure_ascii=False, indent=2)
+        return head[: -len("\n}")]
+
+    def write_json_section(
+        self,
+        out: TextIO,
+        name: str,
+        document_texts: bool = False,
+        numbers: Mapping[str, int] | None = None,
+    ) -> None:
+        """One list of report.json before its clusters (``JSON_SECTIONS``), an item a line:
+        what :meth:`write_json` writes after :meth:`json_head`, in that order."""
+        items: Sequence[MatchedDocument | Match | DocumentGroup] = getattr(self, name)
+        numbers = self.document_numbers() if numbers is None else numbers
+        out.write(f',\n  "{name}": [')
+        for number, item in enumerate(items):
+            out.write(",\n    " if number else "\n    ")
+            data = (
+                item.to_dict(document_texts)
+                if isinstance(item, MatchedDocument)
+                else item.to_dict(numbers)
+            )
+            out.write(json.dumps(data, ensure_ascii=False, separators=COMPACT))
+        out.write("\n  ]" if items else "]")
+
+    def write_json_clusters(
+        self,
+        out: TextIO,
+        lines: TextIO | None = None,
+        clusters: Iterable[Cluster] | None = None,
+        lines_text: MemberText = "excerpt",
+        numbers: Mapping[str, int] | None = None,
+    ) -> None:
+        """The clusters and the end of report.json (and clusters.jsonl into ``lines``), as
+        :meth:`write_json` writes them last."""
+        numbers = self.document_numbers() if numbers is None else numbers
         out.write(',\n  "clusters": [')
         for number, (cluster, pairs) in enumerate(
             _with_pairs_json(self.clusters if clusters is None else clusters)
@@ -1050,6 +1074,10 @@ class Report:
             if lines is not None:
                 lines.write(cluster.to_json(lines_text, False) + "\n")
         out.write("\n  ]\n}\n" if self.clusters else "]\n}\n")
+
+
+# report.json's lists before its clusters, in order (Report attributes)
+JSON_SECTIONS = ("documents", "matches", "document_groups")
 
 
 class _DocumentNumbers(dict[str, int]):
