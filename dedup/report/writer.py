@@ -58,9 +58,10 @@ def write_report(
     excerpt of its text, or, with ``full_text``, all of it.
 
     With ``two_processes`` (by default, when the scan ran more than one worker), the page is
-    written by a forked copy of this process while this one writes report.json and
-    clusters.jsonl, and the CSV tables by whichever of the two is done first, where the
-    system can fork (docs/performance.md: which half takes longer depends on the report).
+    written by a forked copy of this process while this one writes report.json's clusters
+    and clusters.jsonl, and the CSV tables and then report.json's other lists by whichever of
+    the two is done first, where the system can fork (docs/performance.md: which half takes
+    longer depends on the report); report.json's parts are joined here at the end.
     The copy shares this process's memory until it touches it, and touching the records
     copies most of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
     here, so any error is this process's own.
