@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_stage_memory import resident_gb
 from dedup import pipeline
 from dedup.config import ScanConfig
 
@@ -54,11 +55,6 @@ def busy_and_total() -> tuple[int, int]:
     return ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6], sum(ticks)
 
 
-def resident_mib() -> float:
-    with open("/proc/self/statm", encoding="ascii") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dump")
@@ -76,7 +72,7 @@ def main() -> None:
         while not done.wait(args.every):
             now = busy_and_total()
             busy = (now[0] - last[0]) / max(1, now[1] - last[1]) * cores
-            samples.append((time.perf_counter() - started, busy, resident_mib()))
+            samples.append((time.perf_counter() - started, busy, resident_gb() * 1e9 / 2**20))
             last = now
 
     calls: list[tuple[str, float, float]] = []

@@ -148,7 +148,7 @@ def _write_into(
                         _write_claimed(report, directory, name, full_text, document_texts)
             if sections:
                 writing = REPORT_FILE
-                _join_sections(report, directory, document_texts)
+                _join_sections(report, directory)
             written += _pages_and_tables(formats)
             if "jsonl" in formats:
                 written.append(CLUSTERS_JSONL)
@@ -175,35 +175,26 @@ def _apart(directory: Path, name: str) -> Path:
     return directory / f".{REPORT_FILE}.{name}"
 
 
-def _partial(directory: Path, name: str) -> Path:
-    return directory / f".{REPORT_FILE}.{name}.partial"
-
-
 @contextlib.contextmanager
 def _written_apart(directory: Path, name: str) -> Iterator[TextIO]:
     """A file for report.json's list ``name``, in place under its name only once whole: a
     list a process began and did not finish is not taken for done."""
-    partial = _partial(directory, name)
+    partial = directory / f".{REPORT_FILE}.{name}.partial"
     with open(partial, "w", encoding="utf-8") as handle:
         yield handle
     partial.replace(_apart(directory, name))
 
 
-def _join_sections(report: Report, directory: Path, document_texts: bool) -> None:
+def _join_sections(report: Report, directory: Path) -> None:
     """report.json: its head, then its lists and clusters as they were written apart (each
-    list once more here if its file is not there: the copy failed while writing it)."""
+    whole: a list the copy did not finish was written again here, under the same name)."""
     with open(directory / REPORT_FILE, "wb") as out:
         out.write(report.json_head().encode("utf-8"))
-        for name in (*JSON_SECTIONS, "clusters"):  # the clusters are always this process's
+        for name in (*JSON_SECTIONS, "clusters"):
             part = _apart(directory, name)
-            if name != "clusters" and not part.exists():
-                with _written_apart(directory, name) as handle:
-                    report.write_json_section(handle, name, document_texts)
             with open(part, "rb") as handle:
                 shutil.copyfileobj(handle, out, _COPY_BYTES)
             part.unlink()
-    for name in (*JSON_SECTIONS, "clusters"):
-        _partial(directory, name).unlink(missing_ok=True)
 
 
 _COPY_BYTES = 1 << 22
