@@ -1,7 +1,7 @@
 """Where a scan's time goes on the machine: each call of the pipeline, with the cores busy and
 this process's memory meanwhile.
 
-    python benchmarks/bench_timeline.py DUMP OUT [--jobs 2] [--every 0.1]
+    python benchmarks/bench_timeline.py DUMP OUT [--jobs 2] [--every 0.1] [--engine dask-local]
 
 Scans DUMP and writes its default report into OUT as `dedup scan DUMP -o OUT` does (the
 library's ``scan_to``), while a thread samples every ``--every`` seconds how many of the
@@ -61,6 +61,9 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--every", type=float, default=0.1)
+    parser.add_argument(
+        "--engine", default="local", choices=("local", "dask-local"), help="where the scan runs"
+    )
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     started = time.perf_counter()
@@ -90,7 +93,7 @@ def main() -> None:
     for name in CALLS:
         setattr(pipeline, name, timed(name, getattr(pipeline, name)))
     threading.Thread(target=sample, daemon=True).start()
-    pipeline.scan_to(Path(args.out), [args.dump], ScanConfig(jobs=args.jobs))
+    pipeline.scan_to(Path(args.out), [args.dump], ScanConfig(jobs=args.jobs, engine=args.engine))
     done.set()
     ended = time.perf_counter() - started
 

@@ -404,15 +404,16 @@ def _aligned_where_held(
         [fetched for fetched, _rest in calls],
         [rest for _f, rest in calls],
         stage="align",
+        as_codes=True,
     )
 
 
-def aligned_on_worker(texts: list[str], arrays: tuple[Any, ...]) -> npt.NDArray[np.int64]:
-    """A chunk's spans (:func:`_align_chunk`), on the worker that has its ``texts`` (each
-    distinct text of the chunk's passages once, in the order ``arrays``' starts count)."""
-    # A writable copy: numba compiles a loop again for a read-only array (what frombuffer
-    # gives), and the shipped loops are of writable ones.
-    codes = np.frombuffer("".join(texts).encode("utf-32-le"), np.uint32).copy()
+def aligned_on_worker(
+    codes: npt.NDArray[np.uint32], arrays: tuple[Any, ...]
+) -> npt.NDArray[np.int64]:
+    """A chunk's spans (:func:`_align_chunk`), on the worker that has its texts (``codes``:
+    each distinct text of the chunk's passages once, in the order ``arrays``' starts
+    count)."""
     return _align_chunk(codes, *arrays)
 
 

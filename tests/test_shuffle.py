@@ -35,6 +35,7 @@ from dedup.documents import (
 )
 from dedup.engine.base import engine_for, in_threads
 from dedup.engine.gather import Passages, prepare_all
+from dedup.engine.shuffle import _with_codes, _with_texts
 from dedup.engine.tasks import prepare_file, texts_of
 from dedup.fingerprint import signatures
 from dedup.normalize import normalize
@@ -282,7 +283,7 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     assert np.unique(np.concatenate(summed)).tolist() == local.tolist()
 
 
-def test_a_files_kept_texts_give_each_passage_back_and_weigh_their_bytes(
+def test_a_files_kept_texts_give_each_passage_back_as_text_or_code_points_and_weigh_their_bytes(
     tmp_path: Path, seed_simplified: str
 ) -> None:
     """What a cluster's worker keeps of a file's texts (one UTF-16 text) gives each passage's
@@ -301,6 +302,19 @@ def test_a_files_kept_texts_give_each_passage_back_and_weigh_their_bytes(
     assert [run[row] for row in range(len(run))] == made
     units = sum(len(t) + sum(ord(c) > 0xFFFF for c in t) for t in made)
     assert sizeof(run) >= 2 * units
+    # The alignment's tasks take some passages' code points straight from the bytes: as
+    # the texts' join encoded in UTF-32 (a character past U+FFFF is one code point).
+    for rows in ([*range(len(run))], [len(run) - 1, 0, 2], [1], []):
+        joined = "".join(made[row] for row in rows)
+        codes = run.code_points(np.array(rows, dtype=np.int64))
+        assert codes.tolist() == [ord(c) for c in joined]
+    assert any(code > 0xFFFF for code in run.code_points(np.arange(len(run))).tolist())
+    # and from several runs (a task's passages are in several files), in the order asked
+    runs, firsts, passages = [run, run], [0, len(run)], np.array([len(run) + 1, 0, 1, len(run)])
+    texts = _with_texts(lambda got: got, runs, firsts, passages)
+    codes = _with_codes(lambda got: got, runs, firsts, passages)
+    assert texts == [made[1], made[0], made[1], made[0]]
+    assert codes.tolist() == [ord(c) for c in "".join(texts)]
 
 
 class _Threads:

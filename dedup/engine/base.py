@@ -54,11 +54,13 @@ class HeldTexts(Protocol):
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
         stage: str = "texts",
+        as_codes: bool = False,
     ) -> Iterator[T]:
         """``function(texts, *arguments)`` for each call, ``texts`` the normalized texts of
-        its ``passages`` (numbers in the scan), in that order, on the workers; results in
-        order, counted on a progress bar named ``stage``. ``function`` and the arguments go
-        to the workers: plain functions of picklable values."""
+        its ``passages`` (numbers in the scan), in that order, on the workers (``as_codes``:
+        one array of their code points, one text after another); results in order, counted
+        on a progress bar named ``stage``. ``function`` and the arguments go to the workers:
+        plain functions of picklable values."""
         ...
 
     def let_go(self) -> None:

@@ -27,6 +27,7 @@ from dedup.documents import (
 )
 from dedup.engine.base import in_threads
 from dedup.engine.lifetime import die_with_parent
+from dedup.engine.tasks import TextRun
 from dedup.fingerprint import signatures
 from dedup.kernels.jit import compiled_before
 from dedup.matches import NormalizedTexts, align_through_groups, keep_order, original_spans
@@ -193,6 +194,11 @@ def warm_up_alignment(config: ScanConfig) -> None:
         _HERE,
     )
     original_spans(aligned, documents, spans, alignment)
+    # A cluster's workers hand the alignment its texts' code points from what they keep.
+    encoded = [t.encode("utf-16-le") for t in texts]
+    TextRun(b"".join(encoded), np.cumsum([len(e) // 2 for e in encoded])).code_points(
+        np.arange(len(texts))
+    )
 
 
 class _ThisThread:

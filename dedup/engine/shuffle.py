@@ -325,6 +325,7 @@ class TextsOnWorkers:
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
         stage: str = "texts",
+        as_codes: bool = False,
     ) -> Iterator[T]:
         kept, engine = self._kept, self._kept.engine
         tasks: list[Future[Any] | None] = []
@@ -332,7 +333,7 @@ class TextsOnWorkers:
             runs = kept.runs_of(wanted)
             tasks.append(
                 engine.submit(
-                    _with_texts,
+                    _with_codes if as_codes else _with_texts,
                     function,
                     [kept.text_futures[run] for run in runs],
                     [kept.runs[run].first for run in runs],
@@ -458,3 +459,28 @@ def _with_texts(
     rows = (passages - starts[run_of]).tolist() if len(passages) else []
     texts = [runs[run][row] for run, row in zip(run_of, rows, strict=True)]
     return function(texts, *arguments)
+
+
+def _with_codes(
+    function: Callable[..., T],
+    runs: Sequence[TextRun],
+    firsts: Sequence[int],
+    passages: npt.NDArray[np.int64],
+    *arguments: Any,
+) -> T:
+    """:func:`_with_texts`, ``function`` given the texts' code points one text after another
+    (as their join encoded in UTF-32) rather than the texts: taken from each run's bytes by
+    a compiled loop, a stretch of passages of one run at a time, no string made (decoding a
+    task's texts and encoding them again cost more than the alignment's own loops saved by
+    running on a worker, docs/performance.md)."""
+    starts = np.asarray(firsts, dtype=np.int64)
+    run_of = np.searchsorted(starts, passages, side="right") - 1
+    rows = passages - starts[run_of]
+    cuts = np.flatnonzero(np.diff(run_of)) + 1
+    parts = [
+        runs[int(run_of[begin])].code_points(rows[begin:end])
+        for begin, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(passages)], strict=True)
+        if end > begin
+    ]
+    codes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
+    return function(codes, *arguments)

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
+from dedup.codepoints import utf16_code_points
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
@@ -264,6 +265,13 @@ class TextRun:
     def __getitem__(self, row: int) -> str:
         start = int(self.ends[row - 1]) if row else 0
         return self.utf16[2 * start : 2 * int(self.ends[row])].decode("utf-16-le")
+
+    def code_points(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
+        """The code points of the texts of ``rows``, one text after another: as the texts'
+        join encoded in UTF-32, without a string made."""
+        ends = self.ends[rows]
+        starts = np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0)
+        return utf16_code_points(np.frombuffer(self.utf16, dtype=np.uint16), starts, ends)
 
     def __sizeof__(self) -> int:
         # What Dask counts a kept run as (sys.getsizeof): its scheduler places a task by the
