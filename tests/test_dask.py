@@ -610,19 +610,35 @@ def test_a_killed_dask_local_scans_folder_is_removed_by_the_next_start(
     assert sorted(tmp_path.iterdir()) == [running]
 
 
+@pytest.mark.parametrize("forked", [True, False])
 def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: bool
 ) -> None:
     """A dask-local worker is waited for as long as it runs (a first run's compiles its loops
     before it joins); one that ends first stops the start with its status and its log, not
-    after a timeout."""
+    after a timeout: a forked copy of this process (where the system forks) and a Python of
+    its own (elsewhere) alike."""
+    import distributed.cli.dask_worker
+
     from dedup.config import ScanConfig
+    from dedup.engine import dask_cluster
     from dedup.engine.dask_cluster import DaskEngine
 
-    broken = tmp_path / "python"
-    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: no dedup here' >&2\nexit 3\n")
-    broken.chmod(0o755)
-    monkeypatch.setattr(sys, "executable", str(broken))
+    if forked:
+        if not dask_cluster._can_fork():
+            pytest.skip("this system does not fork")
+
+        def broken_worker() -> None:
+            print("ModuleNotFoundError: no dedup here", file=sys.stderr, flush=True)
+            sys.exit(3)
+
+        monkeypatch.setattr(distributed.cli.dask_worker, "main", broken_worker)
+    else:
+        broken = tmp_path / "python"
+        broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: no dedup here' >&2\nexit 3\n")
+        broken.chmod(0o755)
+        monkeypatch.setattr(sys, "executable", str(broken))
+        monkeypatch.setattr(dask_cluster, "_can_fork", lambda: False)
     expected = r"ended before it joined \(status 3\).*no dedup here"
     with pytest.raises(DedupError, match=expected), DaskEngine(ScanConfig(engine="dask-local")):
         pass
@@ -642,20 +658,16 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
             stderr=log,
             start_new_session=True,
         )
-    # Once both workers run (and have started on the files), stop the scan.
+    # Once both workers run (and have started on the files), stop the scan. They are the
+    # scan's processes out of its process group, each in its own (forked copies of the scan,
+    # so its command line is theirs): a Ctrl-C while a worker starts would kill it with a
+    # traceback; the scan stops them.
     deadline = time.monotonic() + STARTUP_SECONDS
     workers: set[int] = set()
     while len(workers) < 2:
         assert scan.poll() is None and time.monotonic() < deadline, scan.returncode
-        workers = {
-            pid
-            for pid in descendants(scan.pid)
-            if b"dask_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        }
+        workers = {pid for pid in descendants(scan.pid) if _group_of(pid) == pid}
         time.sleep(0.05)
-    # Out of the scan's process group: a Ctrl-C while a worker's Python starts would kill it
-    # with a traceback; the scan stops them.
-    assert {os.getpgid(pid) for pid in workers} & {scan.pid} == set()
     time.sleep(1.5)
     assert scan.poll() is None, "the scan ended before it was stopped"
     if stop == signal.SIGINT:
@@ -673,3 +685,11 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
         errors = (tmp_path / "stderr.txt").read_text()
         assert "dedup: interrupted" in errors and "Traceback" not in errors, errors
         assert [p for p in tmp_path.iterdir() if ".partial-" in p.name] == []
+
+
+def _group_of(pid: int) -> int | None:
+    """The process group of ``pid``, or None once it has ended."""
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None

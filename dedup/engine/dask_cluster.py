@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib.util
 import logging
+import multiprocessing
+import multiprocessing.process
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +44,7 @@ import numpy as np
 
 from dedup.config import ScanConfig
 from dedup.engine.base import in_threads
+from dedup.engine.lifetime import die_with_parent
 from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
 from dedup.read import FoundFile
@@ -462,14 +467,18 @@ class DaskEngine:
 
 
 class _LocalWorkers:
-    """The workers of a dask-local cluster: ``dask worker`` processes, one thread each, started
-    here as plain subprocesses (not multiprocessing's spawn, which would run the caller's
-    script again in each) in a process group of their own (a terminal's Ctrl-C reaches this
-    process, which stops them), ended with this process even by a ``kill -9``
-    (dedup.engine.lifetime), their logs in a temporary file. Each is started before the
-    scheduler, which it finds by the file the scheduler writes once it listens, and first
-    loads what the per-file task needs (:func:`_ready_to_prepare`), as the local engine's
-    workers inherit it."""
+    """The workers of a dask-local cluster: ``dask worker`` processes, one thread each, in a
+    process group of their own (a terminal's Ctrl-C reaches this process, which stops them),
+    ended with this process even by a ``kill -9`` (dedup.engine.lifetime), their logs in a
+    temporary file. Each is started before the scheduler, which it finds by the file the
+    scheduler writes once it listens.
+
+    Where the system can fork, they are forked copies of this process once it has loaded
+    what the per-file task needs (:func:`_ready_to_prepare`, as the local engine's workers
+    inherit it) and distributed's worker: a worker's own Python took 2.3-3.0 s to import
+    dedup and distributed and load numba, on cores this process needs meanwhile
+    (docs/performance.md). Elsewhere they are plain subprocesses that load it first (not
+    multiprocessing's spawn, which would run the caller's script again in each)."""
 
     def __init__(self, config: ScanConfig) -> None:
         # The scheduler's file and the workers' own folders, removed with them (or, should
@@ -478,6 +487,34 @@ class _LocalWorkers:
         self.folder = tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         self.scheduler_file = os.path.join(self.folder.name, "scheduler.json")
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  # open as long as the workers run
+        arguments = [
+            *("--no-nanny", "--nthreads", "1", "--death-timeout", "60"),
+            *("--scheduler-file", self.scheduler_file, "--local-directory", self.folder.name),
+        ]
+        forks = _can_fork()
+        if forks:  # loaded once, here, for them all
+            _ready_to_prepare()
+            import distributed.cli.dask_worker  # noqa: F401
+        start = self._forked if forks else self._subprocess
+        self.processes: list[_ForkedWorker | subprocess.Popen[bytes]] = []
+        for _ in range(config.worker_count):
+            self.processes.append(start(arguments))
+
+    def _forked(self, arguments: list[str]) -> _ForkedWorker:
+        context = multiprocessing.get_context("fork")
+        process = context.Process(
+            target=_forked_worker, args=(os.getpid(), self.log.fileno(), arguments)
+        )
+        # A Ctrl-C before the copy has left this process group would reach it with this
+        # process's handler; held back meanwhile (the copy lets it go once it ignores it).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        return _ForkedWorker(process)
+
+    def _subprocess(self, arguments: list[str]) -> subprocess.Popen[bytes]:
         code = (
             "import sys; from dedup.engine.lifetime import die_with_parent; "
             "die_with_parent(int(sys.argv[1])); "
@@ -485,23 +522,16 @@ class _LocalWorkers:
             "from distributed.cli.dask_worker import main; "
             "sys.argv = ['dask-worker', *sys.argv[2:]]; main()"
         )
-        arguments = [
-            *("--no-nanny", "--nthreads", "1", "--death-timeout", "60"),
-            *("--scheduler-file", self.scheduler_file, "--local-directory", self.folder.name),
-        ]
-        self.processes = [
-            subprocess.Popen(
-                [sys.executable, "-c", code, str(os.getpid()), *arguments],
-                stdin=subprocess.DEVNULL,
-                stdout=self.log,
-                stderr=self.log,
-                # A group of its own: a Ctrl-C that came while a worker's Python was starting
-                # (before it could ignore it) killed it with a traceback, and the scan ended
-                # on "a worker ended" rather than as interrupted. This process stops them.
-                process_group=0,
-            )
-            for _ in range(config.worker_count)
-        ]
+        return subprocess.Popen(
+            [sys.executable, "-c", code, str(os.getpid()), *arguments],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            # A group of its own: a Ctrl-C that came while a worker's Python was starting
+            # (before it could ignore it) killed it with a traceback, and the scan ended on
+            # "a worker ended" rather than as interrupted. This process stops them.
+            process_group=0,
+        )
 
     def joined(self, client: Client, count: int) -> None:
         """Wait until all of them have joined the scheduler, as long as each runs: a first
@@ -563,9 +593,59 @@ def _runs(pid: int) -> bool:
     return True
 
 
+class _ForkedWorker:
+    """A forked dask-local worker, seen as a ``subprocess.Popen`` is."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess) -> None:
+        self._process = process
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def wait(self) -> int | None:
+        self._process.join()
+        return self._process.exitcode
+
+
+def _forked_worker(parent: int, log: int, arguments: list[str]) -> None:
+    """In a forked copy of the scan's process: leave its process group, end with it, write
+    to the log, and run distributed's ``dask worker`` with ``arguments``."""
+    os.setpgid(0, 0)
+    die_with_parent(parent)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # ignored now
+    for stream in (1, 2):
+        os.dup2(log, stream)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115  # for the process's life
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    # What the caller's handlers held is theirs: distributed's log goes to the log alone.
+    for handler in logging.getLogger("distributed").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
+    # Copied from a caller whose thread ran an event loop (a notebook's), the loop would
+    # look running here, and the worker's own could not start.
+    asyncio.events._set_running_loop(None)
+    gc.unfreeze()
+    gc.enable()  # a worker's event loop makes cycles; the scan's pause is the scan's
+    from distributed.cli.dask_worker import main
+
+    sys.argv = ["dask-worker", *arguments]
+    main()
+
+
+def _can_fork() -> bool:
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+
+
 def _ready_to_prepare() -> None:
-    """In a dask-local worker's process, before it joins: the per-file task's modules
-    imported, its tables built and its loops loaded (engine.local.warm_up, on the default
+    """Before a dask-local worker joins (in its process, or in this one before it is forked):
+    the per-file task's modules imported, its tables built and its loops loaded (engine.local.warm_up, on the default
     options: the loops' types are the same whatever the options)."""
     from dedup.engine.local import warm_up
 
