@@ -108,7 +108,14 @@ def shingle_key_batch(texts: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArr
     """``shingle_keys`` of many texts at once: all keys in one array, text t's at
     ``keys[offsets[t]:offsets[t + 1]]``."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    codes = code_points("".join(texts))
+    return shingle_keys_of_codes(code_points("".join(texts)), lengths, ngram)
+
+
+def shingle_keys_of_codes(
+    codes: npt.NDArray[np.uint32], lengths: npt.NDArray[np.int64], ngram: int
+) -> tuple[Keys, npt.NDArray[np.int64]]:
+    """:func:`shingle_key_batch` of texts given as their code points one after another
+    (``codes``, read-only as :func:`code_points` makes them) and their ``lengths``."""
     offsets = shingle_offsets(lengths, ngram)
     starts = np.concatenate((np.zeros(1, dtype=np.int64), np.cumsum(lengths)))
     keys = np.empty(int(offsets[-1]), dtype=np.uint64)

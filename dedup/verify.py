@@ -29,6 +29,7 @@ from dedup.fingerprint import (
     SignatureTable,
     shingle_key_batch,
     shingle_keys,
+    shingle_keys_of_codes,
     shingle_offsets,
 )
 from dedup.kernels import compiled
@@ -287,9 +288,11 @@ def verify_where_held(
     scored = texts.map(
         scored_pairs,
         [block for block, _rows, _pairs in blocks],
+        [texts.lengths[block] for block, _rows, _pairs in blocks],
         [block_pairs for _block, _rows, block_pairs in blocks],
         repeat(ngram),
         stage="verify",
+        as_codes=True,
     )
     scores = _Scores(len(pairs))
     for (_block, rows, _pairs), block_scores in zip(blocks, scored, strict=True):
@@ -318,11 +321,52 @@ def _blocks(
 
 
 def scored_pairs(
-    texts: list[str], pairs: npt.NDArray[np.int64], ngram: int
+    codes: npt.NDArray[np.uint32],
+    lengths: npt.NDArray[np.int64],
+    pairs: npt.NDArray[np.int64],
+    ngram: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """Jaccard, containment and identical characters of ``pairs`` (numbers into ``texts``), in
-    their order, in one thread (a worker's task)."""
-    return _scored_block(pairs, texts, ngram, map)
+    """Jaccard, containment and identical characters of ``pairs`` (numbers into the texts of
+    ``lengths``, whose code points ``codes`` holds one after another), in their order, in
+    one thread (a worker's task)."""
+    return _scored_block(pairs, CodePoints.of(codes, lengths), ngram, map)
+
+
+@dataclass(frozen=True, slots=True)
+class CodePoints:
+    """Texts as their code points, one text after another, sliced as a list of texts is: what
+    a worker's verify task is given (taken from what it keeps without a string made, which
+    decoding and encoding again would cost more than the scoring saves there)."""
+
+    codes: npt.NDArray[np.uint32]  # read-only, as dedup.codepoints.code_points makes them
+    lengths: npt.NDArray[np.int64]
+    starts: npt.NDArray[np.int64]  # text t's codes from starts[t] to starts[t + 1]
+
+    @classmethod
+    def of(cls, codes: npt.NDArray[np.uint32], lengths: npt.NDArray[np.int64]) -> CodePoints:
+        codes = codes.view()
+        codes.flags.writeable = False  # the loops are compiled (and shipped) for read-only
+        return cls(codes, lengths, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, part: slice) -> CodePoints:
+        first, stop, _step = part.indices(len(self))
+        start, end = int(self.starts[first]), int(self.starts[max(first, stop)])
+        return CodePoints(
+            self.codes[start:end],
+            self.lengths[first:stop],
+            self.starts[first : max(first, stop) + 1] - start,
+        )
+
+
+def _keys_of(
+    texts: Sequence[str] | CodePoints, ngram: int
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    if isinstance(texts, CodePoints):
+        return shingle_keys_of_codes(texts.codes, texts.lengths, ngram)
+    return shingle_key_batch(texts, ngram)
 
 
 class _Scores:
@@ -401,7 +445,7 @@ def _text_blocks(
 
 def _scored_block(
     local: npt.NDArray[np.int64],
-    batch: list[str],
+    batch: Sequence[str] | CodePoints,
     ngram: int,
     run: Callable[..., Iterable[Any]],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
@@ -411,7 +455,11 @@ def _scored_block(
     text_chunks = [
         batch[start : start + _TEXTS_AT_ONCE] for start in range(0, len(batch), _TEXTS_AT_ONCE)
     ]
-    lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+    lengths = (
+        batch.lengths
+        if isinstance(batch, CodePoints)
+        else np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+    )
     unique, unique_offsets = _joined_sets(
         run(lambda chunk: _shingle_sets(chunk, ngram), text_chunks), lengths, ngram
     )
@@ -424,7 +472,7 @@ def _scored_block(
         block: int,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
         first = firsts[block]
-        keys, offsets = shingle_key_batch(batch[first : first + _FIRSTS_AT_ONCE], ngram)
+        keys, offsets = _keys_of(batch[first : first + _FIRSTS_AT_ONCE], ngram)
         return _score_pairs(
             by_first[bounds[block] : bounds[block + 1]],
             first, keys, offsets, unique, unique_offsets, lengths, ngram,
@@ -458,9 +506,11 @@ _CHARACTERS_A_TASK = 10_000_000
 _TASKS_PER_THREAD = 4
 
 
-def _shingle_sets(chunk: Sequence[str], ngram: int) -> tuple[Keys, npt.NDArray[np.int64]]:
+def _shingle_sets(
+    chunk: Sequence[str] | CodePoints, ngram: int
+) -> tuple[Keys, npt.NDArray[np.int64]]:
     """Each text's set of shingle keys (sorted), in one array with their offsets."""
-    keys, offsets = shingle_key_batch(chunk, ngram)
+    keys, offsets = _keys_of(chunk, ngram)
     return _sorted_unique_batch(keys, offsets)
 
 

@@ -333,6 +333,19 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
     monkeypatch.setattr(verify, "_CHARACTERS_AT_ONCE", 300)
     blocked = verify_table(pairs, texts, sigs, 3, 0.4, 0.7, Threads())
     assert list(blocked) == list(whole)
+    # A cluster's worker scores a block given its texts' code points rather than strings:
+    # the same scores, across the chunks' joins, characters past U+FFFF and short texts too.
+    rare = [text[:20] + "𠀀𪚥" + text[20:] for text in texts[:10]]
+    block = [*texts, *rare, "", "天"]
+    more = [(i, len(texts) + i) for i in range(10)] + [(0, len(block) - 2), (1, len(block) - 1)]
+    local = np.concatenate((pairs, np.array(more, dtype=np.int64)))
+    codes = np.array([ord(c) for c in "".join(block)], dtype=np.uint32)
+    lengths = np.array([len(t) for t in block], dtype=np.int64)
+    given_codes = verify.scored_pairs(codes, lengths, local, 3)
+    given_texts = verify._scored_block(local, block, 3, map)
+    for scores, expected in zip(given_codes, given_texts, strict=True):
+        assert scores.tolist() == expected.tolist()
+    assert (given_texts[0][-12:-2] > 0.5).all()  # the rare characters' copies still match
 
 
 def test_threads_run_only_a_few_chunks_ahead_of_the_one_taken(seed_with_ads: str) -> None:
