@@ -324,9 +324,10 @@ def _blocks(
 def _in_scan_order(
     block: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], block_pairs: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """A block (:func:`_blocks`) with its texts in the scan's order, its pairs numbered so:
-    a worker takes their code points a file at a time, one loop a file (in the groups' order,
-    a loop a few texts, which cost more than decoding them did). The scores are the same."""
+    """A block (:func:`_blocks`) with its texts in the scan's order, its pairs numbered so: a
+    worker then takes their code points with one loop a file (in the groups' order, one loop
+    every few texts, which cost more than decoding them as strings). The scores are the
+    same."""
     order = np.argsort(block, kind="stable")
     place = np.empty(len(order), dtype=np.int64)
     place[order] = np.arange(len(order))
@@ -348,8 +349,8 @@ def scored_pairs(
 @dataclass(frozen=True, slots=True)
 class CodePoints:
     """Texts as their code points, one text after another, sliced as a list of texts is: what
-    a worker's verify task is given (taken from what it keeps without a string made, which
-    decoding and encoding again would cost more than the scoring saves there)."""
+    a worker's verify task is given, taken from the texts it keeps without a string made
+    (:func:`dedup.engine.shuffle._with_codes`)."""
 
     codes: npt.NDArray[np.uint32]  # read-only, as dedup.codepoints.code_points makes them
     lengths: npt.NDArray[np.int64]

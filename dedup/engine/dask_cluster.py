@@ -645,8 +645,9 @@ def _can_fork() -> bool:
 
 def _ready_to_prepare() -> None:
     """Before a dask-local worker joins (in its process, or in this one before it is forked):
-    the per-file task's modules imported, its tables built and its loops loaded (engine.local.warm_up, on the default
-    options: the loops' types are the same whatever the options)."""
+    the per-file task's modules imported, its tables built and its loops loaded
+    (engine.local.warm_up, on the default options: the loops' types are the same whatever
+    the options)."""
     from dedup.engine.local import warm_up
 
     warm_up(ScanConfig())

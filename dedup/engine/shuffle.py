@@ -470,9 +470,9 @@ def _with_codes(
 ) -> T:
     """:func:`_with_texts`, ``function`` given the texts' code points one text after another
     (as their join encoded in UTF-32) rather than the texts: taken from each run's bytes by
-    a compiled loop, a stretch of passages of one run at a time, no string made (decoding a
-    task's texts and encoding them again cost more than the alignment's own loops saved by
-    running on a worker, docs/performance.md)."""
+    a compiled loop, once per stretch of ``passages`` in one run (so fastest for passages in
+    the scan's order), no string made (decoding each text and encoding their join again cost
+    about three times as much: docs/performance.md)."""
     starts = np.asarray(firsts, dtype=np.int64)
     run_of = np.searchsorted(starts, passages, side="right") - 1
     rows = passages - starts[run_of]

@@ -6,9 +6,9 @@ Empties the folder, then, in a process of its own with an empty numba cache and
 ``DEDUP_SHIP_KERNELS=1`` (each loop compiled is then saved into the folder too), runs what
 users run on ``corpus_samples/``: scans with one and two processes, a report rebuilt at
 another threshold, cleaned copies by document and by passage, an index added to and
-queried, and the align stage's warm-up (which runs the loops a Dask cluster's workers use
-alone too). Run it from a checkout after any change to dedup's sources (the shipped entries are
-keyed by a digest of them, and tests/test_kernels.py fails while they are stale), on an x86-64
+queried, and the align stage's warm-up (which runs the loops only a Dask cluster's workers
+use, too). Run it from a checkout after any change to dedup's sources (the shipped entries
+are keyed by a digest of them, and tests/test_kernels.py fails while they are stale), on an x86-64
 machine that runs x86-64-v3 code: the loops are compiled for that level (numba's processor
 chosen by ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES``), not for the machine, so they serve
 every such processor with the same numba.
