@@ -5,6 +5,7 @@ way, a scheduler out of reach, and a path the workers cannot see."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -454,6 +455,20 @@ def test_dask_local_on_the_command_line(
     assert "on local Dask cluster, 2 workers (2 threads)" in result.stdout
     assert (out / "report.json").read_text("utf-8") == local_reports["samples"]
     assert json.loads((out / "run.json").read_text("utf-8"))["engine"].startswith("local Dask")
+
+
+def test_dask_local_runs_from_a_running_event_loop(
+    samples: Path, local_reports: dict[str, str]
+) -> None:
+    """As from a notebook, whose cells run inside an event loop: the workers (copies of this
+    process where it forks) start loops of their own, and the report is the local one's."""
+
+    async def scan_in_a_loop() -> dedup.Report:
+        return dedup.scan([samples], engine="dask-local", jobs=2, show_progress=False)
+
+    report = asyncio.run(scan_in_a_loop())
+    assert report.engine == "local Dask cluster, 2 workers (2 threads)"
+    assert report.to_json() == local_reports["samples"]
 
 
 def test_clean_and_index_run_on_the_cluster_too(

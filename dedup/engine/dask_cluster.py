@@ -628,9 +628,6 @@ def _forked_worker(parent: int, log: int, arguments: list[str]) -> None:
     for handler in logging.getLogger("distributed").handlers:
         if isinstance(handler, logging.StreamHandler):
             handler.setStream(sys.stderr)
-    # Copied from a caller whose thread ran an event loop (a notebook's), the loop would
-    # look running here, and the worker's own could not start.
-    asyncio.events._set_running_loop(None)
     gc.unfreeze()
     gc.enable()  # a worker's event loop makes cycles; the scan's pause is the scan's
     from distributed.cli.dask_worker import main
