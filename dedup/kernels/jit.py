@@ -38,8 +38,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.abc
+import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -212,6 +215,7 @@ class _PackageCache(_DigestKeyed):
         self._shipped = None if _IGNORING_SHIPPED else _ShippedCache(py_func)  # type: ignore[no-untyped-call]
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
+        _numba_targets_without_scipy()
         loaded = super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
         if loaded is None and self._shipped is not None and not _BUILDING and _shipped_usable():
             loaded = self._shipped.load_overload(sig, target_context)  # type: ignore[no-untyped-call]
@@ -221,6 +225,36 @@ class _PackageCache(_DigestKeyed):
         super().save_overload(sig, data)  # type: ignore[no-untyped-call]
         if _BUILDING and self._shipped is not None:
             self._shipped.save_overload(sig, data)  # type: ignore[no-untyped-call]
+
+
+class _Refused(importlib.abc.MetaPathFinder):
+    """An import finder that refuses ``names`` (as if they were not installed)."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in self.names:
+            raise ModuleNotFoundError(f"{name} is held back while numba loads", name=name)
+
+
+@functools.cache
+def _numba_targets_without_scipy() -> None:
+    """Before numba's first load or compile in this process: its array functions' module
+    imports scipy.linalg (0.2-0.3 s, on every run's start) only to learn whether
+    np.correlate and np.convolve may call BLAS, which dedup's loops never do. That module is
+    loaded here with scipy held back, and its answer then set to what it would have been
+    (whether scipy is installed), so that code that does use BLAS still does, scipy imported
+    when such a call is first compiled."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    refused = _Refused(frozenset({"scipy", "scipy.linalg"} - set(sys.modules)))
+    sys.meta_path.insert(0, refused)
+    try:
+        import numba.np.arraymath as arraymath
+    finally:
+        sys.meta_path.remove(refused)
+    arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
 
 
 def compiled(function: F) -> F:
