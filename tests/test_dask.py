@@ -636,11 +636,11 @@ def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
     import distributed.cli.dask_worker
 
     from dedup.config import ScanConfig
-    from dedup.engine import dask_cluster
+    from dedup.engine import lifetime
     from dedup.engine.dask_cluster import DaskEngine
 
     if forked:
-        if not dask_cluster._can_fork():
+        if not lifetime.can_fork():
             pytest.skip("this system does not fork")
 
         def broken_worker() -> None:
@@ -653,7 +653,7 @@ def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
         broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: no dedup here' >&2\nexit 3\n")
         broken.chmod(0o755)
         monkeypatch.setattr(sys, "executable", str(broken))
-        monkeypatch.setattr(dask_cluster, "_can_fork", lambda: False)
+        monkeypatch.setattr(lifetime, "can_fork", lambda: False)
     expected = r"ended before it joined \(status 3\).*no dedup here"
     with pytest.raises(DedupError, match=expected), DaskEngine(ScanConfig(engine="dask-local")):
         pass

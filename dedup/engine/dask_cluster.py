@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from dedup.config import ScanConfig
+from dedup.engine import lifetime
 from dedup.engine.base import in_threads
 from dedup.engine.lifetime import die_with_parent
 from dedup.errors import EngineError
@@ -491,7 +492,7 @@ class _LocalWorkers:
             *("--no-nanny", "--nthreads", "1", "--death-timeout", "60"),
             *("--scheduler-file", self.scheduler_file, "--local-directory", self.folder.name),
         ]
-        forks = _can_fork()
+        forks = lifetime.can_fork()
         if forks:  # loaded once, here, for them all
             _ready_to_prepare()
             import distributed.cli.dask_worker  # noqa: F401
@@ -634,10 +635,6 @@ def _forked_worker(parent: int, log: int, arguments: list[str]) -> None:
 
     sys.argv = ["dask-worker", *arguments]
     main()
-
-
-def _can_fork() -> bool:
-    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
 def _ready_to_prepare() -> None:

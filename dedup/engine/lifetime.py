@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import functools
 import logging  # noqa: F401 - its fork hooks registered before ours (see _forking)
+import multiprocessing
 import os
 import signal
 import sys
@@ -27,6 +28,12 @@ def _prctl() -> Any:
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux, or no symbols to look in
         return None
+
+
+def can_fork() -> bool:
+    """Whether copies of this process can be forked here (a dask-local worker, the report's
+    second writer): Linux's fork, whose parent-death signal ends them with this process."""
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
 def die_with_parent(parent: int) -> None:

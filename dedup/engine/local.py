@@ -195,10 +195,7 @@ def warm_up_alignment(config: ScanConfig) -> None:
     )
     original_spans(aligned, documents, spans, alignment)
     # A cluster's workers hand the alignment its texts' code points from what they keep.
-    encoded = [t.encode("utf-16-le") for t in texts]
-    TextRun(b"".join(encoded), np.cumsum([len(e) // 2 for e in encoded])).code_points(
-        np.arange(len(texts))
-    )
+    TextRun.of(texts).code_points(np.arange(len(texts)))
 
 
 class _ThisThread:

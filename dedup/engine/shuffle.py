@@ -454,10 +454,8 @@ def _with_texts(
 ) -> T:
     """``function(texts, *arguments)`` on a worker, ``texts`` those of ``passages`` (numbers in
     the scan), taken from the runs that hold them (``runs[i]`` from passage ``firsts[i]`` on)."""
-    starts = np.asarray(firsts, dtype=np.int64)
-    run_of = (np.searchsorted(starts, passages, side="right") - 1).tolist()
-    rows = (passages - starts[run_of]).tolist() if len(passages) else []
-    texts = [runs[run][row] for run, row in zip(run_of, rows, strict=True)]
+    run_of, rows = _located(firsts, passages)
+    texts = [runs[run][row] for run, row in zip(run_of.tolist(), rows.tolist(), strict=True)]
     return function(texts, *arguments)
 
 
@@ -473,9 +471,7 @@ def _with_codes(
     a compiled loop, once per stretch of ``passages`` in one run (so fastest for passages in
     the scan's order), no string made (decoding each text and encoding their join again cost
     about three times as much: docs/performance.md)."""
-    starts = np.asarray(firsts, dtype=np.int64)
-    run_of = np.searchsorted(starts, passages, side="right") - 1
-    rows = passages - starts[run_of]
+    run_of, rows = _located(firsts, passages)
     cuts = np.flatnonzero(np.diff(run_of)) + 1
     parts = [
         runs[int(run_of[begin])].code_points(rows[begin:end])
@@ -484,3 +480,13 @@ def _with_codes(
     ]
     codes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
     return function(codes, *arguments)
+
+
+def _located(
+    firsts: Sequence[int], passages: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Which run holds each of ``passages`` (run ``i`` from passage ``firsts[i]`` on), and
+    its row there."""
+    starts = np.asarray(firsts, dtype=np.int64)
+    run_of = np.searchsorted(starts, passages, side="right") - 1
+    return run_of, passages - starts[run_of]

@@ -259,6 +259,12 @@ class TextRun:
     utf16: bytes
     ends: npt.NDArray[np.int64]
 
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> TextRun:
+        encoded = [text.encode("utf-16-le") for text in texts]
+        units = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) // 2
+        return cls(b"".join(encoded), np.cumsum(units))
+
     def __len__(self) -> int:
         return len(self.ends)
 
@@ -283,11 +289,7 @@ class TextRun:
 def texts_of(prepared: PreparedFile) -> TextRun:
     """The normalized texts of every passage of a prepared file (of all its inputs), in
     order; a text not handed back (see dedup.engine.copies) is empty."""
-    encoded = [
-        (text or "").encode("utf-16-le") for item in prepared.inputs for text in item.normalized
-    ]
-    units = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) // 2
-    return TextRun(b"".join(encoded), np.cumsum(units))
+    return TextRun.of([text or "" for item in prepared.inputs for text in item.normalized])
 
 
 def steps_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:

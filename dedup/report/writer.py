@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from dedup.config import DEFAULT_FORMATS
-from dedup.engine.lifetime import die_with_parent
+from dedup.engine.lifetime import can_fork, die_with_parent
 from dedup.models import JSON_SECTIONS, MemberText, Report
 from dedup.progress import progress
 from dedup.report.folder import ReportFolder
@@ -93,7 +93,7 @@ def _write_into(
     # With a forked copy, report.json's lists before its clusters are written apart too, by
     # whichever process is free (at 1 GB report.json took 10.6 s here and the page 6.0 s
     # there; at 250 MB the page is the longer, 3.0 s against 2.0 s), then joined here.
-    split = two_processes and _can_fork()
+    split = two_processes and can_fork()
     sections = [_section_name(name) for name in JSON_SECTIONS] if split else []
     # the larger tables first (table_names lists matches.csv, clusters.csv, pairs.csv), so
     # that the process taking the last finishes not long after the other; the sections,
@@ -305,7 +305,7 @@ class _ForkedWriter:
 
     def __init__(self, write: Callable[..., object], *arguments: object, fork: bool) -> None:
         self.process: multiprocessing.process.BaseProcess | None = None
-        if fork and _can_fork():
+        if fork and can_fork():
             context = multiprocessing.get_context("fork")
             self.process = context.Process(target=_in_copy, args=(write, os.getpid(), *arguments))
             self.process.start()
@@ -321,11 +321,6 @@ class _ForkedWriter:
         if self.process is not None and self.process.is_alive():
             self.process.terminate()
             self.process.join()
-
-
-def _can_fork() -> bool:
-    """Whether a forked copy can write some of the report here."""
-    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
 def _in_copy(write: Callable[..., object], parent: int, *arguments: object) -> None:
