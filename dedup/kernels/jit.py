@@ -56,6 +56,7 @@ from numba.core.caching import (
     _CacheLocator,
     _SourceFileBackedLocatorMixin,
 )
+from numba.core.runtime.nrt import rtsys
 
 __all__ = [
     "PORTABLE_CPU",
@@ -215,16 +216,30 @@ class _PackageCache(_DigestKeyed):
         self._shipped = None if _IGNORING_SHIPPED else _ShippedCache(py_func)  # type: ignore[no-untyped-call]
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
+        # before a loop's entry is read (some name numba's array functions, which are
+        # imported as they are unpickled) or compiled
         _numba_targets_without_scipy()
-        loaded = super().load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+        loaded = _loaded_as_built(self, sig, target_context)
         if loaded is None and self._shipped is not None and not _BUILDING and _shipped_usable():
-            loaded = self._shipped.load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+            loaded = _loaded_as_built(self._shipped, sig, target_context)
         return loaded
 
     def save_overload(self, sig: Any, data: Any) -> None:
         super().save_overload(sig, data)  # type: ignore[no-untyped-call]
         if _BUILDING and self._shipped is not None:
             self._shipped.save_overload(sig, data)  # type: ignore[no-untyped-call]
+
+
+def _loaded_as_built(cache: FunctionCache, sig: Any, target_context: Any) -> Any:
+    """A loop's cached entry, or None. numba's own load first refreshes the target context,
+    which installs every registry of numba's implementations (0.3 s of each run's start,
+    docs/performance.md): only compiling reads them. Machine code loaded as built needs the
+    runtime it calls (memory allocation), started here; a compile refreshes the context
+    itself."""
+    rtsys.initialize(target_context)
+    with cache._guard_against_spurious_io_errors():
+        return cache._load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+    return None  # the guard swallowed an error reading the entry (numba's own load's case)
 
 
 class _Refused(importlib.abc.MetaPathFinder):
