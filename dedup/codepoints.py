@@ -3,12 +3,14 @@ compiled loops (one element per character, whatever the plane)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from dedup.kernels.jit import compiled
 
-__all__ = ["code_points", "from_code_points", "utf16_code_points"]
+__all__ = ["code_points", "from_code_points", "utf16_code_points", "utf16_gathered", "utf16_units"]
 
 
 def code_points(text: str) -> npt.NDArray[np.uint32]:
@@ -17,6 +19,13 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
 
 def from_code_points(codes: npt.NDArray[np.uint32]) -> str:
     return codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def utf16_units(texts: Sequence[str]) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """The texts in UTF-16 (little-endian), one after another, and how many code units each
+    took (its characters, and one more for each past U+FFFF)."""
+    encoded = [text.encode("utf-16-le") for text in texts]
+    return b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(encoded)) // 2
 
 
 @compiled
@@ -40,3 +49,17 @@ def utf16_code_points(
             at += 1
             unit += 1
     return codes[:at]
+
+
+@compiled
+def utf16_gathered(
+    units: npt.NDArray[np.uint16], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint16]:
+    """The UTF-16 texts ``units[starts[i]:ends[i]]``, one after another."""
+    gathered = np.empty(int((ends - starts).sum()), dtype=np.uint16)
+    at = 0
+    for text in range(len(starts)):
+        size = ends[text] - starts[text]
+        gathered[at : at + size] = units[starts[text] : ends[text]]
+        at += size
+    return gathered

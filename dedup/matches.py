@@ -36,7 +36,7 @@ import numpy.typing as npt
 from dedup.align import seed_table, spans_with_table
 from dedup.arrays import sorted_unique
 from dedup.cluster import components
-from dedup.codepoints import code_points
+from dedup.codepoints import utf16_units
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
@@ -65,11 +65,13 @@ _TABLE_COST = 4  # a held character costs about this many scanned ones (its seed
 
 @dataclass(frozen=True, slots=True)
 class NormalizedTexts:
-    """The normalized text of each distinct passage text, as code points one after another:
-    passage ``p``'s text is ``codes[start[p]:start[p] + lengths[p]]`` (a copy's start is its
-    first passage's)."""
+    """The normalized text of each distinct passage text, one after another, as UTF-16 code
+    units (2 bytes a character rather than a code point's 4: at 1 GB this is the align
+    stage's largest array; and a cluster's workers keep their texts so): passage ``p``'s
+    text starts at ``units[start[p]]`` (a copy's start is its first passage's) and is
+    ``lengths[p]`` characters long."""
 
-    codes: npt.NDArray[np.uint32]
+    units: npt.NDArray[np.uint16]
     start: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.int64]
     leads: npt.NDArray[np.int64]
@@ -84,28 +86,36 @@ class NormalizedTexts:
     ) -> NormalizedTexts:
         """``let_go``: ``texts`` is a list the caller is done with, each text dropped from it
         once encoded (and the memory handed back a part at a time), so that the texts are not
-        held twice, as strings and as code points."""
+        held twice, as strings and as code units."""
         lengths, leads = alignment.lengths, alignment.leads
         # The first passage of each text only: a copy's text, when a worker handed it back
-        # too, is the same code points again.
+        # too, is the same characters again.
         held = np.array([text is not None for text in texts], dtype=np.bool_)
         held &= leader == np.arange(len(texts))
         start = np.zeros(len(texts), dtype=np.int64)
-        start[held] = np.cumsum(lengths[held]) - lengths[held]
         # Encoded a part at a time into the one array: parts joined after would hold the
-        # code points twice (at 1 GB, 0.4 GB more at the align stage's start).
-        codes = np.empty(int(lengths[held].sum()), dtype=np.uint32)
+        # texts twice (at 1 GB, 0.4 GB more at the align stage's start). A unit a character,
+        # but two for a character past U+FFFF (rare ideographs): the array grows for those.
+        units = np.empty(int(lengths[held].sum()), dtype=np.uint16)
+        used = 0
         for rows in np.array_split(np.flatnonzero(held), max(1, len(texts) // 100_000)):
             if len(rows):
-                joined = "".join(texts[row] or "" for row in rows.tolist())
-                first = int(start[rows[0]])
-                codes[first : first + len(joined)] = code_points(joined)
-                del joined
+                utf16, counts = utf16_units([texts[row] or "" for row in rows.tolist()])
+                if used + len(utf16) // 2 > len(units):
+                    grown = np.empty(
+                        max(used + len(utf16) // 2, len(units) + len(units) // 64), np.uint16
+                    )
+                    grown[:used] = units[:used]
+                    units = grown
+                units[used : used + len(utf16) // 2] = np.frombuffer(utf16, dtype=np.uint16)
+                start[rows] = used + np.cumsum(counts) - counts
+                used += len(utf16) // 2
+                del utf16
                 if let_go and isinstance(texts, list):
                     for row in rows.tolist():
                         texts[row] = None
                     release_freed_memory()
-        return cls(codes, start[leader], lengths, leads)
+        return cls(units[:used], start[leader], lengths, leads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +341,7 @@ def align_pairs(
     def run(chunk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         assert isinstance(texts, NormalizedTexts)
         return _align_chunk(
-            texts.codes,
+            texts.units,
             texts.start,
             texts.lengths,
             texts.leads,
@@ -373,19 +383,18 @@ def _aligned_where_held(
         passages = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
         local_end = np.cumsum(sizes)
         # Each distinct text once, from the first of the chunk's passages that has it: a
-        # copy's start is its text's, as _same_texts needs.
+        # copy's text is its text's (the same start, as _same_texts needs), numbered in
+        # the order the task is given them.
         leaders, at = np.unique(texts.leader[passages], return_index=True)
         fetched = np.sort(at)
-        place = np.empty(len(passages), dtype=np.int64)
-        place[fetched] = (
-            np.cumsum(texts.lengths[passages[fetched]]) - texts.lengths[passages[fetched]]
-        )
-        start = place[at[np.searchsorted(leaders, texts.leader[passages])]]
+        number = np.empty(len(passages), dtype=np.int64)
+        number[fetched] = np.arange(len(fetched))
+        text_of = number[at[np.searchsorted(leaders, texts.leader[passages])]]
         calls.append(
             (
                 passages[fetched],
                 (
-                    start,
+                    text_of,
                     texts.lengths[passages],
                     texts.leads[passages],
                     local_end - sizes,
@@ -404,17 +413,19 @@ def _aligned_where_held(
         [fetched for fetched, _rest in calls],
         [rest for _f, rest in calls],
         stage="align",
-        as_codes=True,
+        form="utf-16",
     )
 
 
 def aligned_on_worker(
-    codes: npt.NDArray[np.uint32], arrays: tuple[Any, ...]
+    texts: tuple[npt.NDArray[np.uint16], npt.NDArray[np.int64]], arrays: tuple[Any, ...]
 ) -> npt.NDArray[np.int64]:
-    """A chunk's spans (:func:`_align_chunk`), on the worker that has its texts (``codes``:
-    each distinct text of the chunk's passages once, in the order ``arrays``' starts
-    count)."""
-    return _align_chunk(codes, *arrays)
+    """A chunk's spans (:func:`_align_chunk`), on the worker that has its texts (``texts``:
+    each distinct text of the chunk's passages once, as UTF-16, and where each starts;
+    ``arrays``' first, which of those texts each passage's is)."""
+    units, starts = texts
+    text_of, *rest = arrays
+    return _align_chunk(units, starts[text_of], *rest)
 
 
 def _chunks(
@@ -451,23 +462,32 @@ def _chunks(
 
 @compiled
 def _document_codes(
-    codes: npt.NDArray[np.uint32],
+    units: npt.NDArray[np.uint16],
     start: npt.NDArray[np.int64],
     lengths: npt.NDArray[np.int64],
     leads: npt.NDArray[np.int64],
     first: int,
     end: int,
 ) -> npt.NDArray[np.uint32]:
+    """The code points of a document's text: its passages' texts (in UTF-16 in ``units``),
+    each less its lead (what the passage before holds too)."""
     total = 0
     for passage in range(first, end):
         total += lengths[passage] - leads[passage]
     text = np.empty(total, dtype=np.uint32)
     at = 0
     for passage in range(first, end):
-        own = lengths[passage] - leads[passage]
-        begin = start[passage] + leads[passage]
-        text[at : at + own] = codes[begin : begin + own]
-        at += own
+        unit = start[passage]
+        for _lead in range(leads[passage]):
+            unit += 2 if 0xD800 <= units[unit] < 0xDC00 else 1
+        for _character in range(lengths[passage] - leads[passage]):
+            code = np.uint32(units[unit])
+            if 0xD800 <= code < 0xDC00:  # a surrogate pair: one character past U+FFFF
+                code = 0x10000 + ((code - 0xD800) << 10) + (np.uint32(units[unit + 1]) - 0xDC00)
+                unit += 1
+            text[at] = code
+            at += 1
+            unit += 1
     return text
 
 
@@ -493,7 +513,7 @@ def _same_texts(
 
 @compiled
 def _align_chunk(
-    codes: npt.NDArray[np.uint32],
+    units: npt.NDArray[np.uint16],
     start: npt.NDArray[np.int64],
     lengths: npt.NDArray[np.int64],
     leads: npt.NDArray[np.int64],
@@ -524,10 +544,10 @@ def _align_chunk(
         else:
             holding, other = (left, right) if hold_a[pair] else (right, left)
             if holding != current:
-                held = _document_codes(codes, start, lengths, leads, first[holding], end[holding])
+                held = _document_codes(units, start, lengths, leads, first[holding], end[holding])
                 table = seed_table(held, k)
                 current = holding
-            scanned = _document_codes(codes, start, lengths, leads, first[other], end[other])
+            scanned = _document_codes(units, start, lengths, leads, first[other], end[other])
             spans = spans_with_table(scanned, held, table, hold_a[pair], k, max_gap, min_identical)
         found = with_room_for_rows(found, count, spans.shape[0])
         for row in range(spans.shape[0]):

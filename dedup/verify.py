@@ -293,7 +293,7 @@ def verify_where_held(
         [block_pairs for _block, _rows, block_pairs in blocks],
         repeat(ngram),
         stage="verify",
-        as_codes=True,
+        form="code points",
     )
     scores = _Scores(len(pairs))
     for (_block, rows, _pairs), block_scores in zip(blocks, scored, strict=True):

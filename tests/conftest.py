@@ -81,3 +81,34 @@ def mirror_dump(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
             if site == "site-a" or rng.random() < 0.8:
                 (dump / site / f"{name}.txt").write_text(vary(text), "utf-8")
     return dump
+
+
+# Ideographs past U+FFFF (CJK Extension B), as classical editions carry for rare characters:
+# two UTF-16 code units each where every other character is one.
+RARE_IDEOGRAPHS = "𠀤𡃁𤆬𠮷𡿨𢀖"
+
+
+@pytest.fixture(scope="session")
+def rare_ideographs_dump(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """红楼梦's sample with a rare ideograph past U+FFFF after every 40th Han character, and
+    a chapter of 三國演義 with a scene of it (ideographs and all) copied in mid-sentence: a
+    match whose characters lie past many such ideographs on one side."""
+    dump = tmp_path_factory.mktemp("rare")
+    source = (samples / "site-qidian/hongloumeng.txt").read_text("utf-8")
+    rare, count = [], 0
+    for character in source:
+        rare.append(character)
+        if "\u4e00" <= character <= "\u9fff":
+            count += 1
+            if count % 40 == 0:
+                rare.append(RARE_IDEOGRAPHS[count // 40 % len(RARE_IDEOGRAPHS)])
+    text = "".join(rare)
+    (dump / "site-rare").mkdir()
+    (dump / "site-rare/hongloumeng.txt").write_text(text, "utf-8")
+    start = text.index("。", len(text) // 2) + 7  # mid-sentence
+    scene = text[start : start + 420]
+    host = (samples / "site-classic/sanguo.txt").read_text("utf-8")
+    at = host.index("。", len(host) // 2) + 5
+    (dump / "site-host").mkdir()
+    (dump / "site-host/sanguo.txt").write_text(host[:at] + scene + host[at:], "utf-8")
+    return dump

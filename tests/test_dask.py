@@ -130,6 +130,16 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
+def test_ideographs_past_u_ffff_align_on_the_workers_as_here(
+    cluster: Cluster, rare_ideographs_dump: Path
+) -> None:
+    """Align tasks take their texts in UTF-16 from what the workers keep (two code units for
+    each of these ideographs): the same report as the local engine's, its match found."""
+    on_cluster = dedup.scan([rare_ideographs_dump], scheduler=cluster.address)
+    assert on_cluster.to_json() == dedup.scan([rare_ideographs_dump], jobs=2).to_json()
+    assert len(on_cluster.matches) == 1
+
+
 def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     cluster: Cluster, mirror_dump: Path
 ) -> None:

@@ -132,6 +132,33 @@ def test_the_verbatim_scene_span_is_exact(scene_dump: dict[str, object]) -> None
     assert span == (truth[0] + lead, truth[1] - tail)
 
 
+def test_a_scene_among_ideographs_past_u_ffff_is_matched_to_the_character(
+    rare_ideographs_dump: Path, samples: Path
+) -> None:
+    """The alignment holds texts in UTF-16, where each of these ideographs takes two code
+    units: the scene's span, in both documents, is still exactly its characters (less the
+    punctuation at its ends), and each side's text is the original's there."""
+    report = dedup.scan([rare_ideographs_dump], jobs=2)
+    (match,) = report.matches
+    host = rare_ideographs_dump / "site-host/sanguo.txt"
+    source = rare_ideographs_dump / "site-rare/hongloumeng.txt"
+    host_text, source_text = host.read_text("utf-8"), source.read_text("utf-8")
+    original = (samples / "site-classic/sanguo.txt").read_text("utf-8")
+    at = next(i for i, (x, y) in enumerate(zip(host_text, original, strict=False)) if x != y)
+    scene = host_text[at : at + len(host_text) - len(original)]
+    lead = len(scene) - len(scene.lstrip("，。；：、！？「」“”\r\n\u3000 "))
+    tail = len(scene) - len(scene.rstrip("，。；：、！？「」“”\r\n\u3000 "))
+    in_source = source_text.index(scene)
+    assert sum(ord(c) > 0xFFFF for c in scene) >= 8
+    assert sum(ord(c) > 0xFFFF for c in source_text[:in_source]) >= 200
+    ours, theirs = _sides(match, host)
+    assert ours == [(at + lead, at + len(scene) - tail)]
+    assert theirs == [(in_source + lead, in_source + len(scene) - tail)]
+    for document in (match.a, match.b):
+        text = host_text if Path(document.path) == host else source_text
+        assert text[document.start : document.end] == document.text
+
+
 def test_passage_clusters_miss_what_matches_find(scene_dump: dict[str, object]) -> None:
     """The reason for matches: no passage cluster joins the verbatim host and its source."""
     report = dedup.scan([str(scene_dump["root"])], jobs=1)

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from dedup.engine.shuffle import KeptOnWorkers
 
 T = TypeVar("T")
+# How HeldTexts.map hands a function its texts.
+TextForm = Literal["strings", "code points", "utf-16"]
 
 
 class Threads(Protocol):
@@ -54,13 +56,15 @@ class HeldTexts(Protocol):
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
         stage: str = "texts",
-        as_codes: bool = False,
+        form: TextForm = "strings",
     ) -> Iterator[T]:
         """``function(texts, *arguments)`` for each call, ``texts`` the normalized texts of
-        its ``passages`` (numbers in the scan), in that order, on the workers (``as_codes``:
-        one array of their code points, one text after another); results in order, counted
-        on a progress bar named ``stage``. ``function`` and the arguments go to the workers:
-        plain functions of picklable values."""
+        its ``passages`` (numbers in the scan), in that order, on the workers, in the
+        ``form`` asked for: a list of strings; "code points", one array of them, one text
+        after another; "utf-16", a pair: one array of their UTF-16 code units, one text after
+        another, and where each text starts in it. Results in order, counted on a progress
+        bar named ``stage``. ``function`` and the arguments go to the workers: plain
+        functions of picklable values."""
         ...
 
     def let_go(self) -> None:

@@ -194,8 +194,11 @@ def warm_up_alignment(config: ScanConfig) -> None:
         _HERE,
     )
     original_spans(aligned, documents, spans, alignment)
-    # A cluster's workers hand the alignment its texts' code points from what they keep.
-    TextRun.of(texts).code_points(np.arange(len(texts)))
+    # A cluster's workers hand the alignment its texts' UTF-16, and verification their
+    # code points, from what they keep.
+    run = TextRun.of(texts)
+    run.units(np.arange(len(texts)))
+    run.code_points(np.arange(len(texts)))
 
 
 class _ThisThread:

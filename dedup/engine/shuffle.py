@@ -71,7 +71,7 @@ from dedup.verify import estimates_in_runs
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-    from dedup.engine.base import Threads
+    from dedup.engine.base import TextForm, Threads
     from dedup.engine.dask_cluster import DaskEngine
 
 # What the workers keep of a file (or a slice of one): how many passages, and the futures
@@ -325,7 +325,7 @@ class TextsOnWorkers:
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
         stage: str = "texts",
-        as_codes: bool = False,
+        form: TextForm = "strings",
     ) -> Iterator[T]:
         kept, engine = self._kept, self._kept.engine
         tasks: list[Future[Any] | None] = []
@@ -333,7 +333,7 @@ class TextsOnWorkers:
             runs = kept.runs_of(wanted)
             tasks.append(
                 engine.submit(
-                    _with_codes if as_codes else _with_texts,
+                    _GIVING[form],
                     function,
                     [kept.text_futures[run] for run in runs],
                     [kept.runs[run].first for run in runs],
@@ -471,15 +471,43 @@ def _with_codes(
     a compiled loop, once per stretch of ``passages`` in one run (so fastest for passages in
     the scan's order), no string made (decoding each text and encoding their join again cost
     about three times as much: docs/performance.md)."""
-    run_of, rows = _located(firsts, passages)
-    cuts = np.flatnonzero(np.diff(run_of)) + 1
-    parts = [
-        runs[int(run_of[begin])].code_points(rows[begin:end])
-        for begin, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(passages)], strict=True)
-        if end > begin
-    ]
+    parts = [run.code_points(rows) for run, rows in _stretches(runs, firsts, passages)]
     codes = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
     return function(codes, *arguments)
+
+
+def _with_units(
+    function: Callable[..., T],
+    runs: Sequence[TextRun],
+    firsts: Sequence[int],
+    passages: npt.NDArray[np.int64],
+    *arguments: Any,
+) -> T:
+    """:func:`_with_texts`, ``function`` given the texts' UTF-16 code units one text after
+    another, and where each starts there: copied from each run's bytes as they are (a
+    stretch of ``passages`` in one run at a time), no string made, nothing converted."""
+    parts = [run.units(rows) for run, rows in _stretches(runs, firsts, passages)]
+    units = np.concatenate([part for part, _counts in parts]) if parts else np.empty(0, np.uint16)
+    counts = np.concatenate([c for _part, c in parts]) if parts else np.empty(0, np.int64)
+    return function((units, np.cumsum(counts) - counts), *arguments)
+
+
+def _stretches(
+    runs: Sequence[TextRun], firsts: Sequence[int], passages: npt.NDArray[np.int64]
+) -> Iterator[tuple[TextRun, npt.NDArray[np.int64]]]:
+    """``passages`` as stretches of rows in one run each, in order: their run, their rows."""
+    run_of, rows = _located(firsts, passages)
+    cuts = np.flatnonzero(np.diff(run_of)) + 1
+    for begin, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(passages)], strict=True):
+        if end > begin:
+            yield runs[int(run_of[begin])], rows[begin:end]
+
+
+_GIVING: dict[TextForm, Callable[..., Any]] = {
+    "strings": _with_texts,
+    "code points": _with_codes,
+    "utf-16": _with_units,
+}
 
 
 def _located(

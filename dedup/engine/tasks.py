@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.codepoints import utf16_code_points
+from dedup.codepoints import utf16_code_points, utf16_gathered, utf16_units
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
@@ -261,9 +261,8 @@ class TextRun:
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> TextRun:
-        encoded = [text.encode("utf-16-le") for text in texts]
-        units = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) // 2
-        return cls(b"".join(encoded), np.cumsum(units))
+        utf16, units = utf16_units(texts)
+        return cls(utf16, np.cumsum(units))
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -271,6 +270,17 @@ class TextRun:
     def __getitem__(self, row: int) -> str:
         start = int(self.ends[row - 1]) if row else 0
         return self.utf16[2 * start : 2 * int(self.ends[row])].decode("utf-16-le")
+
+    def units(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.int64]]:
+        """The UTF-16 code units of the texts of ``rows``, one text after another, and how
+        many each took."""
+        ends = self.ends[rows]
+        starts = np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0)
+        return utf16_gathered(
+            np.frombuffer(self.utf16, dtype=np.uint16), starts, ends
+        ), ends - starts
 
     def code_points(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
         """The code points of the texts of ``rows``, one text after another: as the texts'
