@@ -94,22 +94,22 @@ class NormalizedTexts:
         held &= leader == np.arange(len(texts))
         start = np.zeros(len(texts), dtype=np.int64)
         # Encoded a part at a time into the one array: parts joined after would hold the
-        # texts twice (at 1 GB, 0.4 GB more at the align stage's start). A unit a character,
-        # but two for a character past U+FFFF (rare ideographs): the array grows for those.
+        # texts twice at the align stage's start (at 1 GB, a quarter of a GB more). A unit a
+        # character, but two for a character past U+FFFF (rare ideographs): the array grows
+        # for those.
         units = np.empty(int(lengths[held].sum()), dtype=np.uint16)
         used = 0
         for rows in np.array_split(np.flatnonzero(held), max(1, len(texts) // 100_000)):
             if len(rows):
                 utf16, counts = utf16_units([texts[row] or "" for row in rows.tolist()])
-                if used + len(utf16) // 2 > len(units):
-                    grown = np.empty(
-                        max(used + len(utf16) // 2, len(units) + len(units) // 64), np.uint16
-                    )
+                size = len(utf16) // 2
+                if used + size > len(units):
+                    grown = np.empty(max(used + size, len(units) + len(units) // 64), np.uint16)
                     grown[:used] = units[:used]
                     units = grown
-                units[used : used + len(utf16) // 2] = np.frombuffer(utf16, dtype=np.uint16)
+                units[used : used + size] = np.frombuffer(utf16, dtype=np.uint16)
                 start[rows] = used + np.cumsum(counts) - counts
-                used += len(utf16) // 2
+                used += size
                 del utf16
                 if let_go and isinstance(texts, list):
                     for row in rows.tolist():

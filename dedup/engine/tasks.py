@@ -278,9 +278,8 @@ class TextRun:
         many each took."""
         ends = self.ends[rows]
         starts = np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0)
-        return utf16_gathered(
-            np.frombuffer(self.utf16, dtype=np.uint16), starts, ends
-        ), ends - starts
+        units = np.frombuffer(self.utf16, dtype=np.uint16)
+        return utf16_gathered(units, starts, ends), ends - starts
 
     def code_points(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
         """The code points of the texts of ``rows``, one text after another: as the texts'
