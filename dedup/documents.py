@@ -198,6 +198,10 @@ def candidate_documents(
     one, two = leader[verified.first], leader[verified.second]
     apart = one != two
     known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
+    # A verified pair of two texts proposes its documents below (its pair of texts is
+    # known); those joining one text are kept apart now, before the seeds are counted.
+    same = np.flatnonzero(~apart)
+    del one, two, apart
     held_seeds = alignment.held_seeds
     if held_seeds is None:  # an alignment as the workers make it: its seeds as arrays
         held_seeds = SeedKeys.of(alignment.seeds, alignment.seed_passage)
@@ -205,9 +209,7 @@ def candidate_documents(
     holding = TextHolders(holders, holder_start, holder_end, count)
     shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, threads)
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
-    # A verified pair of two texts proposed its documents above (its pair of texts is known);
-    # those joining one text are left, where more documents hold it than seeds count for.
-    same = np.flatnonzero(one == two)
+    # Those joining one text are left, where more documents hold it than seeds count for.
     first, second = of_passage[verified.first[same]], of_passage[verified.second[same]]
     apart = first != second
     low, high = np.minimum(first, second)[apart], np.maximum(first, second)[apart]
@@ -327,14 +329,15 @@ class SeedKeys:
             )
 
         counted = list(threads.in_threads(text_pairs, range(shares)))
-        least = MIN_SHARED_SEEDS
-        pairs, counts = with_known(
-            concatenated([pairs for pairs, _c in counted], np.int64),
-            concatenated([counts for _p, counts in counted], np.int64),
-            known,
-            least,
-        )
+        # The known pairs' set (16 bytes a verified pair) and the threads' parts go before
+        # the pairs are joined: at 1 GB they set the scan's peak here (docs/performance.md).
+        known_set = np.empty(0, dtype=np.int64)
+        found_pairs = concatenated([pairs for pairs, _c in counted], np.int64)
+        found_counts = concatenated([counts for _p, counts in counted], np.int64)
         del counted
+        least = MIN_SHARED_SEEDS
+        pairs, counts = with_known(found_pairs, found_counts, known, least)
+        del found_pairs, found_counts
 
         # And the pairs of their documents the same way, a share of those a thread.
         def document_pairs(share: int) -> npt.NDArray[np.int64]:
