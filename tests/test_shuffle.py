@@ -35,7 +35,7 @@ from dedup.documents import (
 )
 from dedup.engine.base import engine_for, in_threads
 from dedup.engine.gather import Passages, prepare_all
-from dedup.engine.shuffle import _with_codes, _with_texts
+from dedup.engine.shuffle import _with_codes, _with_units
 from dedup.engine.tasks import prepare_file, texts_of
 from dedup.fingerprint import signatures
 from dedup.normalize import normalize
@@ -302,7 +302,7 @@ def test_a_files_kept_texts_give_each_passage_back_as_text_or_code_points_and_we
     assert [run[row] for row in range(len(run))] == made
     units = sum(len(t) + sum(ord(c) > 0xFFFF for c in t) for t in made)
     assert sizeof(run) >= 2 * units
-    # The alignment's tasks take some passages' code points straight from the bytes: as
+    # Verification's tasks take some passages' code points straight from the bytes: as
     # the texts' join encoded in UTF-32 (a character past U+FFFF is one code point).
     for rows in ([*range(len(run))], [len(run) - 1, 0, 2], [1], []):
         joined = "".join(made[row] for row in rows)
@@ -311,10 +311,14 @@ def test_a_files_kept_texts_give_each_passage_back_as_text_or_code_points_and_we
     assert any(code > 0xFFFF for code in run.code_points(np.arange(len(run))).tolist())
     # and from several runs (a task's passages are in several files), in the order asked
     runs, firsts, passages = [run, run], [0, len(run)], np.array([len(run) + 1, 0, 1, len(run)])
-    texts = _with_texts(lambda got: got, runs, firsts, passages)
+    texts = [made[1], made[0], made[1], made[0]]
     codes = _with_codes(lambda got: got, runs, firsts, passages)
-    assert texts == [made[1], made[0], made[1], made[0]]
     assert codes.tolist() == [ord(c) for c in "".join(texts)]
+    # or their UTF-16 as kept, with where each text starts (the alignment's tasks)
+    units, starts = _with_units(lambda got: got, runs, firsts, passages)
+    ends = [*starts[1:].tolist(), len(units)]
+    decoded = [units[a:b].tobytes().decode("utf-16-le") for a, b in zip(starts, ends, strict=True)]
+    assert decoded == texts
 
 
 class _Threads:

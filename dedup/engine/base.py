@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 # How HeldTexts.map hands a function its texts.
-TextForm = Literal["strings", "code points", "utf-16"]
+TextForm = Literal["code points", "utf-16"]
 
 
 class Threads(Protocol):
@@ -56,15 +56,15 @@ class HeldTexts(Protocol):
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
         stage: str = "texts",
-        form: TextForm = "strings",
+        form: TextForm = "code points",
     ) -> Iterator[T]:
         """``function(texts, *arguments)`` for each call, ``texts`` the normalized texts of
         its ``passages`` (numbers in the scan), in that order, on the workers, in the
-        ``form`` asked for: a list of strings; "code points", one array of them, one text
-        after another; "utf-16", a pair: one array of their UTF-16 code units, one text after
-        another, and where each text starts in it. Results in order, counted on a progress
-        bar named ``stage``. ``function`` and the arguments go to the workers: plain
-        functions of picklable values."""
+        ``form`` asked for: "code points", one array of them, one text after another;
+        "utf-16", a pair: one array of their UTF-16 code units, one text after another, and
+        where each text starts in it (no string is made: the workers keep the texts as
+        UTF-16). Results in order, counted on a progress bar named ``stage``. ``function``
+        and the arguments go to the workers: plain functions of picklable values."""
         ...
 
     def let_go(self) -> None:

@@ -325,7 +325,7 @@ class TextsOnWorkers:
         passages: Sequence[npt.NDArray[np.int64]],
         *arguments: Iterable[Any],
         stage: str = "texts",
-        form: TextForm = "strings",
+        form: TextForm = "code points",
     ) -> Iterator[T]:
         kept, engine = self._kept, self._kept.engine
         tasks: list[Future[Any] | None] = []
@@ -445,20 +445,6 @@ class StepsOnWorkers:
         self._kept.step_futures.clear()
 
 
-def _with_texts(
-    function: Callable[..., T],
-    runs: Sequence[TextRun],
-    firsts: Sequence[int],
-    passages: npt.NDArray[np.int64],
-    *arguments: Any,
-) -> T:
-    """``function(texts, *arguments)`` on a worker, ``texts`` those of ``passages`` (numbers in
-    the scan), taken from the runs that hold them (``runs[i]`` from passage ``firsts[i]`` on)."""
-    run_of, rows = _located(firsts, passages)
-    texts = [runs[run][row] for run, row in zip(run_of.tolist(), rows.tolist(), strict=True)]
-    return function(texts, *arguments)
-
-
 def _with_codes(
     function: Callable[..., T],
     runs: Sequence[TextRun],
@@ -466,9 +452,10 @@ def _with_codes(
     passages: npt.NDArray[np.int64],
     *arguments: Any,
 ) -> T:
-    """:func:`_with_texts`, ``function`` given the texts' code points one text after another
-    (as their join encoded in UTF-32) rather than the texts: taken from each run's bytes by
-    a compiled loop, once per stretch of ``passages`` in one run (so fastest for passages in
+    """``function(codes, *arguments)`` on a worker, ``codes`` the code points of the texts of
+    ``passages`` (numbers in the scan) one text after another (as their join encoded in
+    UTF-32), taken from the runs that hold them (``runs[i]`` from passage ``firsts[i]`` on),
+    from each run's bytes by a compiled loop, once per stretch of ``passages`` in one run (so fastest for passages in
     the scan's order), no string made (decoding each text and encoding their join again cost
     about three times as much: docs/performance.md)."""
     parts = [run.code_points(rows) for run, rows in _stretches(runs, firsts, passages)]
@@ -483,7 +470,7 @@ def _with_units(
     passages: npt.NDArray[np.int64],
     *arguments: Any,
 ) -> T:
-    """:func:`_with_texts`, ``function`` given the texts' UTF-16 code units one text after
+    """:func:`_with_codes`, ``function`` given the texts' UTF-16 code units one text after
     another, and where each starts there: copied from each run's bytes as they are (a
     stretch of ``passages`` in one run at a time), no string made, nothing converted."""
     parts = [run.units(rows) for run, rows in _stretches(runs, firsts, passages)]
@@ -504,7 +491,6 @@ def _stretches(
 
 
 _GIVING: dict[TextForm, Callable[..., Any]] = {
-    "strings": _with_texts,
     "code points": _with_codes,
     "utf-16": _with_units,
 }

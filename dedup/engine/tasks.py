@@ -276,17 +276,22 @@ class TextRun:
     ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.int64]]:
         """The UTF-16 code units of the texts of ``rows``, one text after another, and how
         many each took."""
-        ends = self.ends[rows]
-        starts = np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0)
-        units = np.frombuffer(self.utf16, dtype=np.uint16)
-        return utf16_gathered(units, starts, ends), ends - starts
+        starts, ends = self._bounds(rows)
+        return utf16_gathered(self._units(), starts, ends), ends - starts
 
     def code_points(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
         """The code points of the texts of ``rows``, one text after another: as the texts'
         join encoded in UTF-32, without a string made."""
-        ends = self.ends[rows]
-        starts = np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0)
-        return utf16_code_points(np.frombuffer(self.utf16, dtype=np.uint16), starts, ends)
+        return utf16_code_points(self._units(), *self._bounds(rows))
+
+    def _units(self) -> npt.NDArray[np.uint16]:
+        return np.frombuffer(self.utf16, dtype=np.uint16)
+
+    def _bounds(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Where the texts of ``rows`` start and end in the run's code units."""
+        return np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0), self.ends[rows]
 
     def __sizeof__(self) -> int:
         # What Dask counts a kept run as (sys.getsizeof): its scheduler places a task by the
