@@ -33,6 +33,13 @@ def concatenated(
     return np.empty(0 if columns is None else (0, columns), dtype=dtype)
 
 
+def runs_of(firsts: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The run each of ``rows`` is in, of runs of rows given by their first rows (sorted; an
+    empty run's first is the next one's, and no row is in it)."""
+    found: npt.NDArray[np.int64] = np.searchsorted(firsts, rows, side="right") - 1
+    return found
+
+
 def key_counts(
     keys: list[npt.NDArray[np.int64]], counts: list[npt.NDArray[np.int64]] | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

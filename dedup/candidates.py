@@ -299,13 +299,13 @@ def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.N
     if not len(pairs):
         return pairs
     texts: dict[tuple[str, int | None], int] = {}
-    text_of_document = [
-        texts.setdefault((path, record), len(texts)) for _s, path, record, _i in spans.documents
-    ]
-    document = np.array(text_of_document, dtype=np.int64)[spans.document]
+    text_of_document = np.array(
+        [texts.setdefault((path, record), len(texts)) for _s, path, record, _i in spans.documents],
+        dtype=np.int64,
+    )
     first, second = pairs[:, 0], pairs[:, 1]
     overlapping = (
-        (document[first] == document[second])
+        (text_of_document[spans.document_of(first)] == text_of_document[spans.document_of(second)])
         & (spans.start[first] < spans.end[second])
         & (spans.start[second] < spans.end[first])
     )

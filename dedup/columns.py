@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, objects
+from dedup.arrays import concatenated, objects, runs_of
 from dedup.models import (
     ColumnTable,
     CutPassage,
@@ -27,20 +27,51 @@ from dedup.models import (
 @dataclass(frozen=True, slots=True, eq=False)
 class SpanTable(ColumnTable[PassageSpan]):
     """The spans of many passages as columns: what workers hand back and what a scan keeps for
-    every passage of a dump (five numbers a passage rather than an object, which costs less to
-    send between processes, to hold, and to compare in bulk). Row ``i`` is the
-    :class:`PassageSpan` ``table[i]``."""
+    every passage of a dump (numbers rather than objects, which cost less to send between
+    processes, to hold, and to compare in bulk). Row ``i`` is the :class:`PassageSpan`
+    ``table[i]``.
+
+    A passage's start and end are a row's own; its document, chapter and title are held once
+    for each run of rows that share them (a chapter's passages, dozens), so that what a scan
+    keeps of every passage of a dump is two numbers (issue 21: the driver's memory)."""
 
     documents: tuple[DocumentKey, ...]
     titles: tuple[str | None, ...]
-    document: npt.NDArray[np.int64]  # row -> index into documents
-    chapter: npt.NDArray[np.int64]  # -1 where the passage is in no numbered chapter
-    title: npt.NDArray[np.int64]  # row -> index into titles
+    # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
+    # is empty, the first starts at row 0.
+    run_first: npt.NDArray[np.int64]
+    run_document: npt.NDArray[np.int64]  # run -> index into documents
+    run_chapter: npt.NDArray[np.int64]  # -1 where the run is in no numbered chapter
+    run_title: npt.NDArray[np.int64]  # run -> index into titles
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
 
     def __len__(self) -> int:
         return len(self.start)
+
+    @classmethod
+    def in_runs(
+        cls,
+        documents: tuple[DocumentKey, ...],
+        titles: tuple[str | None, ...],
+        document: npt.NDArray[np.int64],
+        chapter: npt.NDArray[np.int64],
+        title: npt.NDArray[np.int64],
+        start: npt.NDArray[np.int64],
+        end: npt.NDArray[np.int64],
+    ) -> SpanTable:
+        """The table of rows whose ``document``, ``chapter`` and ``title`` are given a row
+        each, held by runs."""
+        changed = np.ones(len(start), dtype=np.bool_)
+        changed[1:] = (
+            (document[1:] != document[:-1])
+            | (chapter[1:] != chapter[:-1])
+            | (title[1:] != title[:-1])
+        )
+        first = np.flatnonzero(changed).astype(np.int64)
+        return cls(
+            documents, titles, first, document[first], chapter[first], title[first], start, end
+        )
 
     @classmethod
     def of(cls, spans: Sequence[PassageSpan]) -> SpanTable:
@@ -62,28 +93,47 @@ class SpanTable(ColumnTable[PassageSpan]):
             ],
             dtype=np.int64,
         ).reshape(-1, 5)
-        return cls(tuple(documents), tuple(titles), *(columns[:, i].copy() for i in range(5)))
+        return cls.in_runs(
+            tuple(documents), tuple(titles), *(columns[:, i].copy() for i in range(5))
+        )
 
     @classmethod
     def concatenate(cls, tables: Sequence[SpanTable]) -> SpanTable:
-        """The rows of ``tables`` one after the other (documents and titles shared)."""
+        """The rows of ``tables`` one after the other (documents and titles shared; a run
+        never goes on from one table into the next)."""
         documents: dict[DocumentKey, int] = {}
         titles: dict[str | None, int] = {}
-        document_rows, title_rows = [], []
+        document_runs, title_runs, firsts = [], [], []
+        rows = 0
         for table in tables:
             document_index = [documents.setdefault(d, len(documents)) for d in table.documents]
             title_index = [titles.setdefault(t, len(titles)) for t in table.titles]
-            document_rows.append(np.array(document_index, dtype=np.int64)[table.document])
-            title_rows.append(np.array(title_index, dtype=np.int64)[table.title])
+            document_runs.append(np.array(document_index, dtype=np.int64)[table.run_document])
+            title_runs.append(np.array(title_index, dtype=np.int64)[table.run_title])
+            firsts.append(table.run_first + rows)
+            rows += len(table)
         return cls(
             tuple(documents),
             tuple(titles),
-            concatenated(document_rows, np.int64),
-            concatenated([table.chapter for table in tables], np.int64),
-            concatenated(title_rows, np.int64),
+            concatenated(firsts, np.int64),
+            concatenated(document_runs, np.int64),
+            concatenated([table.run_chapter for table in tables], np.int64),
+            concatenated(title_runs, np.int64),
             concatenated([table.start for table in tables], np.int64),
             concatenated([table.end for table in tables], np.int64),
         )
+
+    def run_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The run of each of ``rows``."""
+        return runs_of(self.run_first, rows)
+
+    def document_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The document (an index into ``documents``) of each of ``rows``."""
+        return self.run_document[self.run_of(rows)]
+
+    def run_sizes(self) -> npt.NDArray[np.int64]:
+        """The rows of each run."""
+        return np.diff(np.append(self.run_first, len(self)))
 
     def rows(self, rows: npt.NDArray[np.int64]) -> list[PassageSpan]:
         """The spans of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""
@@ -107,7 +157,8 @@ class SpanTable(ColumnTable[PassageSpan]):
     def row_fields(self, rows: npt.NDArray[np.int64], ids: bool = True) -> dict[str, list[Any]]:
         """The fields the passages of ``rows`` have, but their texts (and their ids, unless
         ``ids``), as columns: Passage field name -> one value per row."""
-        document = self.document[rows]
+        run = self.run_of(rows)
+        document = self.run_document[run]
 
         def per_row(values: Sequence[Any]) -> list[Any]:
             taken: list[Any] = objects(values)[document].tolist()
@@ -117,7 +168,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
         )
         starts, ends = self.start[rows].tolist(), self.end[rows].tolist()
-        chapters = self.chapter[rows].tolist()
+        chapters = self.run_chapter[run].tolist()
         fields: dict[str, list[Any]] = {}
         if ids:
             where = [
@@ -130,7 +181,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             "path": per_row(paths),
             "record": per_row(records),
             "chapter": list(map({-1: None}.get, chapters, chapters)),  # -1: no numbered chapter
-            "title": objects(self.titles)[self.title[rows]].tolist(),
+            "title": objects(self.titles)[self.run_title[run]].tolist(),
             "start": starts,
             "end": ends,
             "record_id": per_row(record_ids),
@@ -139,13 +190,14 @@ class SpanTable(ColumnTable[PassageSpan]):
     def take(self, rows: npt.NDArray[np.int64]) -> SpanTable:
         """A table of ``rows`` alone, holding only the documents and titles they use (small to
         send to a worker)."""
-        documents, document = np.unique(self.document[rows], return_inverse=True)
-        titles, title = np.unique(self.title[rows], return_inverse=True)
-        return SpanTable(
+        run = self.run_of(rows)
+        documents, document = np.unique(self.run_document[run], return_inverse=True)
+        titles, title = np.unique(self.run_title[run], return_inverse=True)
+        return SpanTable.in_runs(
             tuple(self.documents[i] for i in documents.tolist()),
             tuple(self.titles[i] for i in titles.tolist()),
             document.reshape(-1).astype(np.int64),
-            self.chapter[rows],
+            self.run_chapter[run],
             title.reshape(-1).astype(np.int64),
             self.start[rows],
             self.end[rows],
@@ -155,10 +207,11 @@ class SpanTable(ColumnTable[PassageSpan]):
         self, rows: npt.NDArray[np.int64]
     ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
         documents, titles = self.documents, self.titles
+        run = self.run_of(rows)
         for document, chapter, title, start, end in zip(
-            self.document[rows].tolist(),
-            self.chapter[rows].tolist(),
-            self.title[rows].tolist(),
+            self.run_document[run].tolist(),
+            self.run_chapter[run].tolist(),
+            self.run_title[run].tolist(),
             self.start[rows].tolist(),
             self.end[rows].tolist(),
             strict=True,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, key_counts, partitioned, sorted_unique
+from dedup.arrays import concatenated, key_counts, partitioned, runs_of, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
@@ -145,26 +145,30 @@ class DocumentRuns:
 
 
 def document_runs(
-    spans: SpanTable, file_of: npt.NDArray[np.int64], alignment: PassageAlignment
+    spans: SpanTable, file_first: npt.NDArray[np.int64], alignment: PassageAlignment
 ) -> DocumentRuns:
     """The documents of a dump's passages (in file order): a new one where the file, the
-    record, the chapter or its title changes."""
+    record, the chapter or its title changes (``file_first``: the first passage of each
+    file, as ``Passages.file_first``)."""
     count = len(spans)
     if not count:
         none = np.empty(0, dtype=np.int64)
         return DocumentRuns(none, none, none, none, none)
-    # spans.document numbers the documents of each input apart; the file tells inputs apart
-    # only with it, so both are compared.
-    changed = np.ones(count, dtype=np.bool_)
+    # The spans' runs of the same document, chapter and title, joined where they go on one
+    # from the other; their documents number the documents of each input apart, and the file
+    # tells inputs apart only with them, so both are compared.
+    runs = spans.run_first
+    file = runs_of(file_first, runs)
+    changed = np.ones(len(runs), dtype=np.bool_)
     changed[1:] = (
-        (file_of[1:] != file_of[:-1])
-        | (spans.document[1:] != spans.document[:-1])
-        | (spans.chapter[1:] != spans.chapter[:-1])
-        | (spans.title[1:] != spans.title[:-1])
+        (file[1:] != file[:-1])
+        | (spans.run_document[1:] != spans.run_document[:-1])
+        | (spans.run_chapter[1:] != spans.run_chapter[:-1])
+        | (spans.run_title[1:] != spans.run_title[:-1])
     )
-    first = np.flatnonzero(changed)
+    first = runs[changed]
     end = np.append(first[1:], count)
-    of_passage = np.cumsum(changed) - 1
+    of_passage = np.repeat(np.arange(len(first), dtype=np.int64), end - first)
     own = alignment.lengths - alignment.leads
     ends_within = np.cumsum(own)
     own_start = ends_within - own - np.repeat(ends_within[first] - own[first], end - first)

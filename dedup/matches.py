@@ -688,7 +688,7 @@ def keep_order(documents: DocumentRuns, spans: SpanTable, keep: str) -> npt.NDAr
     key = keep_key(keep)
     keys = []
     for row, story, start, end in zip(
-        spans.document[documents.first].tolist(),
+        spans.document_of(documents.first).tolist(),
         documents.story_chars.tolist(),
         spans.start[documents.first].tolist(),
         spans.end[documents.end - 1].tolist(),

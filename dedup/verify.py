@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, sorted_unique
+from dedup.arrays import concatenated, runs_of, sorted_unique
 from dedup.cluster import components
 from dedup.codepoints import code_points
 from dedup.columns import Similarity, SimilarityTable
@@ -654,7 +654,7 @@ def estimates_in_runs(
     offsets = np.cumsum([0, *(len(run) for run in runs)])[:-1]
 
     def rows(passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        run = np.searchsorted(starts, passages, side="right") - 1
+        run = runs_of(starts, passages)
         return np.asarray(offsets[run] + passages - starts[run], dtype=np.int64)
 
     return _estimates(np.stack((rows(pairs[:, 0]), rows(pairs[:, 1])), axis=1), table)

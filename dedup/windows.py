@@ -66,16 +66,18 @@ class InputWindows:
     def spans(self) -> SpanTable:
         documents: dict[DocumentKey, int] = {}
         titles: dict[str | None, int] = {}
-        sizes = [len(windows.texts) for windows, *_rest in self.chapters]
+        sizes = np.array([len(windows.texts) for windows, *_rest in self.chapters], np.int64)
+        held = np.flatnonzero(sizes)  # a chapter too short for a passage holds no run
 
         def each(values: list[int]) -> npt.NDArray[np.int64]:
-            return np.repeat(np.array(values, dtype=np.int64), sizes)
+            return np.array(values, dtype=np.int64)[held]
 
         document = [documents.setdefault(key, len(documents)) for _w, key, _c, _t in self.chapters]
         title = [titles.setdefault(title, len(titles)) for _w, _k, _c, title in self.chapters]
         return SpanTable(
             tuple(documents),
             tuple(titles),
+            (np.cumsum(sizes) - sizes)[held],
             each(document),
             each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),
             each(title),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,28 @@ def test_concatenated_tables_share_documents_and_titles(samples: Path) -> None:
     assert len(joined.documents) == len({(s.source, s.path, s.record) for s in spans})
     assert joined[-1] == spans[-1] and joined[len(spans)] == spans[0]
     assert list(SpanTable.concatenate([])) == []
+
+
+def test_a_table_holds_a_document_chapter_and_title_once_a_run_of_passages(
+    samples: Path,
+) -> None:
+    tables = _spans_of(samples)
+    spans = [span for table in tables for span in table]
+    joined = SpanTable.concatenate(tables)
+
+    def place(span: PassageSpan) -> tuple[object, ...]:
+        return span.path, span.record, span.chapter, span.title
+
+    # what a scan keeps of every passage is its start and end: the rest once a chapter
+    runs = 1 + sum(place(one) != place(other) for one, other in pairwise(spans))
+    assert len(joined.run_first) == runs < len(spans) / 5
+    rows = np.arange(len(joined))
+    assert [joined.documents[d] for d in joined.document_of(rows).tolist()] == [
+        (s.source, s.path, s.record, s.record_id) for s in spans
+    ]
+    # rows taken in any order keep their own run's document, chapter and title
+    backwards = rows[::-3]
+    assert list(joined.take(backwards)) == [spans[i] for i in backwards.tolist()]
 
 
 def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: Path) -> None:

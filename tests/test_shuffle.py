@@ -255,7 +255,7 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     # The pairs of documents: this process's, and those of a cluster, whose partitions'
     # pairs go to the partition of each pair of documents, summed there, with the pairs the
     # verified pairs of texts propose added.
-    runs_of = documents_module.document_runs(passages.spans, passages.file_of, alignment)
+    runs_of = documents_module.document_runs(passages.spans, passages.file_first, alignment)
     holding = documents_module.TextHolders(
         runs_of.of_passage[by_text], holder_start, holder_end, len(runs_of)
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated
+from dedup.arrays import concatenated, runs_of
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
@@ -110,7 +110,7 @@ class Prepared:
         kept = self.kept
         passages = Passages(
             spans=SpanTable.concatenate(self.span_parts),
-            file_of=np.repeat(np.arange(len(self.files)), self.spans_per_file),
+            file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
             byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
             hashes=concatenated(self.hashes, np.int64, columns=2),
@@ -141,8 +141,10 @@ class Passages:
     """Every passage of a dump, in file order, as the stages after the workers use them."""
 
     spans: SpanTable  # where each passage is
-    file_of: npt.NDArray[np.int64]  # the index in Prepared.files of its file
-    byte_spans: npt.NDArray[np.int32]  # where it is in that file's bytes (PreparedInput)
+    # The first passage of each of Prepared.files (of one holding none, the next file's).
+    file_first: npt.NDArray[np.int64]
+    # Where each run of spans is in its file's bytes (PreparedInput.byte_spans).
+    byte_spans: npt.NDArray[np.int32]
     # Normalized texts (None for a later copy of a text: see dedup.engine.copies), their two
     # hashes, and their MinHash signatures (none for those copies); on a cluster, texts and
     # signatures are kept by the workers (dedup.engine.shuffle).
@@ -154,9 +156,15 @@ class Passages:
     # alignment.held_seeds, .held_steps).
     alignment: PassageAlignment
 
+    def file_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The index in Prepared.files of the file of each of ``rows``."""
+        return runs_of(self.file_first, rows)
+
     def let_go_of_signatures(self) -> None:
-        """Signatures are done with once the candidate pairs' MinHash estimates are made:
-        free them before verification makes its shingle sets."""
+        """Signatures are done with once the candidate pairs' MinHash estimates are made, and
+        the texts' hashes once the candidates are found: free them before verification makes
+        its shingle sets."""
+        self.hashes = self.hashes[:0]
         if isinstance(self.signatures, HeldSignatures):
             self.signatures.let_go()
         else:
@@ -164,7 +172,7 @@ class Passages:
         release_freed_memory()
 
     def let_go_of_texts(self) -> None:
-        """Normalized texts and hashes are done with once pairs are verified: free them before
+        """Normalized texts are done with once pairs are verified: free them before
         member texts are read back. They were unpickled on the pool's result
         thread, whose malloc arena keeps their memory once freed, while member texts are made
         on this thread, from another arena: so the freed memory is handed back too (without
@@ -172,7 +180,6 @@ class Passages:
         of with the alignment's (the alignment runs where they are)."""
         if not isinstance(self.texts, HeldTexts):  # else the alignment needs them still
             self.texts = []
-        self.hashes = self.hashes[:0]
         release_freed_memory()
 
     def let_go_of_seeds(self) -> None:

@@ -136,7 +136,7 @@ def passage_texts(
     table = spans if isinstance(spans, SpanTable) else SpanTable.of(spans)
     keys = [(path, record) for _source, path, record, _id in table.documents]
     wanted: dict[tuple[str, int | None], list[int]] = {}
-    for position, document in enumerate(table.document.tolist()):
+    for position, document in enumerate(table.document_of(np.arange(len(table))).tolist()):
         wanted.setdefault(keys[document], []).append(position)
     starts, ends = table.start.tolist(), table.end.tolist()
     texts: list[str | None] = [None] * len(table)
@@ -172,10 +172,12 @@ def read_documents(
     spans, byte_spans = passages.spans, passages.byte_spans
     first, last = documents.first[numbers], documents.end[numbers] - 1
     table = replace(spans.take(first), end=spans.end[last])
-    at = np.column_stack((byte_spans[first, 0], byte_spans[last, 1]))
+    # A document is some runs of spans, one after another: its bytes are from its first
+    # run's start to its last run's end.
+    at = np.column_stack((byte_spans[spans.run_of(first), 0], byte_spans[spans.run_of(last), 1]))
     at[(at == NOT_IN_BYTES).any(axis=1)] = NOT_IN_BYTES
     texts, changed = read_texts(
-        table, at, passages.file_of[first], files, config, engine, "document texts"
+        table, at, passages.file_of(first), files, config, engine, "document texts"
     )
     story = documents.story_chars[numbers].tolist()
     found: dict[int, MatchedDocument] = {}

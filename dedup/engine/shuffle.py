@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import sorted_unique
+from dedup.arrays import runs_of, sorted_unique
 from dedup.candidates import band_entries, merged_codes, partition_pair_codes
 from dedup.documents import (
     MIN_SHARED_SEEDS,
@@ -155,8 +155,7 @@ class KeptOnWorkers:
 
     def runs_of(self, passages: npt.NDArray[np.int64]) -> list[int]:
         """The runs that hold ``passages``, in order."""
-        found = np.searchsorted(self.firsts(), passages, side="right") - 1
-        return sorted_unique(found).tolist()  # type: ignore[no-any-return]
+        return sorted_unique(runs_of(self.firsts(), passages)).tolist()  # type: ignore[no-any-return]
 
     def split(self, passages: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
         """Sorted ``passages`` (numbers in the scan) by run, numbered in their run."""
@@ -406,7 +405,7 @@ class StepsOnWorkers:
 
     def __init__(self, kept: KeptOnWorkers, lengths: npt.NDArray[np.int64]) -> None:
         self._kept = kept
-        self._step_first = np.cumsum(lengths) - lengths  # each passage's first step's number
+        self._lengths = lengths  # the alignment's own (held anyway): not a copy
 
     def original_offsets(
         self,
@@ -416,7 +415,8 @@ class StepsOnWorkers:
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
         firsts = kept.firsts()
-        run_of = np.searchsorted(firsts, passage, side="right") - 1
+        run_of = runs_of(firsts, passage)
+        step_first = np.cumsum(self._lengths) - self._lengths  # each passage's first step
         found = np.empty(len(passage), dtype=np.int64)
         tasks: list[Future[Any] | None] = []
         rows_of_tasks = []
@@ -424,12 +424,12 @@ class StepsOnWorkers:
             rows = np.flatnonzero((run_of >= batch.start) & (run_of < batch.stop))
             if not len(rows):
                 continue
-            base = self._step_first[firsts[batch.start]]
+            base = step_first[firsts[batch.start]]
             tasks.append(
                 engine.submit(
                     offsets_in_runs,
                     kept.step_futures[batch.start : batch.stop],
-                    self._step_first[passage[rows]] - base,
+                    step_first[passage[rows]] - base,
                     span_start[rows],
                     index[rows],
                 )
@@ -502,5 +502,5 @@ def _located(
     """Which run holds each of ``passages`` (run ``i`` from passage ``firsts[i]`` on), and
     its row there."""
     starts = np.asarray(firsts, dtype=np.int64)
-    run_of = np.searchsorted(starts, passages, side="right") - 1
+    run_of = runs_of(starts, passages)
     return run_of, passages - starts[run_of]

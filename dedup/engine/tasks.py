@@ -57,7 +57,8 @@ class PreparedInput:
     hashes: npt.NDArray[np.int64]  # two of each normalized text (equal texts, equal hashes)
     signatures: npt.NDArray[np.uint32]  # of the passages handed back with their text, in order
     too_short: int
-    # Per passage, where its text is in the file's bytes (start, end), or NOT_IN_BYTES twice.
+    # Per run of passages (passages.run_first), where the run's text is in the file's bytes:
+    # its first passage's start and its last one's end, or NOT_IN_BYTES twice.
     byte_spans: npt.NDArray[np.int32]
     alignment: PassageAlignment
     # Read as a stream, its warnings in parts: the slices of a file merge them (joined_slices).
@@ -350,9 +351,11 @@ def passage_count(prepared: PreparedFile) -> int:
 def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
     """Passages per source their records name; empty when all are the file's own source."""
     sources = [source for source, _path, _record, _id in passages.documents]
-    counts = np.bincount(passages.document, minlength=len(sources)).tolist()
+    counts = np.bincount(
+        passages.run_document, passages.run_sizes(), minlength=len(sources)
+    ).astype(np.int64)
     by_source: dict[str, int] = {}
-    for source, count in zip(sources, counts, strict=True):
+    for source, count in zip(sources, counts.tolist(), strict=True):
         if count:
             by_source[source] = by_source.get(source, 0) + count
     return {} if set(by_source) <= {own} else dict(sorted(by_source.items()))
@@ -370,9 +373,12 @@ def _signatures_of(
 def _byte_spans(
     result: ReadResult, passages: SpanTable, whole_size: int | None, config: ScanConfig
 ) -> npt.NDArray[np.int32]:
-    """Where each passage's text is in the bytes of its file, when the input's one document
-    is those bytes decoded as UTF-8, nothing replaced (after a byte-order mark, if any)."""
-    unknown = np.full((len(passages), 2), NOT_IN_BYTES, dtype=np.int32)
+    """Where the text of each run of ``passages`` is in the bytes of its file, when the
+    input's one document is those bytes decoded as UTF-8, nothing replaced (after a
+    byte-order mark, if any): a document's passages are some runs, one after another."""
+    firsts = passages.run_first
+    lasts = np.append(firsts[1:], len(passages)) - 1
+    unknown = np.full((len(firsts), 2), NOT_IN_BYTES, dtype=np.int32)
     if whole_size is None or whole_size >= 1 << 31 or not isinstance(result.documents, tuple):
         return unknown
     try:
@@ -384,8 +390,8 @@ def _byte_spans(
     (document,) = result.documents
     if document.base or (config.errors != "strict" and "\ufffd" in document.text):
         return unknown
-    ends = np.append(passages.end, len(document.text))
-    offsets = byte_offsets(document.text, np.concatenate((passages.start, ends)))
+    ends = np.append(passages.end[lasts], len(document.text))
+    offsets = byte_offsets(document.text, np.concatenate((passages.start[firsts], ends)))
     mark = whole_size - int(offsets[-1])  # the bytes before the text: a byte-order mark
     if mark not in ((0, len(codecs.BOM_UTF8)) if encoding == "utf-8-sig" else (0,)):
         return unknown
