@@ -1,0 +1,109 @@
+"""What the driver (the process that runs the scan) keeps of each passage once the files are in.
+
+    python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask-local] [--jobs 2]
+
+Scans each DUMP in a fresh process of its own up to the candidates stage and stops there: the
+workers' results are merged by then, and every later stage holds more (pairs, then the
+report's records), which grow with what is found rather than with the passages. Prints the
+process's resident set size at that point (freed memory handed back first), and the numpy
+arrays it holds with at least half a byte a passage, by the record holding them. Given two
+dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
+prints the growth between them a passage: issue 21 asks that the driver's memory not grow
+with the passages. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _resident_mib() -> float:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _probe(dump: str, engine: str, jobs: int) -> dict[str, Any]:
+    """The scan of ``dump`` in this process, stopped at the candidates stage."""
+    import numpy as np
+
+    import dedup
+    from dedup import pipeline
+    from dedup.engine.memory import release_freed_memory
+
+    class _Stop(Exception):
+        pass
+
+    found: dict[str, Any] = {}
+
+    def instead(lengths: Any, *_args: Any, **_options: Any) -> Any:
+        gc.collect()
+        release_freed_memory()
+        found["passages"] = count = len(lengths)
+        found["resident_mib"] = _resident_mib()
+        held: dict[int, tuple[Any, str]] = {}
+        for holder in gc.get_objects():
+            for referred in gc.get_referents(holder):
+                if isinstance(referred, np.ndarray) and referred.base is None:
+                    held[id(referred)] = (referred, type(holder).__name__)
+        found["arrays"] = sorted(
+            (
+                (array.nbytes / count, str(array.dtype), list(array.shape), holder)
+                for array, holder in held.values()
+                if array.nbytes >= count / 2
+            ),
+            reverse=True,
+        )
+        raise _Stop
+
+    pipeline.find_candidates = instead  # type: ignore[assignment]
+    try:
+        dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
+    except _Stop:
+        return found
+    raise RuntimeError("the scan never reached the candidates stage")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dumps", nargs="+")
+    parser.add_argument("--engine", default="dask-local", choices=("local", "dask-local"))
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.probe:  # the child: one dump
+        print(json.dumps(_probe(options.dumps[0], options.engine, options.jobs)))
+        return
+    results = []
+    for dump in options.dumps:
+        command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
+        command += ["--jobs", str(options.jobs)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        results.append(result)
+        print(f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB")
+        arrays = result["arrays"]
+        for per_passage, dtype, shape, holder in arrays:
+            print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
+        of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
+        print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
+    for one, other in pairwise(results):
+        grown = (other["resident_mib"] - one["resident_mib"]) * 2**20
+        print(
+            f"growth from {one['passages']:,} to {other['passages']:,} passages: "
+            f"{grown / (other['passages'] - one['passages']):.0f} B a passage"
+        )
+
+
+if __name__ == "__main__":
+    main()
