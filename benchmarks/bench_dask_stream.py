@@ -43,7 +43,7 @@ def main() -> None:
     import distributed
 
     with tempfile.TemporaryDirectory() as folder:
-        processes, address = _start(Path(folder), args.workers)
+        processes, address = start_cluster(Path(folder), args.workers)
         try:
             with distributed.Client(address, set_as_default=False) as client:
                 client.wait_for_workers(args.workers, timeout=60)
@@ -57,21 +57,16 @@ def main() -> None:
                 stream = client.get_task_stream(start=started)
                 transfers = client.run(_transfers)
         finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:  # a worker closing gracefully, still
-                    process.kill()
-                    process.wait()
+            stop_cluster(processes)
     print(f"scan {seconds:.1f} s on {report.engine}")
     print("stages:", ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
     _print_stream(stream, started, seconds)
     _print_transfers(transfers)
 
 
-def _start(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:
+def start_cluster(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:
+    """A ``dask scheduler`` and ``workers`` single-thread workers, their logs in ``folder``:
+    the processes and the scheduler's address."""
     scheduler_file = folder / "scheduler.json"
     log = open(folder / "cluster.log", "wb")  # noqa: SIM115  # open while they run
     python = [sys.executable, "-m"]
@@ -98,6 +93,17 @@ def _start(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], s
         for _ in range(workers)
     ]
     return processes, address
+
+
+def stop_cluster(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a worker closing gracefully, still
+            process.kill()
+            process.wait()
 
 
 def _forget_transfers(dask_worker: Any) -> None:

@@ -1,6 +1,6 @@
 """What the driver (the process that runs the scan) keeps of each passage once the files are in.
 
-    python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask-local] [--jobs 2]
+    python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask] [--jobs 2]
 
 Scans each DUMP in a fresh process of its own up to the candidates stage and stops there: the
 workers' results are merged by then, and every later stage holds more (pairs, then the
@@ -9,7 +9,10 @@ process's resident set size at that point (freed memory handed back first), and 
 arrays it holds with at least half a byte a passage, by the record holding them. Given two
 dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
 prints the growth between them a passage: issue 21 asks that the driver's memory not grow
-with the passages. Figures are printed, never asserted.
+with the passages. ``--engine dask`` (the default) starts a ``dask scheduler`` and ``--jobs``
+single-thread ``dask worker`` processes for each dump, as a cluster's driver sees them
+(``dask-local`` runs the scheduler in the driver's process, whose records of the tasks
+count there too). Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_dask_stream import start_cluster, stop_cluster
 
 
 def _resident_mib() -> float:
@@ -33,7 +38,7 @@ def _resident_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _probe(dump: str, engine: str, jobs: int) -> dict[str, Any]:
+def _probe(dump: str, engine: str, jobs: int, scheduler: str | None) -> dict[str, Any]:
     """The scan of ``dump`` in this process, stopped at the candidates stage."""
     import numpy as np
 
@@ -68,7 +73,10 @@ def _probe(dump: str, engine: str, jobs: int) -> dict[str, Any]:
 
     pipeline.find_candidates = instead  # type: ignore[assignment]
     try:
-        dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
+        if scheduler is None:
+            dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
+        else:
+            dedup.scan([dump], scheduler=scheduler, show_progress=False)
     except _Stop:
         return found
     raise RuntimeError("the scan never reached the candidates stage")
@@ -77,18 +85,28 @@ def _probe(dump: str, engine: str, jobs: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dumps", nargs="+")
-    parser.add_argument("--engine", default="dask-local", choices=("local", "dask-local"))
+    parser.add_argument("--engine", default="dask", choices=("local", "dask-local", "dask"))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.probe:  # the child: one dump
-        print(json.dumps(_probe(options.dumps[0], options.engine, options.jobs)))
+        found = _probe(options.dumps[0], options.engine, options.jobs, options.scheduler)
+        print(json.dumps(found))
         return
     results = []
     for dump in options.dumps:
         command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
         command += ["--jobs", str(options.jobs)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        with tempfile.TemporaryDirectory() as folder:
+            processes = []
+            if options.engine == "dask":
+                processes, address = start_cluster(Path(folder), options.jobs)
+                command += ["--scheduler", address]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, check=True)
+            finally:
+                stop_cluster(processes)
         result = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(result)
         print(f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB")
