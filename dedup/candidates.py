@@ -303,9 +303,10 @@ def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.N
         [texts.setdefault((path, record), len(texts)) for _s, path, record, _i in spans.documents],
         dtype=np.int64,
     )
+    text_of = text_of_document[spans.row_documents()]
     first, second = pairs[:, 0], pairs[:, 1]
     overlapping = (
-        (text_of_document[spans.document_of(first)] == text_of_document[spans.document_of(second)])
+        (text_of[first] == text_of[second])
         & (spans.start[first] < spans.end[second])
         & (spans.start[second] < spans.end[first])
     )

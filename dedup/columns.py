@@ -131,6 +131,11 @@ class SpanTable(ColumnTable[PassageSpan]):
         """The document (an index into ``documents``) of each of ``rows``."""
         return self.run_document[self.run_of(rows)]
 
+    def row_documents(self) -> npt.NDArray[np.int64]:
+        """The document of every row, for looking up more rows than the table holds (the
+        candidate pairs' ends: a gather costs a fifth of a search there)."""
+        return np.repeat(self.run_document, self.run_sizes())
+
     def run_sizes(self) -> npt.NDArray[np.int64]:
         """The rows of each run."""
         return np.diff(np.append(self.run_first, len(self)))

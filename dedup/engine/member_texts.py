@@ -136,7 +136,7 @@ def passage_texts(
     table = spans if isinstance(spans, SpanTable) else SpanTable.of(spans)
     keys = [(path, record) for _source, path, record, _id in table.documents]
     wanted: dict[tuple[str, int | None], list[int]] = {}
-    for position, document in enumerate(table.document_of(np.arange(len(table))).tolist()):
+    for position, document in enumerate(table.row_documents().tolist()):
         wanted.setdefault(keys[document], []).append(position)
     starts, ends = table.start.tolist(), table.end.tolist()
     texts: list[str | None] = [None] * len(table)
