@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -256,9 +256,43 @@ def _bucket_pairs(keys: npt.NDArray[np.uint64]) -> list[Pairs]:
 CANDIDATE_CEILING = 0.4
 
 
+@runtime_checkable
+class HeldHashes(Protocol):
+    """The two hashes of each passage's normalized text where the workers that made them keep
+    them (a Dask cluster's), not in this process: the exact copies are found there, and only
+    the copies come back (dedup.engine.shuffle)."""
+
+    def __len__(self) -> int: ...
+
+    def copies(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Each later copy of a text (ascending) and the first passage of that text:
+        :func:`copies_of` over all the passages."""
+        ...
+
+    def let_go(self) -> None:
+        """The workers let the hashes go."""
+        ...
+
+
+def copies_of(
+    hashes: npt.NDArray[np.int64], passages: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Of ``passages`` (ascending) with these ``hashes`` (two a text, equal for equal texts),
+    each later copy of a text (ascending) and the first passage with the same two hashes."""
+    by_hash = np.lexsort((hashes[:, 1], hashes[:, 0]))  # stable: the first of equals first
+    ordered = hashes[by_hash]
+    new_group = np.append(True, (ordered[1:] != ordered[:-1]).any(axis=1))
+    starts = np.flatnonzero(new_group)
+    # Each text's group is led by its first passage (the lowest).
+    leader = np.empty(len(hashes), dtype=np.int64)
+    leader[by_hash] = np.repeat(by_hash[starts], np.diff(np.append(starts, len(hashes))))
+    copies = np.flatnonzero(leader != np.arange(len(hashes)))
+    return passages[copies], passages[leader[copies]]
+
+
 def exact_copies(
     texts: Sequence[str | None],
-    hashes: npt.NDArray[np.int64] | None = None,
+    hashes: npt.NDArray[np.int64] | HeldHashes | None = None,
     lengths: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
     """The first passage of every distinct normalized text, and a verified link from each later
@@ -267,20 +301,15 @@ def exact_copies(
     equal are copies. A later copy's text may be None (a worker need not hand it back twice:
     dedup.engine.copies); the first of each text is always there. Given each text's
     ``lengths`` (and its hashes), the texts themselves are not read (a cluster's workers keep
-    them)."""
+    them, and the hashes)."""
     if hashes is None:
         hashes = text_hashes(cast(Sequence[str], texts))
     if not len(hashes):  # a dump with no passage at all (every input skipped, say)
         return np.empty(0, dtype=np.int64), SimilarityTable.of([])
-    by_hash = np.lexsort((hashes[:, 1], hashes[:, 0]))  # stable: the first of equals first
-    ordered = hashes[by_hash]
-    new_group = np.append(True, (ordered[1:] != ordered[:-1]).any(axis=1))
-    starts = np.flatnonzero(new_group)
-    # Each text's group is led by its first passage (the lowest index).
-    leader = np.empty(len(hashes), dtype=np.int64)
-    leader[by_hash] = np.repeat(by_hash[starts], np.diff(np.append(starts, len(hashes))))
-    copies = np.flatnonzero(leader != np.arange(len(hashes)))
-    originals = leader[copies]
+    if isinstance(hashes, HeldHashes):
+        copies, originals = hashes.copies()
+    else:
+        copies, originals = copies_of(hashes, np.arange(len(hashes), dtype=np.int64))
     ones = np.ones(len(copies), dtype=np.float64)
     if lengths is None:
         leaders = cast(list[str], [texts[index] for index in originals.tolist()])
@@ -291,6 +320,49 @@ def exact_copies(
     distinct = np.ones(len(hashes), dtype=np.bool_)
     distinct[copies] = False
     return np.flatnonzero(distinct).astype(np.int64), links
+
+
+@dataclass(frozen=True, slots=True)
+class HashEntries:
+    """The hashes of some passages bound for one partition of a shuffle (on a cluster, where
+    the workers that made them keep them): passage ``passages[i]``'s (numbered in the whole
+    scan) are ``hashes[i]``, the passages ascending."""
+
+    hashes: npt.NDArray[np.int64]
+    passages: npt.NDArray[np.int64]
+
+
+def hash_entries(
+    runs: Sequence[npt.NDArray[np.int64]], firsts: Sequence[int], partitions: int
+) -> list[HashEntries]:
+    """The hashes of runs of consecutive passages of a scan (``runs[i]``: those of the
+    passages from ``firsts[i]`` on, the runs in the scan's order), split into ``partitions``
+    by their first hash: all copies of a text go to one partition, so each partition's copies
+    are found apart from the others' (:func:`partition_copies`)."""
+    hashes = concatenated(list(runs), np.int64, columns=2)
+    passages = concatenated(
+        [
+            np.arange(len(run), dtype=np.int64) + first
+            for run, first in zip(runs, firsts, strict=True)
+        ],
+        np.int64,
+    )
+    return [
+        HashEntries(hashes[rows], passages[rows])
+        for rows in partitioned(hashes[:, 0].view(np.uint64), partitions)
+    ]
+
+
+def partition_copies(
+    parts: Sequence[HashEntries],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The copies one partition holds, given its entries from every run of passages in the
+    scan's order: each later copy (ascending) and the first passage of its text, as
+    :func:`copies_of` finds them among all the passages."""
+    return copies_of(
+        concatenated([part.hashes for part in parts], np.int64, columns=2),
+        concatenated([part.passages for part in parts], np.int64),
+    )
 
 
 def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.NDArray[np.int64]:
@@ -331,7 +403,7 @@ class Candidates:
 
 def find_candidates(
     lengths: npt.NDArray[np.int64],
-    hashes: npt.NDArray[np.int64],
+    hashes: npt.NDArray[np.int64] | HeldHashes,
     signatures: SignatureTable | HeldSignatures,
     spans: SpanTable,
     threshold: float,

@@ -19,10 +19,13 @@ from dedup.candidates import (
     MAX_BUCKET_PAIRS_MEMBERS,
     band_entries,
     candidate_pairs,
+    exact_copies,
     find_candidates,
+    hash_entries,
     lsh_params,
     merged_codes,
     pairs_of_codes,
+    partition_copies,
     partition_pair_codes,
 )
 from dedup.config import ScanConfig
@@ -40,6 +43,7 @@ from dedup.engine.tasks import prepare_file, texts_of
 from dedup.fingerprint import signatures
 from dedup.normalize import normalize
 from dedup.read import discover_inputs
+from dedup.segment import text_hashes
 from dedup.timing import StageTimer
 from dedup.verify import estimates_in_runs, minhash_estimates, verify_candidates
 
@@ -96,6 +100,61 @@ def test_partitions_of_band_keys_give_the_pairs_one_process_finds(
     assert len(here) > len(texts)  # near copies, windows overlapping, the boilerplate linked
     shuffled = _shuffled_pairs(table, among, cuts, partitions)
     assert np.array_equal(shuffled, here)
+
+
+class _HashesInRuns:
+    """The hashes as a cluster's workers keep them (a run a file), the copies found by the
+    shuffle dedup.engine.shuffle runs: a task a batch of two runs, then one a partition."""
+
+    def __init__(self, hashes: np.ndarray, cuts: list[int], partitions: int) -> None:
+        bounds = [0, *cuts, len(hashes)]
+        self.runs = list(itertools.pairwise(bounds))
+        self.hashes, self.partitions = hashes, partitions
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def copies(self) -> tuple[np.ndarray, np.ndarray]:
+        runs = self.runs
+        entries = [
+            hash_entries(
+                [self.hashes[first:end] for first, end in runs[start : start + 2]],
+                [first for first, _end in runs[start : start + 2]],
+                self.partitions,
+            )
+            for start in range(0, len(runs), 2)
+        ]
+        found = [
+            partition_copies([batch[part] for batch in entries]) for part in range(self.partitions)
+        ]
+        copies = np.concatenate([copies for copies, _originals in found])
+        order = np.argsort(copies, kind="stable")
+        return copies[order], np.concatenate([originals for _c, originals in found])[order]
+
+    def let_go(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("cuts", "partitions"), [([], 1), ([37, 38, 200], 3), ([5, 400], 7)])
+def test_partitions_of_hashes_give_the_copies_one_process_finds(
+    texts: list[str], cuts: list[int], partitions: int
+) -> None:
+    # Some windows again later, verbatim, as a mirror site republishes them.
+    repeated = texts + texts[40:90] + texts[:3]
+    hashes = text_hashes(repeated)
+    lengths = np.array([len(text) for text in repeated], dtype=np.int64)
+    distinct, links = exact_copies((), hashes, lengths)
+    held_distinct, held_links = exact_copies((), _HashesInRuns(hashes, cuts, partitions), lengths)
+    assert np.array_equal(held_distinct, distinct)
+    for column in ("first", "second", "jaccard", "containment", "identical_chars"):
+        assert np.array_equal(getattr(held_links, column), getattr(links, column))
+    # The boilerplate's copies and the windows repeated, each linked to its first passage.
+    assert len(links) >= MAX_BUCKET_PAIRS_MEMBERS + 19 + 53
+    assert [repeated[i] for i in links.first.tolist()] == [
+        repeated[i] for i in links.second.tolist()
+    ]
+    assert (links.first < links.second).all()
+    assert len({repeated[i] for i in distinct.tolist()}) == len(distinct) == len(set(repeated))
 
 
 def test_every_bucket_is_in_one_partition(texts: list[str]) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated, runs_of
+from dedup.candidates import HeldHashes
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
@@ -113,7 +114,9 @@ class Prepared:
             file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
             byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
-            hashes=concatenated(self.hashes, np.int64, columns=2),
+            hashes=concatenated(self.hashes, np.int64, columns=2)
+            if kept is None
+            else kept.hashes(),
             signatures=self.signatures if kept is None else kept.signatures(),
             alignment=replace(
                 alignment,
@@ -146,10 +149,10 @@ class Passages:
     # Where each run of spans is in its file's bytes (PreparedInput.byte_spans).
     byte_spans: npt.NDArray[np.int32]
     # Normalized texts (None for a later copy of a text: see dedup.engine.copies), their two
-    # hashes, and their MinHash signatures (none for those copies); on a cluster, texts and
-    # signatures are kept by the workers (dedup.engine.shuffle).
+    # hashes, and their MinHash signatures (none for those copies); on a cluster, texts,
+    # hashes and signatures are kept by the workers (dedup.engine.shuffle).
     texts: list[str | None] | HeldTexts
-    hashes: npt.NDArray[np.int64]
+    hashes: npt.NDArray[np.int64] | HeldHashes
     signatures: SignatureTable | HeldSignatures
     # Of the whole dump: its indexes are of all passages (its offset steps packed,
     # alignment.held_steps; on a cluster, its seeds and offset steps are kept by the workers:
@@ -164,7 +167,9 @@ class Passages:
         """Signatures are done with once the candidate pairs' MinHash estimates are made, and
         the texts' hashes once the candidates are found: free them before verification makes
         its shingle sets."""
-        self.hashes = self.hashes[:0]
+        if isinstance(self.hashes, HeldHashes):
+            self.hashes.let_go()
+        self.hashes = np.empty((0, 2), dtype=np.int64)
         if isinstance(self.signatures, HeldSignatures):
             self.signatures.let_go()
         else:
@@ -277,6 +282,7 @@ def prepare_all(
     # A worker hands a text back once (or, on a cluster, every time): the copies' texts other
     # workers handed back too are let go of here, with their seeds, as each file arrives (in
     # file order), so that this process holds each text once, whatever the workers did.
+    # (Where the workers keep the texts, none comes back: nothing to let go of.)
     here = new_scan()
     unit = "part" if len(tasks) > len(files) else "file"
     try:
@@ -289,7 +295,8 @@ def prepare_all(
                 strict=True,
             )
         ):
-            result = _without_copies(result, CopyFilter(here, number))
+            if kept is None:  # else no text came back
+                result = _without_copies(result, CopyFilter(here, number))
             if each is None:
                 prepared.add(file, result, runs)
             else:

@@ -1,10 +1,13 @@
 """What a Dask cluster's workers keep of the files they prepare (each passage's signature,
-normalized text, offset steps and winnowed seeds), and the stages that run there on it, so
-that this process holds none of them.
+normalized text, its two hashes, offset steps and winnowed seeds), and the stages that run
+there on it, so that this process holds none of them.
 
 Each file's task leaves them on its worker (``DaskEngine.map_keeping``); this process gets
-the rest of the file (spans, hashes, lengths) and numbers its passages. Then:
+the rest of the file (spans, lengths) and numbers its passages. Then:
 
+- exact copies: a shuffle of the hashes by ``hash % P`` (``candidates.hash_entries``), each
+  partition's copies found on a worker (``candidates.partition_copies``); only the copies
+  and the first passage of each come back.
 - candidates: a shuffle (:meth:`KeptOnWorkers.shuffled`, its results taken by
   :meth:`KeptOnWorkers.results`): a task per batch of consecutive
   files turns their signatures into band keys of the passages that take part (the first of
@@ -44,7 +47,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import runs_of, sorted_unique
-from dedup.candidates import band_entries, merged_codes, partition_pair_codes
+from dedup.candidates import (
+    band_entries,
+    hash_entries,
+    merged_codes,
+    partition_copies,
+    partition_pair_codes,
+)
 from dedup.documents import (
     MIN_SHARED_SEEDS,
     TextHolders,
@@ -56,6 +65,7 @@ from dedup.documents import (
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
+    hashes_of,
     merged_files,
     passage_count,
     seeds_of,
@@ -75,8 +85,8 @@ if TYPE_CHECKING:
     from dedup.engine.dask_cluster import DaskEngine
 
 # What the workers keep of a file (or a slice of one): how many passages, and the futures
-# of their signatures, texts, offset steps and seeds.
-Run = tuple[int, "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]"]
+# of their signatures, texts, offset steps, seeds and hashes.
+Run = tuple[int, "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]"]
 
 T = TypeVar("T")
 
@@ -114,6 +124,7 @@ class KeptOnWorkers:
         self.text_futures: list[Future[Any] | None] = engine.holding([])
         self.step_futures: list[Future[Any] | None] = engine.holding([])
         self.seed_futures: list[Future[Any] | None] = engine.holding([])
+        self.hash_futures: list[Future[Any] | None] = engine.holding([])
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
@@ -123,7 +134,7 @@ class KeptOnWorkers:
         that with the last file of each batch the engine ran as one task (None with the
         others: the run holds the passages of its batch's files); :meth:`add` takes those
         of the files the scan keeps."""
-        parts = (signatures_of, texts_of, steps_of, seeds_of)
+        parts = (signatures_of, texts_of, steps_of, seeds_of, hashes_of)
         batched = 0  # the passages of the batch's files before
         for result, kept in self.engine.map_keeping(
             function, parts, without_kept, merged_files, *arguments
@@ -132,19 +143,20 @@ class KeptOnWorkers:
             if not kept:
                 yield result, None
                 continue
-            signatures, texts, steps, seeds = kept
-            yield result, (batched, signatures, texts, steps, seeds)
+            signatures, texts, steps, seeds, hashes = kept
+            yield result, (batched, signatures, texts, steps, seeds, hashes)
             batched = 0
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
-        for count, signatures, texts, steps, seeds in runs:
+        for count, signatures, texts, steps, seeds, hashes in runs:
             if count:
                 self.runs.append(_Held(self.count, count))
                 self.signature_futures.append(signatures)
                 self.text_futures.append(texts)
                 self.step_futures.append(steps)
                 self.seed_futures.append(seeds)
+                self.hash_futures.append(hashes)
 
     @property
     def count(self) -> int:
@@ -210,6 +222,9 @@ class KeptOnWorkers:
 
     def signatures(self) -> SignaturesOnWorkers:
         return SignaturesOnWorkers(self)
+
+    def hashes(self) -> HashesOnWorkers:
+        return HashesOnWorkers(self)
 
     def texts(self, lengths: npt.NDArray[np.int64]) -> TextsOnWorkers:
         """The texts, given each passage's length."""
@@ -304,6 +319,33 @@ class SignaturesOnWorkers:
 
     def let_go(self) -> None:
         self._kept.signature_futures.clear()
+
+
+class HashesOnWorkers:
+    """The hashes of the scan's normalized texts, kept by the workers that made them; a
+    ``candidates.HeldHashes``."""
+
+    def __init__(self, kept: KeptOnWorkers) -> None:
+        self._kept = kept
+
+    def __len__(self) -> int:
+        return self._kept.count
+
+    def copies(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        kept = self._kept
+        tasks = kept.shuffled(kept.hash_futures, hash_entries, [], (), partition_copies, ())
+        found = list(kept.results(tasks, "exact copies"))
+        copies = np.concatenate([copies for copies, _originals in found] or [_NONE])
+        originals = np.concatenate([originals for _copies, originals in found] or [_NONE])
+        # Each partition's copies ascend; all of them, in the scan's order of passages.
+        order = np.argsort(copies, kind="stable")
+        return copies[order], originals[order]
+
+    def let_go(self) -> None:
+        self._kept.hash_futures.clear()
+
+
+_NONE = np.empty(0, dtype=np.int64)
 
 
 class TextsOnWorkers:

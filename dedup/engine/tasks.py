@@ -321,15 +321,22 @@ def seeds_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint32], npt.NDArra
     return alignment.seeds, alignment.seed_passage
 
 
+def hashes_of(prepared: PreparedFile) -> npt.NDArray[np.int64]:
+    """The two hashes of every passage's normalized text of a prepared file (of all its
+    inputs), in order: what a cluster's workers keep of it, to find the exact copies there."""
+    return concatenated([item.hashes for item in prepared.inputs], np.int64, columns=2)
+
+
 def without_kept(prepared: PreparedFile) -> PreparedFile:
     """A prepared file as it is handed back when the workers keep its signatures, texts,
-    offset steps and seeds (an empty table of signatures per input, no text, no step, no
-    seed)."""
+    hashes, offset steps and seeds (an empty table of signatures and of hashes per input, no
+    text, no step, no seed)."""
     inputs = tuple(
         replace(
             item,
             signatures=np.empty((0, item.signatures.shape[1]), np.uint32),
             normalized=(None,) * len(item.normalized),
+            hashes=np.empty((0, 2), np.int64),
             alignment=replace(
                 item.alignment,
                 steps=np.empty(0, np.uint8),
