@@ -376,13 +376,13 @@ def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.N
         dtype=np.int64,
     )
     text_of = text_of_document[spans.row_documents()]
-    first, second = pairs[:, 0], pairs[:, 1]
-    overlapping = (
-        (text_of[first] == text_of[second])
-        & (spans.start[first] < spans.end[second])
-        & (spans.start[second] < spans.end[first])
-    )
-    return np.asarray(pairs[~overlapping], dtype=np.int64)
+    same_text = np.flatnonzero(text_of[pairs[:, 0]] == text_of[pairs[:, 1]])
+    # Only the pairs within one text need their passages' ends (which a cluster's workers
+    # keep): a few neighbours in a chapter, where all the pairs are millions.
+    starts, ends = spans.ends_of(pairs[same_text].T.ravel())
+    first, second = np.split(np.arange(2 * len(same_text)), 2)
+    overlapping = (starts[first] < ends[second]) & (starts[second] < ends[first])
+    return np.asarray(np.delete(pairs, same_text[overlapping], axis=0), dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ base, ``ColumnTable``, is in dedup.models, with the tables a report holds."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,46 @@ from dedup.models import (
 )
 
 
+class HeldSpanEnds(Protocol):
+    """The start and end of each row of a span table where the workers that made them keep
+    them (a Dask cluster's), not in this process: looked up a few rows at a time."""
+
+    def __len__(self) -> int: ...
+
+    def ends_of(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The start and the end of each of ``rows``."""
+        ...
+
+    def let_go(self) -> None:
+        """The workers let the starts and ends go."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CountedRows:
+    """Rows counted here whose start and end are kept elsewhere: a file's spans as a
+    cluster's worker hands them back (dedup.engine.tasks.without_kept), until this process
+    knows where the workers keep them."""
+
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def ends_of(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        raise LookupError("these spans' starts and ends are kept by the workers")
+
+    def let_go(self) -> None:
+        pass
+
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SpanTable(ColumnTable[PassageSpan]):
     """The spans of many passages as columns: what workers hand back and what a scan keeps for
@@ -33,7 +73,9 @@ class SpanTable(ColumnTable[PassageSpan]):
 
     A passage's start and end are a row's own; its document, chapter and title are held once
     for each run of rows that share them (a chapter's passages, dozens), so that what a scan
-    keeps of every passage of a dump is two numbers (issue 21: the driver's memory)."""
+    keeps of every passage of a dump is two numbers (issue 21: the driver's memory). On a
+    cluster the workers keep those two (``held``; ``start`` and ``end`` are then empty), and
+    :meth:`ends_of` looks up the rows a stage needs."""
 
     documents: tuple[DocumentKey, ...]
     titles: tuple[str | None, ...]
@@ -45,9 +87,29 @@ class SpanTable(ColumnTable[PassageSpan]):
     run_title: npt.NDArray[np.int64]  # run -> index into titles
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
+    held: HeldSpanEnds | None = None
 
     def __len__(self) -> int:
-        return len(self.start)
+        return len(self.start) if self.held is None else len(self.held)
+
+    def ends_of(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The start and the end of each of ``rows``."""
+        if self.held is None:
+            return self.start[rows], self.end[rows]
+        return self.held.ends_of(rows)
+
+    def without_ends(self) -> SpanTable:
+        """The table with its rows' starts and ends left to the workers that keep them
+        (counted, not held)."""
+        return replace(self, start=_NO_ROWS, end=_NO_ROWS, held=CountedRows(len(self)))
+
+    def ends_held_by(self, held: HeldSpanEnds) -> SpanTable:
+        """The table of :meth:`without_ends` rows, their starts and ends found in ``held``."""
+        if len(held) != len(self):
+            raise ValueError(f"{len(held)} spans held for a table of {len(self)}")
+        return replace(self, held=held)
 
     @classmethod
     def in_runs(
@@ -100,7 +162,8 @@ class SpanTable(ColumnTable[PassageSpan]):
     @classmethod
     def concatenate(cls, tables: Sequence[SpanTable]) -> SpanTable:
         """The rows of ``tables`` one after the other (documents and titles shared; a run
-        never goes on from one table into the next)."""
+        never goes on from one table into the next): of tables whose starts and ends are
+        counted only (:meth:`without_ends`), a table of the same."""
         documents: dict[DocumentKey, int] = {}
         titles: dict[str | None, int] = {}
         document_runs, title_runs, firsts = [], [], []
@@ -112,6 +175,9 @@ class SpanTable(ColumnTable[PassageSpan]):
             title_runs.append(np.array(title_index, dtype=np.int64)[table.run_title])
             firsts.append(table.run_first + rows)
             rows += len(table)
+        counted = [table.held is not None for table in tables if len(table)]
+        if any(counted) and not all(counted):
+            raise ValueError("tables with their starts and ends joined to tables without")
         return cls(
             tuple(documents),
             tuple(titles),
@@ -121,6 +187,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             concatenated(title_runs, np.int64),
             concatenated([table.start for table in tables], np.int64),
             concatenated([table.end for table in tables], np.int64),
+            CountedRows(rows) if any(counted) else None,
         )
 
     def run_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -172,7 +239,7 @@ class SpanTable(ColumnTable[PassageSpan]):
         sources, paths, records, record_ids = (
             zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
         )
-        starts, ends = self.start[rows].tolist(), self.end[rows].tolist()
+        starts, ends = (ends.tolist() for ends in self.ends_of(rows))
         chapters = self.run_chapter[run].tolist()
         fields: dict[str, list[Any]] = {}
         if ids:
@@ -198,14 +265,15 @@ class SpanTable(ColumnTable[PassageSpan]):
         run = self.run_of(rows)
         documents, document = np.unique(self.run_document[run], return_inverse=True)
         titles, title = np.unique(self.run_title[run], return_inverse=True)
+        start, end = self.ends_of(rows)
         return SpanTable.in_runs(
             tuple(self.documents[i] for i in documents.tolist()),
             tuple(self.titles[i] for i in titles.tolist()),
             document.reshape(-1).astype(np.int64),
             self.run_chapter[run],
             title.reshape(-1).astype(np.int64),
-            self.start[rows],
-            self.end[rows],
+            start,
+            end,
         )
 
     def _columns(
@@ -213,12 +281,13 @@ class SpanTable(ColumnTable[PassageSpan]):
     ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
         documents, titles = self.documents, self.titles
         run = self.run_of(rows)
+        starts, ends = self.ends_of(rows)
         for document, chapter, title, start, end in zip(
             self.run_document[run].tolist(),
             self.run_chapter[run].tolist(),
             self.run_title[run].tolist(),
-            self.start[rows].tolist(),
-            self.end[rows].tolist(),
+            starts.tolist(),
+            ends.tolist(),
             strict=True,
         ):
             yield documents[document], None if chapter < 0 else chapter, titles[title], start, end

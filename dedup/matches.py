@@ -587,7 +587,7 @@ def original_spans(
     passage, index = np.concatenate(passages), np.concatenate(indexes)
     held = alignment.held_steps or alignment.with_steps_packed().held_steps
     assert held is not None
-    offset = held.original_offsets(passage, index, spans.start[passage])
+    offset = held.original_offsets(passage, index, spans.ends_of(passage)[0])
     found = [part + 1 if end else part for part, end in zip(np.split(offset, 4), ends, strict=True)]
     return np.column_stack(found)
 
@@ -690,8 +690,8 @@ def keep_order(documents: DocumentRuns, spans: SpanTable, keep: str) -> npt.NDAr
     for row, story, start, end in zip(
         spans.document_of(documents.first).tolist(),
         documents.story_chars.tolist(),
-        spans.start[documents.first].tolist(),
-        spans.end[documents.end - 1].tolist(),
+        spans.ends_of(documents.first)[0].tolist(),
+        spans.ends_of(documents.end - 1)[1].tolist(),
         strict=True,
     ):
         source, path, record, _record_id = spans.documents[row]

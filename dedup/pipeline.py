@@ -157,6 +157,7 @@ def scan_files(
                 engine,
             )
             members = members_of(verified, passages.spans, documents, shown)
+            passages.let_go_of_spans()
             # What is left of the passages and the documents' runs is done with once the
             # members are cut from their documents; the verified pairs once clustered, the
             # aligned spans once they are matches: the report's records are not made beside

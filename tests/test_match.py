@@ -152,6 +152,24 @@ def test_overlapping_passages_of_one_text_never_pair() -> None:
     )
     assert without_overlapping(pairs, spans).tolist() == [[0, 2], [0, 3], [1, 2]]
 
+    # Where the workers keep the ends (a cluster), only the pairs within one text ask.
+    asked: list[list[int]] = []
+
+    class Elsewhere:
+        def __len__(self) -> int:
+            return len(spans)
+
+        def ends_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            asked.append(sorted(set(rows.tolist())))
+            return spans.start[rows], spans.end[rows]
+
+        def let_go(self) -> None:
+            pass
+
+    held = spans.without_ends().ends_held_by(Elsewhere())
+    assert without_overlapping(pairs, held).tolist() == [[0, 2], [0, 3], [1, 2]]
+    assert asked == [[0, 1, 2]]  # not passage 3, of another file
+
 
 @settings(max_examples=150, deadline=None)
 @given(

@@ -82,6 +82,46 @@ def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: P
     assert [passage.text for passage in passages] == texts
 
 
+class _EndsElsewhere:
+    """Starts and ends kept apart from the table, as a cluster's workers keep them; counts
+    the rows looked up."""
+
+    def __init__(self, table: SpanTable) -> None:
+        self.table, self.looked_up = table, 0
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def ends_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.looked_up += len(rows)
+        return self.table.start[rows], self.table.end[rows]
+
+    def let_go(self) -> None:
+        pass
+
+
+def test_a_table_whose_starts_and_ends_are_kept_elsewhere_looks_them_up(samples: Path) -> None:
+    parts = _spans_of(samples)
+    whole = SpanTable.concatenate(parts)
+    # Each file's spans come back counted, without their starts and ends (tasks.without_kept).
+    counted = SpanTable.concatenate([part.without_ends() for part in parts])
+    assert len(counted) == len(whole) and not len(counted.start) and not len(counted.end)
+    assert np.array_equal(counted.run_first, whole.run_first)
+    with pytest.raises(LookupError):
+        counted.ends_of(np.array([0]))
+    with pytest.raises(ValueError, match="without"):
+        SpanTable.concatenate([parts[0].without_ends(), parts[1]])
+    elsewhere = _EndsElsewhere(whole)
+    held = counted.ends_held_by(elsewhere)
+    rows = np.arange(len(whole))[::-5]
+    assert list(held.take(rows)) == list(whole.take(rows)) == held.rows(rows)
+    assert held.row_fields(rows) == whole.row_fields(rows)
+    assert list(held) == list(whole)
+    assert elsewhere.looked_up > 0
+    with pytest.raises(ValueError, match="held for a table"):
+        counted.ends_held_by(_EndsElsewhere(parts[0]))
+
+
 def test_a_cut_passage_is_the_passage_it_equals_but_holds_no_text_of_its_own(
     seed_simplified: str,
 ) -> None:

@@ -109,8 +109,9 @@ class Prepared:
         """Every passage of the dump, merged (the parts they were made of let go)."""
         alignment = PassageAlignment.concatenate(self.alignment_parts)
         kept = self.kept
+        spans = SpanTable.concatenate(self.span_parts)
         passages = Passages(
-            spans=SpanTable.concatenate(self.span_parts),
+            spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
             file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
             byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
@@ -143,7 +144,7 @@ class Prepared:
 class Passages:
     """Every passage of a dump, in file order, as the stages after the workers use them."""
 
-    spans: SpanTable  # where each passage is
+    spans: SpanTable  # where each passage is (on a cluster, its start and end on the workers)
     # The first passage of each of Prepared.files (of one holding none, the next file's).
     file_first: npt.NDArray[np.int64]
     # Where each run of spans is in its file's bytes (PreparedInput.byte_spans).
@@ -195,6 +196,12 @@ class Passages:
         self.alignment = replace(
             self.alignment.seeded_by(np.zeros(len(self.alignment), np.bool_)), held_seeds=None
         )
+
+    def let_go_of_spans(self) -> None:
+        """Where each passage is, once the members' spans are made (the workers keep the
+        starts and ends on a cluster: let go of there)."""
+        if self.spans.held is not None:
+            self.spans.held.let_go()
 
     def let_go_of_alignment(self) -> None:
         """What the align stage needs of each passage (its offset steps above all) is done

@@ -122,7 +122,8 @@ def _texts_by_bytes(
     rows: npt.NDArray[np.int64],
 ) -> list[str] | None:
     at = byte_spans[rows]
-    lengths = spans.end[rows] - spans.start[rows]
+    starts, ends = spans.ends_of(rows)
+    lengths = ends - starts
     return texts_at(
         file.fs_path, file.stamp, at[:, 0].tolist(), at[:, 1].tolist(), lengths.tolist()
     )
@@ -171,7 +172,7 @@ def read_documents(
     the paths of the files that changed since they were scanned (their documents left out)."""
     spans, byte_spans = passages.spans, passages.byte_spans
     first, last = documents.first[numbers], documents.end[numbers] - 1
-    table = replace(spans.take(first), end=spans.end[last])
+    table = replace(spans.take(first), end=spans.ends_of(last)[1])
     # A document is some runs of spans, one after another: its bytes are from its first
     # run's start to its last run's end.
     at = np.column_stack((byte_spans[spans.run_of(first), 0], byte_spans[spans.run_of(last), 1]))

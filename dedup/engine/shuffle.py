@@ -1,9 +1,13 @@
 """What a Dask cluster's workers keep of the files they prepare (each passage's signature,
-normalized text, its two hashes, offset steps and winnowed seeds), and the stages that run
-there on it, so that this process holds none of them.
+normalized text, its two hashes, start and end, offset steps and winnowed seeds), and the
+stages that run there on it, so that this process holds none of them.
 
 Each file's task leaves them on its worker (``DaskEngine.map_keeping``); this process gets
-the rest of the file (spans, lengths) and numbers its passages. Then:
+the rest of the file (each run of passages' document, chapter and title, each passage's
+length and lead) and numbers its passages. A stage that needs some passages' starts and
+ends looks them up there (``SpanEndsOnWorkers.ends_of``, a task per batch of runs: the
+candidates' overlap test for the pairs within one text, each document's first and last
+passage, the spans mapped back, the members). Then:
 
 - exact copies: a shuffle of the hashes by ``hash % P`` (``candidates.hash_entries``), each
   partition's copies found on a worker (``candidates.partition_copies``); only the copies
@@ -65,11 +69,13 @@ from dedup.documents import (
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
+    ends_in_runs,
     hashes_of,
     merged_files,
     passage_count,
     seeds_of,
     signatures_of,
+    span_ends_of,
     steps_of,
     texts_of,
     without_kept,
@@ -85,8 +91,10 @@ if TYPE_CHECKING:
     from dedup.engine.dask_cluster import DaskEngine
 
 # What the workers keep of a file (or a slice of one): how many passages, and the futures
-# of their signatures, texts, offset steps, seeds and hashes.
-Run = tuple[int, "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]"]
+# of their signatures, texts, offset steps, seeds, hashes and spans' starts and ends.
+Run = tuple[
+    int, "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]"
+]
 
 T = TypeVar("T")
 
@@ -125,6 +133,7 @@ class KeptOnWorkers:
         self.step_futures: list[Future[Any] | None] = engine.holding([])
         self.seed_futures: list[Future[Any] | None] = engine.holding([])
         self.hash_futures: list[Future[Any] | None] = engine.holding([])
+        self.span_futures: list[Future[Any] | None] = engine.holding([])
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
@@ -134,7 +143,7 @@ class KeptOnWorkers:
         that with the last file of each batch the engine ran as one task (None with the
         others: the run holds the passages of its batch's files); :meth:`add` takes those
         of the files the scan keeps."""
-        parts = (signatures_of, texts_of, steps_of, seeds_of, hashes_of)
+        parts = (signatures_of, texts_of, steps_of, seeds_of, hashes_of, span_ends_of)
         batched = 0  # the passages of the batch's files before
         for result, kept in self.engine.map_keeping(
             function, parts, without_kept, merged_files, *arguments
@@ -143,13 +152,13 @@ class KeptOnWorkers:
             if not kept:
                 yield result, None
                 continue
-            signatures, texts, steps, seeds, hashes = kept
-            yield result, (batched, signatures, texts, steps, seeds, hashes)
+            signatures, texts, steps, seeds, hashes, spans = kept
+            yield result, (batched, signatures, texts, steps, seeds, hashes, spans)
             batched = 0
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
-        for count, signatures, texts, steps, seeds, hashes in runs:
+        for count, signatures, texts, steps, seeds, hashes, spans in runs:
             if count:
                 self.runs.append(_Held(self.count, count))
                 self.signature_futures.append(signatures)
@@ -157,6 +166,7 @@ class KeptOnWorkers:
                 self.step_futures.append(steps)
                 self.seed_futures.append(seeds)
                 self.hash_futures.append(hashes)
+                self.span_futures.append(spans)
 
     @property
     def count(self) -> int:
@@ -226,6 +236,9 @@ class KeptOnWorkers:
     def hashes(self) -> HashesOnWorkers:
         return HashesOnWorkers(self)
 
+    def span_ends(self) -> SpanEndsOnWorkers:
+        return SpanEndsOnWorkers(self)
+
     def texts(self, lengths: npt.NDArray[np.int64]) -> TextsOnWorkers:
         """The texts, given each passage's length."""
         return TextsOnWorkers(self, lengths)
@@ -236,6 +249,19 @@ class KeptOnWorkers:
     def steps(self, lengths: npt.NDArray[np.int64]) -> StepsOnWorkers:
         """The offset steps, given each passage's length (a step a character)."""
         return StepsOnWorkers(self, lengths)
+
+    def batches_holding(
+        self, passages: npt.NDArray[np.int64]
+    ) -> list[tuple[range, npt.NDArray[np.int64]]]:
+        """The batches of runs (:meth:`batches`, a look-up's) that hold some of ``passages``,
+        each with the positions in ``passages`` of those it holds."""
+        run_of = runs_of(self.firsts(), passages)
+        holding = []
+        for batch in self.batches(_RUNS_A_BATCH):
+            picked = np.flatnonzero((run_of >= batch.start) & (run_of < batch.stop))
+            if len(picked):
+                holding.append((batch, picked))
+        return holding
 
     def batches(self, rows: int) -> list[range]:
         """The runs in batches of consecutive ones, ``rows`` of each at most, and as many
@@ -348,6 +374,43 @@ class HashesOnWorkers:
 _NONE = np.empty(0, dtype=np.int64)
 
 
+class SpanEndsOnWorkers:
+    """The start and end of each passage of the scan, kept by the workers that made them; a
+    ``columns.HeldSpanEnds``."""
+
+    def __init__(self, kept: KeptOnWorkers) -> None:
+        self._kept = kept
+
+    def __len__(self) -> int:
+        return self._kept.count
+
+    def ends_of(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        kept, engine = self._kept, self._kept.engine
+        if not kept.span_futures and len(rows):
+            raise LookupError("the workers let the spans go")
+        firsts = kept.firsts()
+        holding = kept.batches_holding(rows)
+        tasks: list[Future[Any] | None] = [
+            engine.submit(
+                ends_in_runs,
+                kept.span_futures[batch.start : batch.stop],
+                rows[picked] - firsts[batch.start],
+            )
+            for batch, picked in holding
+        ]
+        found = np.empty((len(rows), 2), dtype=np.int64)
+        for (_batch, picked), ends in zip(
+            holding, engine.in_order(engine.holding(tasks)), strict=True
+        ):
+            found[picked] = ends
+        return found[:, 0], found[:, 1]
+
+    def let_go(self) -> None:
+        self._kept.span_futures.clear()
+
+
 class TextsOnWorkers:
     """The scan's normalized texts, kept by the workers that made them; an
     ``engine.base.HeldTexts``."""
@@ -457,29 +520,22 @@ class StepsOnWorkers:
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
         firsts = kept.firsts()
-        run_of = runs_of(firsts, passage)
         step_first = np.cumsum(self._lengths) - self._lengths  # each passage's first step
-        found = np.empty(len(passage), dtype=np.int64)
-        tasks: list[Future[Any] | None] = []
-        rows_of_tasks = []
-        for batch in kept.batches(_RUNS_A_BATCH):
-            rows = np.flatnonzero((run_of >= batch.start) & (run_of < batch.stop))
-            if not len(rows):
-                continue
-            base = step_first[firsts[batch.start]]
-            tasks.append(
-                engine.submit(
-                    offsets_in_runs,
-                    kept.step_futures[batch.start : batch.stop],
-                    step_first[passage[rows]] - base,
-                    span_start[rows],
-                    index[rows],
-                )
+        holding = kept.batches_holding(passage)
+        tasks: list[Future[Any] | None] = [
+            engine.submit(
+                offsets_in_runs,
+                kept.step_futures[batch.start : batch.stop],
+                step_first[passage[rows]] - step_first[firsts[batch.start]],
+                span_start[rows],
+                index[rows],
             )
-            rows_of_tasks.append(rows)
+            for batch, rows in holding
+        ]
         done = engine.in_order(engine.holding(tasks))
         shown = progress(done, "spans mapped", "task", len(tasks), kept.shown)
-        for rows, offsets in zip(rows_of_tasks, shown, strict=True):
+        found = np.empty(len(passage), dtype=np.int64)
+        for (_batch, rows), offsets in zip(holding, shown, strict=True):
             found[rows] = offsets
         return found
 

@@ -327,13 +327,31 @@ def hashes_of(prepared: PreparedFile) -> npt.NDArray[np.int64]:
     return concatenated([item.hashes for item in prepared.inputs], np.int64, columns=2)
 
 
+def span_ends_of(prepared: PreparedFile) -> npt.NDArray[np.int64]:
+    """The start and end of every passage of a prepared file (of all its inputs), a row
+    each, in order: what a cluster's workers keep of its spans (the rest comes back)."""
+    starts = [item.passages.start for item in prepared.inputs]
+    ends = [item.passages.end for item in prepared.inputs]
+    return np.column_stack((concatenated(starts, np.int64), concatenated(ends, np.int64)))
+
+
+def ends_in_runs(
+    runs: Sequence[npt.NDArray[np.int64]], rows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The start and end of each of ``rows`` (numbered from the first run's first passage)
+    in consecutive runs of :func:`span_ends_of` rows: a worker's look-up of the spans it
+    keeps."""
+    return np.concatenate(runs)[rows]
+
+
 def without_kept(prepared: PreparedFile) -> PreparedFile:
     """A prepared file as it is handed back when the workers keep its signatures, texts,
-    hashes, offset steps and seeds (an empty table of signatures and of hashes per input, no
-    text, no step, no seed)."""
+    hashes, spans' starts and ends, offset steps and seeds (an empty table of signatures and
+    of hashes per input, spans counted, no text, no step, no seed)."""
     inputs = tuple(
         replace(
             item,
+            passages=item.passages.without_ends(),
             signatures=np.empty((0, item.signatures.shape[1]), np.uint32),
             normalized=(None,) * len(item.normalized),
             hashes=np.empty((0, 2), np.int64),
