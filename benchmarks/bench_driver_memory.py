@@ -1,10 +1,13 @@
 """What the driver (the process that runs the scan) keeps of each passage once the files are in.
 
     python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask] [--jobs 2]
+        [--stop-at candidates|spans]
 
 Scans each DUMP in a fresh process of its own up to the candidates stage and stops there: the
 workers' results are merged by then, and every later stage holds more (pairs, then the
-report's records), which grow with what is found rather than with the passages. Prints the
+report's records), which grow with what is found rather than with the passages. With
+``--stop-at spans`` it stops later, where the align stage's spans are mapped back (what the
+align stage holds of each passage is still held there). Prints the
 process's resident set size at that point (freed memory handed back first), and the numpy
 arrays it holds with at least half a byte a passage, by the record holding them. Given two
 dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
@@ -38,8 +41,14 @@ def _resident_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _probe(dump: str, engine: str, jobs: int, scheduler: str | None) -> dict[str, Any]:
-    """The scan of ``dump`` in this process, stopped at the candidates stage."""
+# Where the probe stops: the pipeline's call, and which of its arguments has a row a passage.
+_STOPS = {"candidates": ("find_candidates", 0), "spans": ("original_spans", 2)}
+
+
+def _probe(
+    dump: str, engine: str, jobs: int, scheduler: str | None, stop_at: str
+) -> dict[str, Any]:
+    """The scan of ``dump`` in this process, stopped at ``stop_at``."""
     import numpy as np
 
     import dedup
@@ -51,10 +60,12 @@ def _probe(dump: str, engine: str, jobs: int, scheduler: str | None) -> dict[str
 
     found: dict[str, Any] = {}
 
-    def instead(lengths: Any, *_args: Any, **_options: Any) -> Any:
+    call, counted = _STOPS[stop_at]
+
+    def instead(*arguments: Any, **_options: Any) -> Any:
         gc.collect()
         release_freed_memory()
-        found["passages"] = count = len(lengths)
+        found["passages"] = count = len(arguments[counted])
         found["resident_mib"] = _resident_mib()
         held: dict[int, tuple[Any, str]] = {}
         for holder in gc.get_objects():
@@ -71,7 +82,7 @@ def _probe(dump: str, engine: str, jobs: int, scheduler: str | None) -> dict[str
         )
         raise _Stop
 
-    pipeline.find_candidates = instead  # type: ignore[assignment]
+    setattr(pipeline, call, instead)
     try:
         if scheduler is None:
             dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
@@ -79,7 +90,7 @@ def _probe(dump: str, engine: str, jobs: int, scheduler: str | None) -> dict[str
             dedup.scan([dump], scheduler=scheduler, show_progress=False)
     except _Stop:
         return found
-    raise RuntimeError("the scan never reached the candidates stage")
+    raise RuntimeError(f"the scan never reached {call}")
 
 
 def main() -> None:
@@ -87,17 +98,20 @@ def main() -> None:
     parser.add_argument("dumps", nargs="+")
     parser.add_argument("--engine", default="dask", choices=("local", "dask-local", "dask"))
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--stop-at", default="candidates", choices=sorted(_STOPS))
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.probe:  # the child: one dump
-        found = _probe(options.dumps[0], options.engine, options.jobs, options.scheduler)
+        found = _probe(
+            options.dumps[0], options.engine, options.jobs, options.scheduler, options.stop_at
+        )
         print(json.dumps(found))
         return
     results = []
     for dump in options.dumps:
         command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
-        command += ["--jobs", str(options.jobs)]
+        command += ["--jobs", str(options.jobs), "--stop-at", options.stop_at]
         with tempfile.TemporaryDirectory() as folder:
             processes = []
             if options.engine == "dask":

@@ -130,18 +130,19 @@ class PassageAlignment:
 
 @dataclass(frozen=True, slots=True)
 class DocumentRuns:
-    """Each document as the run of its passages ``first[d]:end[d]``; ``of_passage`` the
-    document of each passage, and ``own_start`` where a passage's own characters begin in its
-    document's normalized text."""
+    """Each document as the run of its passages ``first[d]:end[d]`` (a document a run, and
+    nothing a passage: :meth:`of` finds a passage's)."""
 
     first: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
-    of_passage: npt.NDArray[np.int64]
-    own_start: npt.NDArray[np.int64]
     story_chars: npt.NDArray[np.int64]  # normalized characters of each document
 
     def __len__(self) -> int:
         return len(self.first)
+
+    def of(self, passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The document of each of ``passages``."""
+        return runs_of(self.first, passages)
 
 
 def document_runs(
@@ -153,7 +154,7 @@ def document_runs(
     count = len(spans)
     if not count:
         none = np.empty(0, dtype=np.int64)
-        return DocumentRuns(none, none, none, none, none)
+        return DocumentRuns(none, none, none)
     # The spans' runs of the same document, chapter and title, joined where they go on one
     # from the other; their documents number the documents of each input apart, and the file
     # tells inputs apart only with them, so both are compared.
@@ -168,12 +169,8 @@ def document_runs(
     )
     first = runs[changed]
     end = np.append(first[1:], count)
-    of_passage = np.repeat(np.arange(len(first), dtype=np.int64), end - first)
-    own = alignment.lengths - alignment.leads
-    ends_within = np.cumsum(own)
-    own_start = ends_within - own - np.repeat(ends_within[first] - own[first], end - first)
-    story = np.add.reduceat(own, first)
-    return DocumentRuns(first, end, of_passage, own_start, story)
+    story = np.add.reduceat(alignment.lengths - alignment.leads, first)
+    return DocumentRuns(first, end, story)
 
 
 def candidate_documents(
@@ -189,10 +186,9 @@ def candidate_documents(
     its first passage's: workers hand each text back once). The pairs of texts sharing seeds
     are counted on ``threads``, or where the workers keep the seeds
     (``alignment.held_seeds``), there."""
-    of_passage = documents.of_passage
     count = max(1, len(documents))
     by_text = np.argsort(leader, kind="stable")
-    holders = of_passage[by_text]
+    holders = documents.of(by_text)
     text_of = leader[by_text]
     holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
     holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
@@ -214,7 +210,7 @@ def candidate_documents(
     shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, threads)
     found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
     # Those joining one text are left, where more documents hold it than seeds count for.
-    first, second = of_passage[verified.first[same]], of_passage[verified.second[same]]
+    first, second = documents.of(verified.first[same]), documents.of(verified.second[same])
     apart = first != second
     low, high = np.minimum(first, second)[apart], np.maximum(first, second)[apart]
     found.append(low * count + high)
@@ -660,7 +656,7 @@ def verified_between(
 ) -> npt.NDArray[np.int64]:
     """For each pair (a, b), a < b, of documents: how many verified passage pairs join them."""
     count = max(1, len(documents))
-    one, two = documents.of_passage[verified.first], documents.of_passage[verified.second]
+    one, two = documents.of(verified.first), documents.of(verified.second)
     apart = one != two
     known, counts = key_counts([np.minimum(one, two)[apart] * count + np.maximum(one, two)[apart]])
     wanted = pairs[:, 0] * count + pairs[:, 1]

@@ -573,7 +573,11 @@ def original_spans(
         return np.empty((0, 4), dtype=np.int64)
     leads = alignment.leads
     base = np.cumsum(documents.story_chars) - documents.story_chars
-    own_starts = base[documents.of_passage] + documents.own_start
+    # Where each passage's own characters (all but its lead) begin in the documents' stories
+    # one after another: a document's story is its passages' own characters.
+    own = alignment.lengths - leads
+    own_starts = np.cumsum(own) - own
+    del own
     # The four ends of every span (a's start and end, b's), mapped back in one go.
     passages, indexes, ends = [], [], []
     for side, column in ((0, 1), (1, 3)):

@@ -145,8 +145,8 @@ def scan_files(
                     np.concatenate(
                         (
                             aligned.pairs[aligned.spans[:, 0]].ravel(),
-                            documents.of_passage[verified.first],
-                            documents.of_passage[verified.second],
+                            documents.of(verified.first),
+                            documents.of(verified.second),
                         )
                     )
                 ),

@@ -316,7 +316,7 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     # verified pairs of texts propose added.
     runs_of = documents_module.document_runs(passages.spans, passages.file_first, alignment)
     holding = documents_module.TextHolders(
-        runs_of.of_passage[by_text], holder_start, holder_end, len(runs_of)
+        runs_of.of(by_text), holder_start, holder_end, len(runs_of)
     )
     seed_keys_held = passages.alignment.held_seeds
     local = seed_keys_held.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, _Threads(1))

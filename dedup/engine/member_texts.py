@@ -53,7 +53,7 @@ def members_of(
     whose document is not there (its file changed since it was scanned) is left out, with
     its pairs."""
     indexes = sorted_unique(np.concatenate((verified.first, verified.second)))
-    owners = documents.of_passage[indexes].tolist()
+    owners = documents.of(indexes).tolist()
     kept: list[int] = []
     holders: list[MatchedDocument] = []
     for row, owner in enumerate(owners):
