@@ -187,11 +187,7 @@ def candidate_documents(
     are counted on ``threads``, or where the workers keep the seeds
     (``alignment.held_seeds``), there."""
     count = max(1, len(documents))
-    by_text = np.argsort(leader, kind="stable")
-    holders = documents.of(by_text)
-    text_of = leader[by_text]
-    holder_start = np.searchsorted(text_of, np.arange(len(leader)), side="left")
-    holder_end = np.searchsorted(text_of, np.arange(len(leader)), side="right")
+    holding = TextHolders.of(leader, documents)
     # Pairs of texts a verified pair joins propose their documents without counting their
     # seeds (near copies share hundreds).
     texts = max(1, len(leader))
@@ -206,9 +202,9 @@ def candidate_documents(
     if held_seeds is None:  # an alignment as the workers make it: its seeds as arrays
         held_seeds = SeedKeys.of(alignment.seeds, alignment.seed_passage)
     distinct = np.flatnonzero(leader == np.arange(len(leader)))
-    holding = TextHolders(holders, holder_start, holder_end, count)
     shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, threads)
-    found = [_same_text_codes(holders, text_of, count, MAX_SEED_DOCUMENTS), shared]
+    copied_text = np.repeat(holding.copied, holding.end - holding.start)
+    found = [_same_text_codes(holding.holders, copied_text, count, MAX_SEED_DOCUMENTS), shared]
     # Those joining one text are left, where more documents hold it than seeds count for.
     first, second = documents.of(verified.first[same]), documents.of(verified.second[same])
     apart = first != second
@@ -220,19 +216,52 @@ def candidate_documents(
 
 @dataclass(frozen=True, slots=True)
 class TextHolders:
-    """The documents holding each passage text: ``holders[start[t]:end[t]]`` for the text
-    whose first passage is ``t`` (numbered as the scan's passages), of ``documents`` in all
-    (a pair of them is ``a * documents + b``, a < b)."""
+    """The documents holding each passage text (a text is numbered by its first passage, of
+    ``texts`` passages; a pair of texts is ``low * texts + high``), of ``documents`` in all
+    (a pair of them is ``a * documents + b``, a < b). A text with no copy is held by its
+    passage's document alone, found in the documents' first passages (``document_first``);
+    a text with copies (``copied``, ascending) by ``holders[start[c]:end[c]]``, its own
+    passage's document and then its copies', in the scan's order. So what is sent to every
+    worker grows with the documents and the copies, not with the passages."""
 
+    document_first: npt.NDArray[np.int64]
+    copied: npt.NDArray[np.int64]
     holders: npt.NDArray[np.int64]
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
-    documents: int
+    texts: int
+
+    @classmethod
+    def of(cls, leader: npt.NDArray[np.int64], documents: DocumentRuns) -> TextHolders:
+        """The holders of the texts of passages whose first passage of the same text is
+        ``leader`` (each passage's), in ``documents``."""
+        copies = np.flatnonzero(leader != np.arange(len(leader)))
+        copied = sorted_unique(leader[copies])
+        # Each copied text's passages, grouped by text and in the scan's order: the text's
+        # own first, as it is the first of them.
+        text_of = np.concatenate((copied, leader[copies]))
+        passages = np.concatenate((copied, copies))
+        order = np.lexsort((passages, text_of))
+        grouped = text_of[order]
+        return cls(
+            documents.first,
+            copied,
+            documents.of(passages[order]),
+            np.searchsorted(grouped, copied, side="left"),
+            np.searchsorted(grouped, copied, side="right"),
+            max(1, len(leader)),
+        )
 
     @property
-    def texts(self) -> int:
-        """How passage texts are numbered: a pair of them is ``low * texts + high``."""
-        return max(1, len(self.start))
+    def documents(self) -> int:
+        return max(1, len(self.document_first))
+
+    def counts(self, texts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """How many documents hold each of ``texts`` (first passages of their texts)."""
+        at, found = self._copied_at(texts)
+        counts = np.ones(len(texts), dtype=np.int64)
+        counts[found] = (self.end - self.start)[at[found]]
+        return counts
 
     def document_pairs(
         self,
@@ -245,8 +274,67 @@ class TextHolders:
         all (each pair of texts' count added to every pair of documents that hold the two),
         those sharing ``least`` at least; of them, with ``share`` (k, n), those whose code
         is k modulo n (a thread's share: n threads' are the pairs of one)."""
+        return self.of_pairs(text_pairs).document_pairs(counts, least, share)
+
+    def of_pairs(self, text_pairs: npt.NDArray[np.int64]) -> PairHolders:
+        """The holders of the texts ``text_pairs`` name, those texts numbered afresh (so
+        that their holders lie side by side, whatever the scan's passages)."""
+        named, local = np.unique(
+            np.concatenate((text_pairs // self.texts, text_pairs % self.texts)),
+            return_inverse=True,
+        )
+        local = local.reshape(-1).astype(np.int64)
+        holders, start, end = self._holders_of(named)
+        size = max(1, len(named))
+        pairs = local[: len(text_pairs)] * size + local[len(text_pairs) :]
+        return PairHolders(pairs, size, holders, start, end, self.documents)
+
+    def _copied_at(
+        self, texts: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Where each of ``texts`` is in ``copied``, and whether it is there."""
+        at = np.minimum(np.searchsorted(self.copied, texts), max(0, len(self.copied) - 1))
+        found = self.copied[at] == texts if len(self.copied) else np.zeros(len(texts), np.bool_)
+        return at, found
+
+    def _holders_of(
+        self, texts: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The holders of ``texts``, text i's ``holders[start[i]:end[i]]``."""
+        at, found = self._copied_at(texts)
+        counts = self.counts(texts)
+        end = np.cumsum(counts)
+        start = end - counts
+        holders = np.empty(int(end[-1]) if len(end) else 0, dtype=np.int64)
+        holders[start[~found]] = runs_of(self.document_first, texts[~found])
+        # A copied text's holders, one run after another, where its range starts.
+        runs = at[found]
+        sizes = (self.end - self.start)[runs]
+        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        holders[np.repeat(start[found], sizes) + within] = self.holders[
+            np.repeat(self.start[runs], sizes) + within
+        ]
+        return holders, start, end
+
+
+@dataclass(frozen=True, slots=True)
+class PairHolders:
+    """Pairs of texts numbered afresh (``low * texts + high``), with the documents holding
+    each text: ``holders[start[t]:end[t]]`` (:meth:`TextHolders.of_pairs`)."""
+
+    pairs: npt.NDArray[np.int64]
+    texts: int
+    holders: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+    documents: int
+
+    def document_pairs(
+        self, counts: npt.NDArray[np.int64], least: int, share: tuple[int, int] = (0, 1)
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """:meth:`TextHolders.document_pairs` of these pairs, each counted ``counts``."""
         return _document_pair_counts(
-            text_pairs,
+            self.pairs,
             counts,
             self.texts,
             self.holders,
@@ -303,7 +391,7 @@ class SeedKeys:
     ) -> npt.NDArray[np.int64]:
         texts = holding.texts
         holder_end = np.zeros(texts, dtype=np.int64)
-        holder_end[distinct] = (holding.end - holding.start)[distinct]
+        holder_end[distinct] = holding.counts(distinct)
         holder_start, known_set = np.zeros(texts, dtype=np.int64), key_set(known)
         numbered_as_is = np.empty(0, dtype=np.int64)
         shares = max(1, threads.thread_count)
@@ -338,10 +426,12 @@ class SeedKeys:
         least = MIN_SHARED_SEEDS
         pairs, counts = with_known(found_pairs, found_counts, known, least)
         del found_pairs, found_counts
+        held = holding.of_pairs(pairs)  # once for all the threads
+        del pairs
 
         # And the pairs of their documents the same way, a share of those a thread.
         def document_pairs(share: int) -> npt.NDArray[np.int64]:
-            return holding.document_pairs(pairs, counts, least, (share, shares))[0]
+            return held.document_pairs(counts, least, (share, shares))[0]
 
         found = list(threads.in_threads(document_pairs, range(shares)))
         return np.sort(concatenated(found, np.int64))

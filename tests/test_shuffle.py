@@ -315,9 +315,16 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     # pairs go to the partition of each pair of documents, summed there, with the pairs the
     # verified pairs of texts propose added.
     runs_of = documents_module.document_runs(passages.spans, passages.file_first, alignment)
-    holding = documents_module.TextHolders(
-        runs_of.of(by_text), holder_start, holder_end, len(runs_of)
-    )
+    holding = documents_module.TextHolders.of(leader, runs_of)
+    # Held compactly (a text's own document, and its copies' where it has some), each
+    # text's holders are its passages' documents in the scan's order.
+    dense = runs_of.of(by_text)
+    assert len(holding.copied) > 10 and len(holding.holders) < len(leader) / 2
+    assert holding.counts(distinct).tolist() == holders[distinct].tolist()
+    compact, starts, ends = holding._holders_of(distinct)
+    for text, start, end in zip(distinct.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        held_by = dense[holder_start[text] : holder_end[text]].tolist()
+        assert compact[start:end].tolist() == held_by
     seed_keys_held = passages.alignment.held_seeds
     local = seed_keys_held.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, _Threads(1))
     # This process counts the pairs a share of them a thread: the same however many.

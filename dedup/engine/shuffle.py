@@ -470,7 +470,7 @@ class SeedsOnWorkers:
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
         taking_part = kept.split(distinct)
-        holders = (holding.end - holding.start)[distinct]
+        holders = holding.counts(distinct)
         bounds = np.cumsum([0, *(len(rows) for rows in taking_part)]).tolist()
         held = [holders[low:high] for low, high in itertools.pairwise(bounds)]
         # once, for all the partitions: the verified pairs of texts, and which documents
