@@ -386,6 +386,47 @@ def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.N
 
 
 @dataclass(frozen=True, slots=True)
+class Leaders:
+    """The first passage of each of ``count`` passages' text (its leader): itself, but for
+    the later copies of a text (``copies``, ascending), whose leaders are ``originals``.
+    Held as the copies alone, not a number a passage (issue 21: the driver's memory)."""
+
+    count: int
+    copies: npt.NDArray[np.int64]
+    originals: npt.NDArray[np.int64]
+
+    @classmethod
+    def of_array(cls, leader: npt.NDArray[np.int64]) -> Leaders:
+        """The leaders given one a passage."""
+        copies = np.flatnonzero(leader != np.arange(len(leader))).astype(np.int64)
+        return cls(len(leader), copies, leader[copies])
+
+    def __len__(self) -> int:
+        return self.count
+
+    def of(self, passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The leader of each of ``passages``."""
+        leader = np.array(passages, dtype=np.int64)
+        if len(self.copies):
+            at = np.minimum(np.searchsorted(self.copies, leader), len(self.copies) - 1)
+            copy = self.copies[at] == leader
+            leader[copy] = self.originals[at[copy]]
+        return leader
+
+    def distinct(self) -> npt.NDArray[np.int64]:
+        """The passages that lead their text (the first of each distinct text)."""
+        leads = np.ones(self.count, dtype=np.bool_)
+        leads[self.copies] = False
+        return np.flatnonzero(leads).astype(np.int64)
+
+    def dense(self) -> npt.NDArray[np.int64]:
+        """The leader of every passage, a number each."""
+        leader = np.arange(self.count, dtype=np.int64)
+        leader[self.copies] = self.originals
+        return leader
+
+
+@dataclass(frozen=True, slots=True)
 class Candidates:
     """What the candidates stage proposes: each later copy of a text linked to its first
     passage (verified already: the same normalized text), and pairs of distinct texts LSH
@@ -394,11 +435,9 @@ class Candidates:
     copies: SimilarityTable
     pairs: npt.NDArray[np.int64]
 
-    def leaders(self, count: int) -> npt.NDArray[np.int64]:
+    def leaders(self, count: int) -> Leaders:
         """For each of ``count`` passages, the first passage of its text (itself, mostly)."""
-        leader = np.arange(count, dtype=np.int64)
-        leader[self.copies.second] = self.copies.first
-        return leader
+        return Leaders(count, self.copies.second, self.copies.first)
 
 
 def find_candidates(

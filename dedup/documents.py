@@ -28,6 +28,7 @@ from dedup.kernels.rows import with_room
 from dedup.offset_steps import StepPacker
 
 if TYPE_CHECKING:
+    from dedup.candidates import Leaders
     from dedup.engine.base import HeldSeeds, HeldSteps, Threads
 
 MIN_SHARED_SEEDS = 2
@@ -175,7 +176,7 @@ def document_runs(
 
 def candidate_documents(
     documents: DocumentRuns,
-    leader: npt.NDArray[np.int64],
+    leader: Leaders,
     alignment: PassageAlignment,
     verified: SimilarityTable,
     threads: Threads,
@@ -191,7 +192,7 @@ def candidate_documents(
     # Pairs of texts a verified pair joins propose their documents without counting their
     # seeds (near copies share hundreds).
     texts = max(1, len(leader))
-    one, two = leader[verified.first], leader[verified.second]
+    one, two = leader.of(verified.first), leader.of(verified.second)
     apart = one != two
     known = np.minimum(one, two)[apart] * texts + np.maximum(one, two)[apart]
     # A verified pair of two texts proposes its documents below (its pair of texts is
@@ -201,7 +202,7 @@ def candidate_documents(
     held_seeds = alignment.held_seeds
     if held_seeds is None:  # an alignment as the workers make it: its seeds as arrays
         held_seeds = SeedKeys.of(alignment.seeds, alignment.seed_passage)
-    distinct = np.flatnonzero(leader == np.arange(len(leader)))
+    distinct = leader.distinct()
     shared = held_seeds.document_pairs(distinct, holding, MAX_SEED_DOCUMENTS, known, threads)
     copied_text = np.repeat(holding.copied, holding.end - holding.start)
     found = [_same_text_codes(holding.holders, copied_text, count, MAX_SEED_DOCUMENTS), shared]
@@ -232,15 +233,14 @@ class TextHolders:
     texts: int
 
     @classmethod
-    def of(cls, leader: npt.NDArray[np.int64], documents: DocumentRuns) -> TextHolders:
+    def of(cls, leader: Leaders, documents: DocumentRuns) -> TextHolders:
         """The holders of the texts of passages whose first passage of the same text is
-        ``leader`` (each passage's), in ``documents``."""
-        copies = np.flatnonzero(leader != np.arange(len(leader)))
-        copied = sorted_unique(leader[copies])
+        ``leader``'s, in ``documents``."""
+        copied = sorted_unique(leader.originals)
         # Each copied text's passages, grouped by text and in the scan's order: the text's
         # own first, as it is the first of them.
-        text_of = np.concatenate((copied, leader[copies]))
-        passages = np.concatenate((copied, copies))
+        text_of = np.concatenate((copied, leader.originals))
+        passages = np.concatenate((copied, leader.copies))
         order = np.lexsort((passages, text_of))
         grouped = text_of[order]
         return cls(

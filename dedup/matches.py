@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from dedup.align import seed_table, spans_with_table
 from dedup.arrays import sorted_unique
+from dedup.candidates import Leaders
 from dedup.cluster import components
 from dedup.codepoints import utf16_units
 from dedup.columns import SpanTable
@@ -124,14 +125,14 @@ class HeldNormalizedTexts:
     first passage of its text (``leader``), length and lead here, the texts there."""
 
     held: HeldTexts
-    leader: npt.NDArray[np.int64]
+    leader: Leaders
     lengths: npt.NDArray[np.int64]
     leads: npt.NDArray[np.int64]
 
 
 def texts_to_align(
     texts: Sequence[str | None] | HeldTexts,
-    leader: npt.NDArray[np.int64],
+    leader: Leaders,
     alignment: PassageAlignment,
     let_go: bool = False,
 ) -> NormalizedTexts | HeldNormalizedTexts:
@@ -140,7 +141,7 @@ def texts_to_align(
     workers keep them, left there."""
     if isinstance(texts, HeldTexts):
         return HeldNormalizedTexts(texts, leader, alignment.lengths, alignment.leads)
-    return NormalizedTexts.of(texts, leader, alignment, let_go)
+    return NormalizedTexts.of(texts, leader.dense(), alignment, let_go)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,11 +386,12 @@ def _aligned_where_held(
         # Each distinct text once, from the first of the chunk's passages that has it: a
         # copy's text is its text's (the same start, as _same_texts needs), numbered in
         # the order the task is given them.
-        leaders, at = np.unique(texts.leader[passages], return_index=True)
+        leader = texts.leader.of(passages)
+        leaders, at = np.unique(leader, return_index=True)
         fetched = np.sort(at)
         number = np.empty(len(passages), dtype=np.int64)
         number[fetched] = np.arange(len(fetched))
-        text_of = number[at[np.searchsorted(leaders, texts.leader[passages])]]
+        text_of = number[at[np.searchsorted(leaders, leader)]]
         calls.append(
             (
                 passages[fetched],

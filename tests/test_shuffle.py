@@ -17,6 +17,7 @@ from dedup import documents as documents_module
 from dedup.arrays import key_counts
 from dedup.candidates import (
     MAX_BUCKET_PAIRS_MEMBERS,
+    Leaders,
     band_entries,
     candidate_pairs,
     exact_copies,
@@ -209,7 +210,13 @@ def scanned(samples: Path) -> tuple[Passages, np.ndarray, np.ndarray]:
     )
     estimates = minhash_estimates(found.pairs, passages.signatures)
     verified = verify_candidates(found.copies, found.pairs, passages.texts, estimates, 5, 0.5, 0.8)
-    leader = found.leaders(len(passages.spans))
+    leaders = found.leaders(len(passages.spans))
+    leader = leaders.dense()
+    # Held as the copies alone, a leader is looked up as the one a passage gives.
+    rows = np.arange(len(leader))[::-3]
+    assert leaders.of(rows).tolist() == leader[rows].tolist()
+    assert leaders.distinct().tolist() == np.flatnonzero(leader == np.arange(len(leader))).tolist()
+    assert 0 < len(leaders.copies) < len(leader)
     texts = len(leader)
     one, two = leader[verified.first], leader[verified.second]
     known = np.minimum(one, two)[one != two] * texts + np.maximum(one, two)[one != two]
@@ -315,7 +322,7 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     # pairs go to the partition of each pair of documents, summed there, with the pairs the
     # verified pairs of texts propose added.
     runs_of = documents_module.document_runs(passages.spans, passages.file_first, alignment)
-    holding = documents_module.TextHolders.of(leader, runs_of)
+    holding = documents_module.TextHolders.of(Leaders.of_array(leader), runs_of)
     # Held compactly (a text's own document, and its copies' where it has some), each
     # text's holders are its passages' documents in the scan's order.
     dense = runs_of.of(by_text)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dedup.candidates import Leaders
 from dedup.codepoints import code_points
 from dedup.columns import Similarity, SimilarityTable, SpanTable
 from dedup.config import ScanConfig
@@ -181,7 +182,7 @@ def warm_up_alignment(config: ScanConfig) -> None:
         ]
     )
     documents = document_runs(spans, np.array([0, 0, 1, 1], dtype=np.int64), alignment)
-    leader = np.array([0, 1, 0, 3], dtype=np.int64)
+    leader = Leaders.of_array(np.array([0, 1, 0, 3], dtype=np.int64))
     verified = SimilarityTable.of([Similarity(1, 3, 0.6, 0.6, 0.6, 90)])
     pairs = candidate_documents(documents, leader, alignment, verified, _HERE)
     aligned = align_through_groups(
@@ -189,7 +190,7 @@ def warm_up_alignment(config: ScanConfig) -> None:
         verified_between(pairs, documents, verified),
         keep_order(documents, spans, config.keep),
         documents,
-        NormalizedTexts.of(texts, leader, alignment),
+        NormalizedTexts.of(texts, leader.dense(), alignment),
         config.align,
         _HERE,
     )
