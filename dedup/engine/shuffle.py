@@ -519,19 +519,23 @@ class StepsOnWorkers:
         span_start: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
-        firsts = kept.firsts()
-        step_first = np.cumsum(self._lengths) - self._lengths  # each passage's first step
+        bounds = [*kept.firsts().tolist(), kept.count]
         holding = kept.batches_holding(passage)
-        tasks: list[Future[Any] | None] = [
-            engine.submit(
-                offsets_in_runs,
-                kept.step_futures[batch.start : batch.stop],
-                step_first[passage[rows]] - step_first[firsts[batch.start]],
-                span_start[rows],
-                index[rows],
+        tasks: list[Future[Any] | None] = []
+        for batch, rows in holding:
+            # Each passage's first step in its batch's steps, the batch's passages alone.
+            low, high = bounds[batch.start], bounds[batch.stop]
+            lengths = self._lengths[low:high]
+            first_step = np.cumsum(lengths) - lengths
+            tasks.append(
+                engine.submit(
+                    offsets_in_runs,
+                    kept.step_futures[batch.start : batch.stop],
+                    first_step[passage[rows] - low],
+                    span_start[rows],
+                    index[rows],
+                )
             )
-            for batch, rows in holding
-        ]
         done = engine.in_order(engine.holding(tasks))
         shown = progress(done, "spans mapped", "task", len(tasks), kept.shown)
         found = np.empty(len(passage), dtype=np.int64)
