@@ -40,6 +40,16 @@ def runs_of(firsts: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> npt.N
     return found
 
 
+def found_in(
+    values: npt.NDArray[Any], wanted: npt.NDArray[Any]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Where each of ``wanted`` is in ``values`` (sorted), and whether it is there (where it
+    is not, the place is some place in ``values``, or 0 when they are none)."""
+    at = np.minimum(np.searchsorted(values, wanted), max(0, len(values) - 1))
+    found = values[at] == wanted if len(values) else np.zeros(len(wanted), dtype=np.bool_)
+    return at.astype(np.int64, copy=False), np.asarray(found, dtype=np.bool_)
+
+
 def key_counts(
     keys: list[npt.NDArray[np.int64]], counts: list[npt.NDArray[np.int64]] | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

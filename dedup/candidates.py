@@ -15,7 +15,7 @@ from typing import Protocol, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, partitioned, sorted_unique
+from dedup.arrays import concatenated, found_in, partitioned, sorted_unique
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.engine.base import Threads
 from dedup.fingerprint import HeldSignatures, SignatureTable
@@ -407,10 +407,8 @@ class Leaders:
     def of(self, passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The leader of each of ``passages``."""
         leader = np.array(passages, dtype=np.int64)
-        if len(self.copies):
-            at = np.minimum(np.searchsorted(self.copies, leader), len(self.copies) - 1)
-            copy = self.copies[at] == leader
-            leader[copy] = self.originals[at[copy]]
+        at, copy = found_in(self.copies, leader)
+        leader[copy] = self.originals[at[copy]]
         return leader
 
     def distinct(self) -> npt.NDArray[np.int64]:

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, key_counts, partitioned, runs_of, sorted_unique
+from dedup.arrays import (
+    concatenated,
+    found_in,
+    key_counts,
+    partitioned,
+    runs_of,
+    sorted_unique,
+)
 from dedup.columns import SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
@@ -258,7 +265,11 @@ class TextHolders:
 
     def counts(self, texts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """How many documents hold each of ``texts`` (first passages of their texts)."""
-        at, found = self._copied_at(texts)
+        return self._counts(texts, *found_in(self.copied, texts))
+
+    def _counts(
+        self, texts: npt.NDArray[np.int64], at: npt.NDArray[np.int64], found: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.int64]:
         counts = np.ones(len(texts), dtype=np.int64)
         counts[found] = (self.end - self.start)[at[found]]
         return counts
@@ -289,20 +300,12 @@ class TextHolders:
         pairs = local[: len(text_pairs)] * size + local[len(text_pairs) :]
         return PairHolders(pairs, size, holders, start, end, self.documents)
 
-    def _copied_at(
-        self, texts: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        """Where each of ``texts`` is in ``copied``, and whether it is there."""
-        at = np.minimum(np.searchsorted(self.copied, texts), max(0, len(self.copied) - 1))
-        found = self.copied[at] == texts if len(self.copied) else np.zeros(len(texts), np.bool_)
-        return at, found
-
     def _holders_of(
         self, texts: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The holders of ``texts``, text i's ``holders[start[i]:end[i]]``."""
-        at, found = self._copied_at(texts)
-        counts = self.counts(texts)
+        at, found = found_in(self.copied, texts)
+        counts = self._counts(texts, at, found)
         end = np.cumsum(counts)
         start = end - counts
         holders = np.empty(int(end[-1]) if len(end) else 0, dtype=np.int64)
@@ -483,8 +486,7 @@ def seed_entries(
     for (seeds, seed_passage), rows, held, first in zip(
         runs, taking_part, holders, firsts, strict=True
     ):
-        at = np.minimum(np.searchsorted(rows, seed_passage), max(0, len(rows) - 1))
-        taken = (rows[at] == seed_passage) if len(rows) else np.zeros(len(seeds), np.bool_)
+        at, taken = found_in(rows, seed_passage)
         parts.append((seeds[taken], seed_passage[taken] + first, held[at[taken]]))
     seeds = concatenated([part[0] for part in parts], np.uint32)
     passages = concatenated([part[1] for part in parts], np.int64)

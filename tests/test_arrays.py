@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup.arrays import partitioned, sorted_unique
+from dedup.arrays import found_in, partitioned, sorted_unique
 
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
@@ -31,3 +31,13 @@ def test_partitioned_puts_equal_keys_together_and_every_row_once_in_order(
     assert all(np.all(np.diff(part) > 0) for part in parts)
     home = {int(array[row]): number for number, part in enumerate(parts) for row in part}
     assert all(home[int(array[row])] == number for number, part in enumerate(parts) for row in part)
+
+
+@given(st.lists(st.integers(-50, 50)), st.lists(st.integers(-60, 60)))
+def test_found_in_says_where_each_wanted_value_is_and_whether_it_is_there(
+    values: list[int], wanted: list[int]
+) -> None:
+    table = np.unique(np.array(values, dtype=np.int64))
+    at, found = found_in(table, np.array(wanted, dtype=np.int64))
+    assert found.tolist() == [value in set(values) for value in wanted]
+    assert table[at[found]].tolist() == [value for value in wanted if value in set(values)]

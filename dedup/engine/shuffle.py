@@ -295,15 +295,19 @@ def regrouped(
     ]
 
 
-class SignaturesOnWorkers:
-    """The scan's signatures, kept by the workers that made them; a
-    ``fingerprint.HeldSignatures``."""
+class _OnWorkers:
+    """Something the workers keep of every passage of the scan (a part of ``kept``)."""
 
     def __init__(self, kept: KeptOnWorkers) -> None:
         self._kept = kept
 
     def __len__(self) -> int:
         return self._kept.count
+
+
+class SignaturesOnWorkers(_OnWorkers):
+    """The scan's signatures, kept by the workers that made them; a
+    ``fingerprint.HeldSignatures``."""
 
     def pair_codes(
         self, bands: int, rows: int, among: npt.NDArray[np.int64]
@@ -347,15 +351,9 @@ class SignaturesOnWorkers:
         self._kept.signature_futures.clear()
 
 
-class HashesOnWorkers:
+class HashesOnWorkers(_OnWorkers):
     """The hashes of the scan's normalized texts, kept by the workers that made them; a
     ``candidates.HeldHashes``."""
-
-    def __init__(self, kept: KeptOnWorkers) -> None:
-        self._kept = kept
-
-    def __len__(self) -> int:
-        return self._kept.count
 
     def copies(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         kept = self._kept
@@ -374,15 +372,9 @@ class HashesOnWorkers:
 _NONE = np.empty(0, dtype=np.int64)
 
 
-class SpanEndsOnWorkers:
+class SpanEndsOnWorkers(_OnWorkers):
     """The start and end of each passage of the scan, kept by the workers that made them; a
     ``columns.HeldSpanEnds``."""
-
-    def __init__(self, kept: KeptOnWorkers) -> None:
-        self._kept = kept
-
-    def __len__(self) -> int:
-        return self._kept.count
 
     def ends_of(
         self, rows: npt.NDArray[np.int64]

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import found_in
 from dedup.codepoints import code_points, from_code_points
 from dedup.kernels import compiled
 from dedup.kernels.hashing import FNV_OFFSET, FNV_PRIME, fnv1a
@@ -165,8 +166,7 @@ def drop_repeated_lines(
         return
     keys = line_key_array(codes)
     repeated_keys = _key_array(config.repeated_lines)
-    at = np.minimum(np.searchsorted(repeated_keys, keys), len(repeated_keys) - 1)
-    repeated = np.flatnonzero(repeated_keys[at] == keys)
+    repeated = np.flatnonzero(found_in(repeated_keys, keys)[1])
     if not len(repeated):
         return
     newlines = np.flatnonzero(codes == ord("\n"))
