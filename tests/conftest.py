@@ -83,6 +83,33 @@ def mirror_dump(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return dump
 
 
+SLOGAN = "本书由书友云中客上传整理，欢迎加入读者群七七八八九九交流剧情"
+_TWICE = "本章完，喜欢本书的书友请投推荐票收藏本站最新网址请牢记"
+
+
+@pytest.fixture(scope="session")
+def slogan_sites(hongloumeng_simplified: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two sites whose chapters (of 红楼梦's lines, a heading each) end with a slogan: site
+    ``a`` in two files, the second carrying again the two chapters of the first that have a
+    second line at their end (a line in two distinct chapters: not repeated, though it is
+    there four times)."""
+    folder = tmp_path_factory.mktemp("slogans")
+    lines = [line for line in hongloumeng_simplified.splitlines() if len(line) > 40]
+    assert len(lines) >= 24
+
+    def body(number: int) -> str:
+        after = f"{_TWICE}\n" if number < 2 else ""
+        story = "\n".join(lines[2 * number : 2 * number + 2])
+        return f"第{number + 1}章 其{number + 1}\n{story}\n{SLOGAN}\n{after}"
+
+    (folder / "a").mkdir()
+    (folder / "b").mkdir()
+    (folder / "a" / "1.txt").write_text("".join(body(n) for n in range(6)), "utf-8")
+    (folder / "a" / "2.txt").write_text("".join(body(n) for n in (0, 1, 6, 7, 8)), "utf-8")
+    (folder / "b" / "1.txt").write_text("".join(body(n) for n in (9, 10, 11)), "utf-8")
+    return folder
+
+
 # Ideographs past U+FFFF (CJK Extension B), as classical editions carry for rare characters:
 # two UTF-16 code units each where every other character is one.
 RARE_IDEOGRAPHS = "𠀤𡃁𤆬𠮷𡿨𢀖"

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -222,6 +223,52 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert np.array_equal(dask[3], local[3])
     assert np.array_equal(dask[4], local[4])
     assert len(local[5]) > 100 and np.array_equal(dask[5], local[5])  # the pairs of documents
+
+
+def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
+    cluster: Cluster, slogan_sites: Path
+) -> None:
+    """The learn pass's line keys (which grow with the dump) stay on the workers, counted
+    there by partition: this process gets each file's chapters and the repeated lines, the
+    local engine's."""
+    from dedup.config import ScanConfig
+    from dedup.engine.base import engine_for
+    from dedup.engine.gather import learned_lines
+    from dedup.normalize.line_keys import line_key
+    from dedup.read import discover_inputs
+    from tests.conftest import SLOGAN
+
+    files, _skipped = discover_inputs([str(slogan_sites)], False)
+    found = {}
+    for name, config in [
+        ("local", ScanConfig(jobs=1)),
+        ("dask", ScanConfig(scheduler=cluster.address)),
+    ]:
+        with engine_for(config, len(files)) as engine:
+            kept = engine.kept_on_workers(False)
+            assert (kept is None) == (name == "local")
+            found[name] = learned_lines(engine, kept, files, config, [None] * len(files))
+    (here, repeated_here), (there, repeated_there) = found["local"], found["dask"]
+    assert (
+        repeated_there
+        == repeated_here
+        == {
+            "a": frozenset({line_key(SLOGAN)}),
+            "b": frozenset({line_key(SLOGAN)}),
+        }
+    )
+
+    def tables(learned: list[Any]) -> list[Any]:
+        return [
+            [[(t.text_length, t.bounds.tolist(), t.titles) for t in d] for d in f.chapters]
+            for f in learned
+        ]
+
+    assert tables(there) == tables(here) and len(tables(here)[0][0][0][1]) == 6
+    for file in there:  # each source's chapters came back, not their line keys
+        assert all(
+            len(lines.chapters) and not len(lines.pair_keys) for lines in file.line_counts.values()
+        )
 
 
 def test_small_files_go_to_the_workers_in_batches_and_slices_alone(

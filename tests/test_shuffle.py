@@ -402,3 +402,49 @@ class _Threads:
 
     def in_threads(self, function: Any, items: Any) -> Any:
         return in_threads(function, items, self.thread_count)
+
+
+@pytest.mark.parametrize(("cuts", "partitions"), [([], 1), ([1], 3), ([1, 2], 7)])
+def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
+    slogan_sites: Path, cuts: list[int], partitions: int
+) -> None:
+    from dedup.engine.tasks import count_line_keys
+    from dedup.normalize.line_keys import line_key
+    from dedup.normalize.repeated_lines import (
+        FirstChapters,
+        line_counts_of,
+        line_entries,
+        merged_learned,
+        partition_repeated,
+        repeated_lines,
+        without_line_keys,
+    )
+    from tests.conftest import SLOGAN
+
+    config = ScanConfig()
+    files, _skipped = discover_inputs([str(slogan_sites)])
+    learned = [count_line_keys(file, config) for file in files]
+    here = repeated_lines(learned)
+    assert here == {"a": frozenset({line_key(SLOGAN)}), "b": frozenset({line_key(SLOGAN)})}
+
+    # The files in batches (a task each on a cluster, its line keys kept there): only each
+    # source's distinct chapters come here; the keys are counted in partitions.
+    bounds = [0, *cuts, len(learned)]
+    batches = [learned[first:end] for first, end in itertools.pairwise(bounds)]
+    first = FirstChapters.of([[without_line_keys(file) for file in batch] for batch in batches])
+    assert first.sources == ("a", "b")
+    kept = [line_counts_of(merged_learned(batch)) for batch in batches]
+    # Batches of two, as the shuffle's tasks take them.
+    entries = [
+        line_entries(
+            kept[start : start + 2], first.first[start : start + 2], first.numbers(), partitions
+        )
+        for start in range(0, len(kept), 2)
+    ]
+    found = np.concatenate(
+        [
+            partition_repeated([batch[part] for batch in entries], first.needed)
+            for part in range(partitions)
+        ]
+    )
+    assert first.repeated(found) == here

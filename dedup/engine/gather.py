@@ -29,7 +29,13 @@ from dedup.engine.tasks import (
 )
 from dedup.fingerprint import HeldSignatures, SignatureTable
 from dedup.models import InputFile, Skipped
-from dedup.normalize.repeated_lines import RepeatedLines, read_once, repeated_lines
+from dedup.normalize.repeated_lines import (
+    LearnedFile,
+    RepeatedLines,
+    read_once,
+    repeated_lines,
+    without_line_keys,
+)
 from dedup.offset_steps import StepPacker
 from dedup.progress import progress
 from dedup.read import (
@@ -250,23 +256,25 @@ def prepare_all(
         for task, (number, _part) in enumerate(tasks)
         if learning and not at_once[number] and files[number].source not in known
     ]
-    found = engine.map(
-        count_line_keys,
+    shown = config.show_progress
+    # On a cluster, the workers keep the line keys of the learn pass, and then the
+    # signatures (not for an index, which stores them).
+    on_workers = engine.kept_on_workers(shown)
+    files_learned, repeated = learned_lines(
+        engine,
+        on_workers,
         [files[tasks[task][0]] for task in apart],
-        repeat(config),
+        config,
         [tasks[task][1] for task in apart],
     )
-    shown = config.show_progress
-    learned = dict(
-        zip(apart, progress(found, "learn site lines", "file", len(apart), shown), strict=True)
-    )
-    for file_learned in learned.values():
+    learned = dict(zip(apart, files_learned, strict=True))
+    for file_learned in files_learned:
         timer.add("learn-lines", file_learned.seconds)
-    repeated = {**repeated_lines(learned.values()), **known}
+    del files_learned
+    repeated = {**repeated, **known}
     # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
     scan = new_scan()
-    # On a cluster, the workers keep the signatures (not for an index, which stores them).
-    kept = engine.kept_on_workers(shown) if each is None else None
+    kept = on_workers if each is None else None
     arguments = (
         [files[number] for number, _part in tasks],
         repeat(config),
@@ -314,6 +322,24 @@ def prepare_all(
         forget_scan(scan)  # this process's table, when the files were prepared here
         forget_scan(here)
     return prepared
+
+
+def learned_lines(
+    engine: Engine,
+    on_workers: KeptOnWorkers | None,
+    files: Sequence[FoundFile],
+    config: ScanConfig,
+    parts: Sequence[FileSlice | None],
+) -> tuple[list[LearnedFile], RepeatedLines]:
+    """The learn pass over ``files`` (``parts`` of them): each file's chapters, for the main
+    pass, and the lines each source repeats. Where the workers keep what they make
+    (``on_workers``), they keep the files' line keys and count them there; else the keys come
+    here, and are let go of once counted."""
+    if on_workers is not None:
+        return on_workers.learned(files, config, parts)
+    found = engine.map(count_line_keys, files, repeat(config), parts)
+    learned = list(progress(found, "learn site lines", "file", len(files), config.show_progress))
+    return [without_line_keys(file) for file in learned], repeated_lines(learned)
 
 
 def tasks_of(slices: Sequence[tuple[FileSlice, ...]]) -> list[tuple[int, FileSlice | None]]:

@@ -7,7 +7,11 @@ the rest of the file (each run of passages' document, chapter and title, each pa
 length and lead) and numbers its passages. A stage that needs some passages' starts and
 ends looks them up there (``SpanEndsOnWorkers.ends_of``, a task per batch of runs: the
 candidates' overlap test for the pairs within one text, each document's first and last
-passage, the spans mapped back, the members). Then:
+passage, the spans mapped back, the members). Before them, the learn pass leaves each batch of
+files' line keys on its worker (:meth:`KeptOnWorkers.learned`): this process marks the
+chapters first seen in each batch, and a shuffle by key counts the keys of those chapters
+(``repeated_lines.line_entries``, ``repeated_lines.partition_repeated``); only the repeated
+keys come back. Then:
 
 - exact copies: a shuffle of the hashes by ``hash % P`` (``candidates.hash_entries``), each
   partition's copies found on a worker (``candidates.partition_copies``); only the copies
@@ -50,7 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import runs_of, sorted_unique
+from dedup.arrays import concatenated, runs_of, sorted_unique
 from dedup.candidates import (
     band_entries,
     hash_entries,
@@ -58,6 +62,7 @@ from dedup.candidates import (
     partition_copies,
     partition_pair_codes,
 )
+from dedup.config import ScanConfig
 from dedup.documents import (
     MIN_SHARED_SEEDS,
     TextHolders,
@@ -69,6 +74,7 @@ from dedup.documents import (
 from dedup.engine.tasks import (
     PreparedFile,
     TextRun,
+    count_line_keys,
     ends_in_runs,
     hashes_of,
     merged_files,
@@ -80,8 +86,20 @@ from dedup.engine.tasks import (
     texts_of,
     without_kept,
 )
+from dedup.normalize.repeated_lines import (
+    FirstChapters,
+    LearnedFile,
+    RepeatedLines,
+    line_counts_of,
+    line_entries,
+    merged_learned,
+    partition_repeated,
+    without_line_keys,
+)
 from dedup.offset_steps import offsets_in_runs
 from dedup.progress import progress
+from dedup.read import FoundFile
+from dedup.read.slices import FileSlice
 from dedup.verify import estimates_in_runs
 
 if TYPE_CHECKING:
@@ -156,6 +174,50 @@ class KeptOnWorkers:
             yield result, (batched, signatures, texts, steps, seeds, hashes, spans)
             batched = 0
 
+    def learned(
+        self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
+    ) -> tuple[list[LearnedFile], RepeatedLines]:
+        """The learn pass over ``files`` (``parts`` of them) on the workers: each file's
+        chapters, in order, without their line keys, which the workers keep and count there
+        (a shuffle by key: dedup.normalize.repeated_lines); and the lines each source
+        repeats, as :func:`repeated_lines` finds them."""
+        engine = self.engine
+        learned: list[LearnedFile] = []
+        batches: list[list[LearnedFile]] = []
+        kept: list[Future[Any] | None] = engine.holding([])
+        results = engine.map_keeping(
+            count_line_keys,
+            (line_counts_of,),
+            without_line_keys,
+            merged_learned,
+            files,
+            itertools.repeat(config),
+            parts,
+        )
+        batch: list[LearnedFile] = []
+        for result, keep in progress(results, "learn site lines", "file", len(files), self.shown):
+            learned.append(result)
+            batch.append(result)
+            if keep:
+                batches.append(batch)
+                kept.append(keep[0])
+                batch = []
+        first = FirstChapters.of(batches)
+        del batches
+        tasks = shuffled(
+            engine,
+            kept,
+            line_entries,
+            [first.first],
+            (first.numbers(),),
+            partition_repeated,
+            (first.needed,),
+            self.partitions,
+        )
+        kept.clear()
+        found = concatenated(list(self.results(tasks, "site lines")), np.int64)
+        return learned, first.repeated(found)
+
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
         for count, signatures, texts, steps, seeds, hashes, spans in runs:
@@ -207,23 +269,17 @@ class KeptOnWorkers:
         ``grouped(that partition's entries from every batch, in the scan's order,
         *grouped_given)``. The partitions' tasks, their results left on the workers (taken
         by :meth:`results`, or shuffled again by :func:`regrouped`)."""
-        engine = self.engine
-        # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
-        # tasks that split them into partitions are batches × P, not runs × P, however
-        # many files a dump has.
-        batches = max(1, BATCHES_PER_THREAD * self.engine.workers)
-        made = [
-            engine.submit(
-                entries,
-                kept[batch.start : batch.stop],
-                *(values[batch.start : batch.stop] for values in per_run),
-                [run.first for run in self.runs[batch.start : batch.stop]],
-                *given,
-                self.partitions,
-            )
-            for batch in self.batches(-(-len(self.runs) // batches))
-        ]
-        return regrouped(engine.client_for_tasks(), made, grouped, grouped_given, self.partitions)
+        firsts = [run.first for run in self.runs]
+        return shuffled(
+            self.engine,
+            kept,
+            entries,
+            [*per_run, firsts],
+            given,
+            grouped,
+            grouped_given,
+            self.partitions,
+        )
 
     def results(self, tasks: list[Future[Any] | None], stage: str) -> Iterator[Any]:
         """The results of a shuffle's partition ``tasks``, as they come, on a progress bar."""
@@ -271,6 +327,34 @@ class KeptOnWorkers:
             range(start, min(start + size, len(self.runs)))
             for start in range(0, len(self.runs), size)
         ]
+
+
+def shuffled(
+    engine: DaskEngine,
+    kept: Sequence[Future[Any] | None],
+    entries: Callable[..., list[Any]],
+    per_run: Sequence[Sequence[Any]],
+    given: tuple[Any, ...],
+    grouped: Callable[..., Any],
+    grouped_given: tuple[Any, ...],
+    partitions: int,
+) -> list[Future[Any] | None]:
+    """:meth:`KeptOnWorkers.shuffled` of any runs' ``kept`` futures, into ``partitions``."""
+    # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
+    # tasks that split them into partitions are batches × P, not runs × P, however many
+    # files a dump has.
+    size = -(-len(kept) // max(1, BATCHES_PER_THREAD * engine.workers)) or 1
+    made = [
+        engine.submit(
+            entries,
+            kept[start : start + size],
+            *(values[start : start + size] for values in per_run),
+            *given,
+            partitions,
+        )
+        for start in range(0, len(kept), size)
+    ]
+    return regrouped(engine.client_for_tasks(), made, grouped, grouped_given, partitions)
 
 
 def regrouped(

@@ -20,7 +20,6 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,14 @@ import numpy.typing as npt
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
 from dedup.config import ScanConfig
 from dedup.engine.base import engine_for
-from dedup.engine.gather import file_slices, prepare_all, tasks_of
-from dedup.engine.tasks import PreparedFile, PreparedInput, count_line_keys
+from dedup.engine.gather import file_slices, learned_lines, prepare_all, tasks_of
+from dedup.engine.tasks import PreparedFile, PreparedInput
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
 from dedup.index.store import IndexStore, NewFile, Store, StoredFile
 from dedup.models import Report, Skipped
-from dedup.normalize.repeated_lines import RepeatedLines, repeated_lines
+from dedup.normalize.repeated_lines import RepeatedLines
 from dedup.pipeline import path_list, scan_files
-from dedup.progress import progress
 from dedup.read import FoundFile, discover_inputs, file_stamp
 from dedup.read.location import open_input, read_all
 from dedup.read.slices import most_tasks
@@ -212,14 +210,13 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     with engine_for(config, most_tasks(files, config)) as engine:
         slices = file_slices(files, config, engine)  # a large JSON Lines file in slices
         tasks = tasks_of(slices)
-        counted = engine.map(
-            count_line_keys,
+        _chapters, learned = learned_lines(
+            engine,
+            engine.kept_on_workers(config.show_progress),
             [files[number] for number, _part in tasks],
-            repeat(config),
+            config,
             [part for _number, part in tasks],
         )
-        shown = config.show_progress
-        learned = repeated_lines(progress(counted, "learn site lines", "file", len(tasks), shown))
         if "repeated-lines" in config.skip_steps:
             learned = {}
         writer.lines = {file.source: learned.get(file.source, frozenset()) for file in files}

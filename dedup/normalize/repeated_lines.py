@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, key_counts, sorted_unique
+from dedup.arrays import concatenated, key_counts, partitioned, sorted_unique
 from dedup.codepoints import code_points
 from dedup.config import ScanConfig
 from dedup.errors import DecodeFailure, InputTooLarge
@@ -53,7 +53,7 @@ class LearnedFile:
 
 
 def learn_lines(results: Iterable[ReadResult]) -> LearnedFile:
-    found: dict[str, list[ChapterLines]] = {}
+    found: list[LineCounts] = []
     file_chapters: list[tuple[ChapterTable | None, ...]] = []
     for result in results:
         tables: list[ChapterTable | None] = []
@@ -71,11 +71,19 @@ def learn_lines(results: Iterable[ReadResult]) -> LearnedFile:
             # skipped, so none of it counts here either.
             file_chapters.append(())
             continue
-        for source, lines in counted:
-            found.setdefault(source, []).append(lines)
+        found += [{source: lines} for source, lines in counted]
         file_chapters.append(tuple(tables))
-    counts = {source: ChapterLines.merged(parts) for source, parts in found.items()}
-    return LearnedFile(counts, tuple(file_chapters))
+    return LearnedFile(merged_line_counts(found), tuple(file_chapters))
+
+
+def merged_line_counts(counts: Iterable[LineCounts]) -> LineCounts:
+    """Line counts one after another as one: each source's chapters merged
+    (:meth:`ChapterLines.merged`), the sources in the order first met."""
+    parts: dict[str, list[ChapterLines]] = {}
+    for count in counts:
+        for source, lines in count.items():
+            parts.setdefault(source, []).append(lines)
+    return {source: ChapterLines.merged(source_parts) for source, source_parts in parts.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,13 +185,8 @@ def chapter_line_keys(
 def repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:
     """Per source, the keys of the lines it repeats in enough of its distinct chapters (files
     in scan order, a chapter counted where it is first seen)."""
-    parts: dict[str, list[ChapterLines]] = {}
-    for file in learned:
-        for source, lines in file.line_counts.items():
-            parts.setdefault(source, []).append(lines)
     repeated: RepeatedLines = {}
-    for source, source_parts in parts.items():
-        lines = ChapterLines.merged(source_parts)
+    for source, lines in merged_line_counts(file.line_counts for file in learned).items():
         keys, times = key_counts([lines.pair_keys])
         needed = repeated_lines_needed(len(lines.chapters))
         repeated[source] = frozenset(keys[times >= needed].tolist())
@@ -201,3 +204,110 @@ def read_once(files: Sequence[FoundFile], config: ScanConfig) -> list[bool]:
         return [False] * len(files)
     files_per_source = Counter(file.source for file in files)
     return [files_per_source[file.source] == 1 for file in files]
+
+
+# On a cluster (dedup.engine.shuffle), the workers that learn from the files keep their line
+# keys, which grow with the dump (docs/performance.md), and hand back each source's
+# distinct chapters alone. This process marks which of a batch's chapters are first seen in
+# it; the workers then count the keys of those chapters in partitions by key, and only the
+# repeated keys come back: the same keys repeated_lines finds from the whole.
+
+
+def merged_learned(files: list[LearnedFile]) -> LearnedFile:
+    """Files learned from (consecutive in the scan) as one: what a cluster's worker keeps of
+    a batch of them."""
+    return LearnedFile(
+        merged_line_counts(file.line_counts for file in files),
+        tuple(chapters for file in files for chapters in file.chapters),
+        sum(file.seconds for file in files),
+    )
+
+
+def line_counts_of(learned: LearnedFile) -> LineCounts:
+    """Each source's chapters and the line keys of each (what a cluster's worker keeps)."""
+    return learned.line_counts
+
+
+def without_line_keys(learned: LearnedFile) -> LearnedFile:
+    """``learned`` as a cluster's worker hands it back: each source's distinct chapters, not
+    their line keys."""
+    empty = np.empty(0, dtype=np.int64)
+    counts = {
+        source: ChapterLines(lines.chapters, empty, empty)
+        for source, lines in learned.line_counts.items()
+    }
+    return replace(learned, line_counts=counts)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstChapters:
+    """Of batches of files learned from (consecutive, in the scan's order), which of each
+    batch's distinct chapters of each source (in :func:`merged_learned`'s order) are first
+    seen in that batch; the sources, numbered; and per source (by number) in how many
+    chapters a line must occur to be repeated."""
+
+    first: tuple[dict[str, npt.NDArray[np.bool_]], ...]  # per batch, per source
+    sources: tuple[str, ...]
+    needed: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, batches: Sequence[Sequence[LearnedFile]]) -> FirstChapters:
+        """From each batch's files as handed back (:func:`without_line_keys`)."""
+        held: dict[str, list[tuple[int, npt.NDArray[np.int64]]]] = {}
+        for batch, files in enumerate(batches):
+            for source, lines in merged_learned(list(files)).line_counts.items():
+                held.setdefault(source, []).append((batch, lines.chapters))
+        first: list[dict[str, npt.NDArray[np.bool_]]] = [{} for _batch in batches]
+        needed = np.empty(len(held), dtype=np.int64)
+        for number, (source, source_batches) in enumerate(held.items()):
+            hashes = concatenated([chapters for _batch, chapters in source_batches], np.int64)
+            _unique, seen_first = np.unique(hashes, return_index=True)
+            flags = np.zeros(len(hashes), dtype=np.bool_)
+            flags[seen_first] = True
+            bounds = np.cumsum([len(chapters) for _batch, chapters in source_batches])[:-1]
+            for (batch, _chapters), batch_flags in zip(
+                source_batches, np.split(flags, bounds), strict=True
+            ):
+                first[batch][source] = batch_flags
+            needed[number] = repeated_lines_needed(len(seen_first))
+        sources = tuple(held)
+        return cls(tuple(first), sources, needed)
+
+    def numbers(self) -> dict[str, int]:
+        return {source: number for number, source in enumerate(self.sources)}
+
+    def repeated(self, codes: npt.NDArray[np.int64]) -> RepeatedLines:
+        """The lines each source repeats, from the codes :func:`partition_repeated` found."""
+        ordered = np.sort(codes)
+        bounds = np.searchsorted(ordered >> 32, np.arange(len(self.sources) + 1))
+        return {
+            source: frozenset((ordered[low:high] & 0xFFFFFFFF).tolist())
+            for source, low, high in zip(self.sources, bounds[:-1], bounds[1:], strict=True)
+        }
+
+
+def line_entries(
+    batches: Sequence[LineCounts],
+    first: Sequence[dict[str, npt.NDArray[np.bool_]]],
+    numbers: dict[str, int],
+    partitions: int,
+) -> list[npt.NDArray[np.int64]]:
+    """The line keys of the chapters first seen in each batch (``first``: FirstChapters'),
+    as ``source number << 32 | key``, split into ``partitions`` by that code."""
+    codes = []
+    for counts, firsts in zip(batches, first, strict=True):
+        for source, lines in counts.items():
+            taken = np.isin(lines.pair_chapters, lines.chapters[firsts[source]])
+            codes.append((np.int64(numbers[source]) << 32) | lines.pair_keys[taken])
+    joined = concatenated(codes, np.int64)
+    return [joined[rows] for rows in partitioned(joined.view(np.uint64), partitions)]
+
+
+def partition_repeated(
+    parts: Sequence[npt.NDArray[np.int64]], needed: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Of one partition's codes from every batch (:func:`line_entries`), those of lines in
+    enough chapters of their source (``needed``, by source number) to be repeated."""
+    codes, times = key_counts(list(parts))
+    repeated: npt.NDArray[np.int64] = codes[times >= needed[codes >> 32]]
+    return repeated
