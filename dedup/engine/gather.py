@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, runs_of
+from dedup.arrays import runs_of
 from dedup.candidates import HeldHashes
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
@@ -48,10 +48,55 @@ if TYPE_CHECKING:
     from dedup.engine.shuffle import KeptOnWorkers, Run
 
 
+T = TypeVar("T")
+R = TypeVar("R", bound=np.generic)
+
 _NO_STEPS = np.empty(0, dtype=np.uint8)
 _NO_BIG_STEPS = np.empty((0, 2), dtype=np.int64)
 _NO_SEEDS = np.empty(0, dtype=np.uint32)
 _NO_PASSAGES = np.empty(0, dtype=np.int64)
+
+
+class JoinedParts(Generic[T]):
+    """The parts of something made a file at a time (a table, an array), joined by ``join``
+    a few dozen at a time as they come, and those joins joined again as they pile up (as a
+    binary counter carries: each part is copied a few times, not once per file after it).
+    A file's part is many small objects (the arrays' headers and the tables' records):
+    held until the last file, they would sit among what this process keeps for good, the
+    allocator's memory left in pieces it cannot hand back (docs/performance.md)."""
+
+    def __init__(self, join: Callable[[list[T]], T]) -> None:
+        self._join = join
+        self._pending: list[T] = []
+        self._joins: list[tuple[int, T]] = []  # each with how many joins of parts it is
+
+    def append(self, part: T) -> None:
+        self._pending.append(part)
+        if len(self._pending) < _PARTS_A_JOIN:
+            return
+        self._joins.append((1, self._join(self._pending)))
+        self._pending = []
+        while len(self._joins) > 1 and self._joins[-1][0] == self._joins[-2][0]:
+            (size, earlier), (_size, later) = self._joins[-2], self._joins[-1]
+            self._joins[-2:] = [(2 * size, self._join([earlier, later]))]
+
+    def joined(self, empty: T) -> T:
+        """All the parts, in order, as one (``empty`` when there are none)."""
+        parts = [joined for _size, joined in self._joins] + self._pending
+        if not parts:
+            return empty
+        return parts[0] if len(parts) == 1 else self._join(parts)
+
+    def clear(self) -> None:
+        self._pending, self._joins = [], []
+
+
+# Parts joined at once: the tables a join makes hold a few objects however many rows.
+_PARTS_A_JOIN = 32
+
+
+def _joined_rows(parts: list[npt.NDArray[R]]) -> npt.NDArray[R]:
+    return np.concatenate(parts)
 
 
 @dataclass
@@ -64,17 +109,25 @@ class Prepared:
     # Where the workers keep the signatures, texts, steps and seeds instead (a cluster's),
     # or None.
     kept: KeptOnWorkers | None = None
-    span_parts: list[SpanTable] = field(default_factory=list)
+    spans: JoinedParts[SpanTable] = field(
+        default_factory=lambda: JoinedParts(SpanTable.concatenate)
+    )
     files: list[FoundFile] = field(default_factory=list)
     spans_per_file: list[int] = field(default_factory=list)
     normalized: list[str | None] = field(default_factory=list)
-    hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    byte_span_parts: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    hashes: JoinedParts[npt.NDArray[np.int64]] = field(
+        default_factory=lambda: JoinedParts(_joined_rows)
+    )
+    byte_spans: JoinedParts[npt.NDArray[np.int32]] = field(
+        default_factory=lambda: JoinedParts(_joined_rows)
+    )
     inputs: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
     # steps packed apart, and seeds held as keys
-    alignment_parts: list[PassageAlignment] = field(default_factory=list)
+    alignment: JoinedParts[PassageAlignment] = field(
+        default_factory=lambda: JoinedParts(PassageAlignment.concatenate)
+    )
     steps: StepPacker = field(default_factory=StepPacker)
     seeds: SeedKeys = field(default_factory=SeedKeys)
     count: int = 0  # passages so far
@@ -99,12 +152,12 @@ class Prepared:
                     seed_passage=_NO_PASSAGES,
                 )
             self.count += len(alignment)
-            self.alignment_parts.append(alignment)
-            self.span_parts.append(item.passages)
+            self.alignment.append(alignment)
+            self.spans.append(item.passages)
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
             self.hashes.append(item.hashes)
-            self.byte_span_parts.append(item.byte_spans)
+            self.byte_spans.append(item.byte_spans)
             if item.entry is not None:
                 self.inputs.append(item.entry)
             if item.skipped is not None:
@@ -113,15 +166,15 @@ class Prepared:
 
     def passages(self) -> Passages:
         """Every passage of the dump, merged (the parts they were made of let go)."""
-        alignment = PassageAlignment.concatenate(self.alignment_parts)
+        alignment = self.alignment.joined(PassageAlignment.empty())
         kept = self.kept
-        spans = SpanTable.concatenate(self.span_parts)
+        spans = self.spans.joined(SpanTable.concatenate([]))
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
             file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
-            byte_spans=concatenated(self.byte_span_parts, np.int32, columns=2),
+            byte_spans=self.byte_spans.joined(np.empty((0, 2), dtype=np.int32)),
             texts=self.normalized if kept is None else kept.texts(alignment.lengths),
-            hashes=concatenated(self.hashes, np.int64, columns=2)
+            hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
             if kept is None
             else kept.hashes(),
             signatures=self.signatures if kept is None else kept.signatures(),
@@ -135,8 +188,9 @@ class Prepared:
                 alignment, held_seeds=kept.seeds(), held_steps=kept.steps(alignment.lengths)
             ),
         )
-        self.alignment_parts, self.steps, self.seeds, self.count = [], StepPacker(), SeedKeys(), 0
-        self.span_parts, self.byte_span_parts, self.hashes = [], [], []
+        self.steps, self.seeds, self.count = StepPacker(), SeedKeys(), 0
+        for parts in (self.alignment, self.spans, self.byte_spans, self.hashes):
+            parts.clear()
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
         self.kept = None
