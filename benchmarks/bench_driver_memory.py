@@ -8,7 +8,8 @@ workers' results are merged by then, and every later stage holds more (pairs, th
 report's records), which grow with what is found rather than with the passages. With
 ``--stop-at spans`` it stops later, where the align stage's spans are mapped back (what the
 align stage holds of each passage is still held there). Prints the
-process's resident set size at that point (freed memory handed back first), and the numpy
+process's resident set size at that point (freed memory handed back first) and its peak so
+far (the learn pass's and the main pass's, for ``candidates``), and the numpy
 arrays it holds with at least half a byte a passage, by the record holding them. Given two
 dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
 prints the growth between them a passage: issue 21 asks that the driver's memory not grow
@@ -41,6 +42,15 @@ def _resident_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _peak_mib() -> float:
+    """This process's peak resident set size so far (the kernel's high-water mark)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 # Where the probe stops: the pipeline's call, and which of its arguments has a row a passage.
 _STOPS = {"candidates": ("find_candidates", 0), "spans": ("original_spans", 2)}
 
@@ -63,6 +73,7 @@ def _probe(
     call, counted = _STOPS[stop_at]
 
     def instead(*arguments: Any, **_options: Any) -> Any:
+        found["peak_mib"] = _peak_mib()  # before this probe's own look at the arrays
         gc.collect()
         release_freed_memory()
         found["passages"] = count = len(arguments[counted])
@@ -123,17 +134,22 @@ def main() -> None:
                 stop_cluster(processes)
         result = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(result)
-        print(f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB")
+        print(
+            f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB "
+            f"(the peak so far {result['peak_mib']:.0f} MiB)"
+        )
         arrays = result["arrays"]
         for per_passage, dtype, shape, holder in arrays:
             print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
         of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
         print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
     for one, other in pairwise(results):
-        grown = (other["resident_mib"] - one["resident_mib"]) * 2**20
+        more = other["passages"] - one["passages"]
+        grown = (other["resident_mib"] - one["resident_mib"]) * 2**20 / more
+        peak = (other["peak_mib"] - one["peak_mib"]) * 2**20 / more
         print(
             f"growth from {one['passages']:,} to {other['passages']:,} passages: "
-            f"{grown / (other['passages'] - one['passages']):.0f} B a passage"
+            f"{grown:.0f} B a passage (the peak so far: {peak:.0f} B a passage)"
         )
 
 
