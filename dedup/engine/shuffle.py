@@ -181,6 +181,8 @@ class KeptOnWorkers:
         chapters, in order, without their line keys, which the workers keep and count there
         (a shuffle by key: dedup.normalize.repeated_lines); and the lines each source
         repeats, as :func:`repeated_lines` finds them."""
+        if not files:
+            return [], {}
         engine = self.engine
         learned: list[LearnedFile] = []
         batches: list[list[LearnedFile]] = []
