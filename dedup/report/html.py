@@ -74,11 +74,14 @@ def _cluster_data(
     keys: Mapping[str, Keys] | None = None,
 ) -> dict[str, Any]:
     members = list(cluster.members)
-    representative = next(m for m in members if m.id == cluster.representative)
-    others = [(m.id, m.text) for m in members if m.id != representative.id]
+    # A member's id is made each time it is asked for (models.CutPassage): once each here.
+    ids = [member.id for member in members]
+    chosen = ids.index(cluster.representative)
+    others = [(ids[n], m.text) for n, m in enumerate(members) if n != chosen]
     palette = cluster_palette(
-        (representative.id, representative.text), others, ngram, config, normalized, keys
+        (ids[chosen], members[chosen].text), others, ngram, config, normalized, keys
     )
+    linked = cluster.linked_through_others
     return {
         "id": cluster.id,
         "sources": list(cluster.sources),
@@ -87,7 +90,7 @@ def _cluster_data(
         "worst": round(float(cluster.pairs.jaccard.min()), 4),
         "members": [
             {
-                "id": member.id,
+                "id": member_id,
                 "source": member.source,
                 "path": member.path,
                 "record": member.record,
@@ -96,12 +99,12 @@ def _cluster_data(
                 "start": member.start,
                 "end": member.end,
                 "text": member.text,
-                "representative": member.id == representative.id,
-                "through_others": member.id in cluster.linked_through_others,
-                "identical": palette.identical.get(member.id, 0),
-                "spans": palette.spans[member.id],
+                "representative": number == chosen,
+                "through_others": member_id in linked,
+                "identical": palette.identical.get(member_id, 0),
+                "spans": palette.spans[member_id],
             }
-            for member in members
+            for number, (member, member_id) in enumerate(zip(members, ids, strict=True))
         ],
         "pairs": cluster.pairs.listed(("jaccard", "containment", "identical_chars")),
     }
