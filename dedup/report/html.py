@@ -81,7 +81,7 @@ def _cluster_data(
     palette = cluster_palette(
         (ids[chosen], members[chosen].text), others, ngram, config, normalized, keys
     )
-    linked = cluster.linked_through_others
+    linked = frozenset(cluster.linked_through_others)
     return {
         "id": cluster.id,
         "sources": list(cluster.sources),
