@@ -52,6 +52,8 @@ class PassageAlignment:
     the texts handed back (dedup.align), with the passage of each (a row of these)."""
 
     lengths: npt.NDArray[np.int64]
+    # Empty where every passage's lead is 0 (no --passage-overlap) and the driver of a
+    # cluster holds them (without_zero_leads): read through leads_of and own_lengths.
     leads: npt.NDArray[np.int64]
     steps: npt.NDArray[np.uint8]
     big_steps: npt.NDArray[np.int64]
@@ -65,6 +67,29 @@ class PassageAlignment:
 
     def __len__(self) -> int:
         return len(self.lengths)
+
+    def leads_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The lead of each of ``rows``."""
+        if len(self.leads) == len(self.lengths):
+            return self.leads[rows]
+        return np.zeros(len(rows), dtype=np.int64)
+
+    def own_lengths(self) -> npt.NDArray[np.int64]:
+        """Each passage's own characters: its length less its lead."""
+        if len(self.leads) == len(self.lengths):
+            return self.lengths - self.leads
+        return self.lengths
+
+    def dense_leads(self) -> npt.NDArray[np.int64]:
+        """Every passage's lead, one a passage."""
+        return self.leads_of(np.arange(len(self)))
+
+    def without_zero_leads(self) -> PassageAlignment:
+        """The same, its leads not held when all of them are 0 (the default: no
+        --passage-overlap): 8 B a passage less on a cluster's driver (issue 21)."""
+        if len(self.leads) and not self.leads.any():
+            return replace(self, leads=np.empty(0, dtype=np.int64))
+        return self
 
     @classmethod
     def empty(cls) -> PassageAlignment:
@@ -105,7 +130,7 @@ class PassageAlignment:
         seeded[seeded] = seeding[owner[seeded]]
         return PassageAlignment(
             self.lengths[rows],
-            self.leads[rows],
+            self.leads_of(rows),
             self.steps[by_char],
             big.astype(np.int64),
             self.seeds[seeded],
@@ -121,7 +146,7 @@ class PassageAlignment:
         steps = np.cumsum([0, *(len(part.steps) for part in parts)])[:-1].tolist()
         return cls(
             np.concatenate([part.lengths for part in parts]),
-            np.concatenate([part.leads for part in parts]),
+            np.concatenate([part.dense_leads() for part in parts]),
             np.concatenate([part.steps for part in parts]),
             np.concatenate(
                 [
@@ -177,7 +202,7 @@ def document_runs(
     )
     first = runs[changed]
     end = np.append(first[1:], count)
-    story = np.add.reduceat(alignment.lengths - alignment.leads, first)
+    story = np.add.reduceat(alignment.own_lengths(), first)
     return DocumentRuns(first, end, story)
 
 

@@ -88,7 +88,7 @@ class NormalizedTexts:
         """``let_go``: ``texts`` is a list the caller is done with, each text dropped from it
         once encoded (and the memory handed back a part at a time), so that the texts are not
         held twice, as strings and as code units."""
-        lengths, leads = alignment.lengths, alignment.leads
+        lengths, leads = alignment.lengths, alignment.dense_leads()
         # The first passage of each text only: a copy's text, when a worker handed it back
         # too, is the same characters again.
         held = np.array([text is not None for text in texts], dtype=np.bool_)
@@ -126,8 +126,7 @@ class HeldNormalizedTexts:
 
     held: HeldTexts
     leader: Leaders
-    lengths: npt.NDArray[np.int64]
-    leads: npt.NDArray[np.int64]
+    alignment: PassageAlignment  # each passage's length and lead
 
 
 def texts_to_align(
@@ -140,7 +139,7 @@ def texts_to_align(
     (``let_go``: the caller is done with ``texts``, see :meth:`NormalizedTexts.of`); where the
     workers keep them, left there."""
     if isinstance(texts, HeldTexts):
-        return HeldNormalizedTexts(texts, leader, alignment.lengths, alignment.leads)
+        return HeldNormalizedTexts(texts, leader, alignment)
     return NormalizedTexts.of(texts, leader.dense(), alignment, let_go)
 
 
@@ -397,8 +396,8 @@ def _aligned_where_held(
                 passages[fetched],
                 (
                     text_of,
-                    texts.lengths[passages],
-                    texts.leads[passages],
+                    texts.alignment.lengths[passages],
+                    texts.alignment.leads_of(passages),
                     local_end - sizes,
                     local_end,
                     np.searchsorted(shown, pairs[chunk]),
@@ -573,11 +572,10 @@ def original_spans(
     rows = aligned.spans
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
-    leads = alignment.leads
     base = np.cumsum(documents.story_chars) - documents.story_chars
     # Where each passage's own characters (all but its lead) begin in the documents' stories
     # one after another: a document's story is its passages' own characters.
-    own = alignment.lengths - leads
+    own = alignment.own_lengths()
     own_starts = np.cumsum(own) - own
     del own
     # The four ends of every span (a's start and end, b's), mapped back in one go.
@@ -588,7 +586,7 @@ def original_spans(
             at = base[document] + position
             passage = np.searchsorted(own_starts, at, side="right") - 1
             passages.append(passage)
-            indexes.append(at - own_starts[passage] + leads[passage])
+            indexes.append(at - own_starts[passage] + alignment.leads_of(passage))
             ends.append(end)
     passage, index = np.concatenate(passages), np.concatenate(indexes)
     held = alignment.held_steps or alignment.with_steps_packed().held_steps

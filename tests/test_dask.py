@@ -131,6 +131,17 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
+def test_passages_that_overlap_are_aligned_and_mapped_back_on_the_workers_as_here(
+    cluster: Cluster, samples: Path
+) -> None:
+    """With --passage-overlap each passage leads with the end of the one before, which this
+    process then holds (it holds none of the leads when all are 0)."""
+    here = dedup.scan([samples], jobs=1, passage_overlap=100)
+    there = dedup.scan([samples], scheduler=cluster.address, passage_overlap=100)
+    assert here.summary.document_matches > 5 and len(here.clusters) > 5
+    assert there.to_json() == here.to_json()
+
+
 def test_ideographs_past_u_ffff_align_on_the_workers_as_here(
     cluster: Cluster, rare_ideographs_dump: Path
 ) -> None:
@@ -178,6 +189,8 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
                 assert isinstance(passages.texts, TextsOnWorkers)
                 # the offset steps and the winnowed seeds: kept there too
                 assert not len(passages.alignment.steps) and not len(passages.alignment.seeds)
+                # and no passage's lead is held here, all of them 0 (no --passage-overlap)
+                assert not len(passages.alignment.leads) and len(passages.alignment.lengths)
             candidates = find_candidates(
                 passages.alignment.lengths,
                 passages.hashes,

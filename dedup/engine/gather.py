@@ -185,7 +185,9 @@ class Prepared:
             )
             if kept is None
             else replace(
-                alignment, held_seeds=kept.seeds(), held_steps=kept.steps(alignment.lengths)
+                alignment.without_zero_leads(),
+                held_seeds=kept.seeds(),
+                held_steps=kept.steps(alignment.lengths),
             ),
         )
         self.steps, self.seeds, self.count = StepPacker(), SeedKeys(), 0
