@@ -81,8 +81,10 @@ class PassageAlignment:
         return self.lengths
 
     def dense_leads(self) -> npt.NDArray[np.int64]:
-        """Every passage's lead, one a passage."""
-        return self.leads_of(np.arange(len(self)))
+        """Every passage's lead, one a passage (the held array itself, when it is held)."""
+        if len(self.leads) == len(self.lengths):
+            return self.leads
+        return np.zeros(len(self), dtype=np.int64)
 
     def without_zero_leads(self) -> PassageAlignment:
         """The same, its leads not held when all of them are 0 (the default: no

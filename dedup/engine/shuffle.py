@@ -16,7 +16,7 @@ keys come back. Then:
 - exact copies: a shuffle of the hashes by ``hash % P`` (``candidates.hash_entries``), each
   partition's copies found on a worker (``candidates.partition_copies``); only the copies
   and the first passage of each come back.
-- candidates: a shuffle (:meth:`KeptOnWorkers.shuffled`, its results taken by
+- candidates: a shuffle (:func:`shuffled`, its results taken by
   :meth:`KeptOnWorkers.results`): a task per batch of consecutive
   files turns their signatures into band keys of the passages that take part (the first of
   each distinct text), split into partitions by ``hash(band, key) % P``
@@ -256,33 +256,6 @@ class KeptOnWorkers:
         """P, the partitions of a shuffle: a few a worker thread."""
         return max(1, PARTITIONS_PER_THREAD * self.engine.workers)
 
-    def shuffled(
-        self,
-        kept: Sequence[Future[Any] | None],
-        entries: Callable[..., list[Any]],
-        per_run: Sequence[Sequence[Any]],
-        given: tuple[Any, ...],
-        grouped: Callable[..., Any],
-        grouped_given: tuple[Any, ...],
-    ) -> list[Future[Any] | None]:
-        """A shuffle of what the workers keep (``kept``: a future a run): a task per batch of
-        consecutive runs makes ``entries(their kept, *their per_run values, their firsts,
-        *given, partitions)``, a list of P partitions' entries; a task per partition makes
-        ``grouped(that partition's entries from every batch, in the scan's order,
-        *grouped_given)``. The partitions' tasks, their results left on the workers (taken
-        by :meth:`results`, or shuffled again by :func:`regrouped`)."""
-        firsts = [run.first for run in self.runs]
-        return shuffled(
-            self.engine,
-            kept,
-            entries,
-            [*per_run, firsts],
-            given,
-            grouped,
-            grouped_given,
-            self.partitions,
-        )
-
     def results(self, tasks: list[Future[Any] | None], stage: str) -> Iterator[Any]:
         """The results of a shuffle's partition ``tasks``, as they come, on a progress bar."""
         done = self.engine.as_done(self.engine.holding(tasks))
@@ -341,7 +314,14 @@ def shuffled(
     grouped_given: tuple[Any, ...],
     partitions: int,
 ) -> list[Future[Any] | None]:
-    """:meth:`KeptOnWorkers.shuffled` of any runs' ``kept`` futures, into ``partitions``."""
+    """A shuffle of what the workers keep (``kept``: a future a run, in the scan's order): a
+    task per batch of consecutive runs makes ``entries(their kept, *their per_run values,
+    *given, partitions)``, a list of the partitions' entries; a task per partition makes
+    ``grouped(that partition's entries from every batch, in the scan's order,
+    *grouped_given)``. The partitions' tasks, their results left on the workers (taken by
+    :meth:`KeptOnWorkers.results`, or shuffled again by :func:`regrouped`). For the
+    passages' runs, ``per_run`` ends with each run's first passage
+    (:meth:`KeptOnWorkers.firsts`)."""
     # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
     # tasks that split them into partitions are batches × P, not runs × P, however many
     # files a dump has.
@@ -401,13 +381,15 @@ class SignaturesOnWorkers(_OnWorkers):
         count = len(self)
         codes = np.empty(0, dtype=np.int64)
         kept = self._kept
-        tasks = kept.shuffled(
+        tasks = shuffled(
+            kept.engine,
             kept.signature_futures,
             band_entries,
-            [kept.split(among)],
+            [kept.split(among), kept.firsts().tolist()],
             (bands, rows),
             partition_pair_codes,
             (count,),
+            kept.partitions,
         )
         for found in kept.results(tasks, "candidates"):
             codes = merged_codes(codes, found)
@@ -443,7 +425,16 @@ class HashesOnWorkers(_OnWorkers):
 
     def copies(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         kept = self._kept
-        tasks = kept.shuffled(kept.hash_futures, hash_entries, [], (), partition_copies, ())
+        tasks = shuffled(
+            kept.engine,
+            kept.hash_futures,
+            hash_entries,
+            [kept.firsts().tolist()],
+            (),
+            partition_copies,
+            (),
+            kept.partitions,
+        )
         found = list(kept.results(tasks, "exact copies"))
         copies = np.concatenate([copies for copies, _originals in found] or [_NONE])
         originals = np.concatenate([originals for _copies, originals in found] or [_NONE])
@@ -558,13 +549,15 @@ class SeedsOnWorkers:
         # Two shuffles: the seeds by hash(seed) % P, each partition's pairs of documents
         # (with the seeds they share there) by pair % P, summed where a pair's counts meet;
         # only the pairs of documents to align come back.
-        counted = kept.shuffled(
+        counted = shuffled(
+            engine,
             kept.seed_futures,
             seed_entries,
-            [taking_part, held],
+            [taking_part, held, kept.firsts().tolist()],
             (),
             partition_document_pairs,
             (most, known_set, holding_sent, partitions),
+            partitions,
         )
         summed = regrouped(
             engine.client_for_tasks(), counted, summed_document_pairs, (MIN_SHARED_SEEDS,),
