@@ -241,9 +241,12 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
 def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
     cluster: Cluster, slogan_sites: Path
 ) -> None:
-    """The learn pass's line keys (which grow with the dump) stay on the workers, counted
-    there by partition: this process gets each file's chapters and the repeated lines, the
-    local engine's."""
+    """The learn pass's line keys and chapters (which grow with the dump) stay on the
+    workers, the keys counted there by partition: this process gets the repeated lines, the
+    local engine's, and each file's chapters are the local engine's where the main pass
+    finds them."""
+    from distributed import Future
+
     from dedup.config import ScanConfig
     from dedup.engine.base import engine_for
     from dedup.engine.gather import learned_lines
@@ -251,8 +254,11 @@ def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
     from dedup.read import discover_inputs
     from tests.conftest import SLOGAN
 
+    def tables(chapters: Any) -> list[Any]:
+        return [[(t.text_length, t.bounds.tolist(), t.titles) for t in d] for d in chapters]
+
     files, _skipped = discover_inputs([str(slogan_sites)], False)
-    found = {}
+    found, chapters = {}, {}
     for name, config in [
         ("local", ScanConfig(jobs=1)),
         ("dask", ScanConfig(scheduler=cluster.address)),
@@ -261,27 +267,28 @@ def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
             kept = engine.kept_on_workers(False)
             assert (kept is None) == (name == "local")
             found[name] = learned_lines(engine, kept, files, config, [None] * len(files))
-    (here, repeated_here), (there, repeated_there) = found["local"], found["dask"]
+            chapters[name] = [
+                tables(held.result()[within] if isinstance(held, Future) else held)
+                for held, within in found[name].chapters
+            ]
+            assert all(
+                isinstance(held, Future) == (name == "dask") for held, _ in found[name].chapters
+            )
+    here, there = found["local"], found["dask"]
     assert (
-        repeated_there
-        == repeated_here
+        there.repeated
+        == here.repeated
         == {
             "a": frozenset({line_key(SLOGAN)}),
             "b": frozenset({line_key(SLOGAN)}),
         }
     )
-
-    def tables(learned: list[Any]) -> list[Any]:
-        return [
-            [[(t.text_length, t.bounds.tolist(), t.titles) for t in d] for d in f.chapters]
-            for f in learned
-        ]
-
-    assert tables(there) == tables(here) and len(tables(here)[0][0][0][1]) == 6
-    for file in there:  # each source's chapters came back, not their line keys
+    assert chapters["dask"] == chapters["local"] and len(chapters["local"][0][0][0][1]) == 6
+    for file in there.files:  # each source's chapters came back, not their line keys
         assert all(
             len(lines.chapters) and not len(lines.pair_keys) for lines in file.line_counts.values()
         )
+        assert all(not document for document in file.chapters)  # nor the chapters found
 
 
 def test_small_files_go_to_the_workers_in_batches_and_slices_alone(

@@ -371,6 +371,8 @@ class DaskEngine:
         """The calls of ``arguments``, each value as the workers get it, and the same as they
         are sent: a value given to many calls (the config, the lines each source repeats)
         scattered to the workers once, its future in its place."""
+        from distributed import Future
+
         assert self.client is not None, "DaskEngine used outside its with block"
         calls = [
             tuple(_for_workers(value) for value in call) for call in zip(*arguments, strict=False)
@@ -379,7 +381,8 @@ class DaskEngine:
         seen: set[int] = set()
         for call in calls:
             for value in call:
-                if not isinstance(value, _SENT_WITH_EACH) and id(value) in seen:
+                # (a future, of what a worker keeps, is on the workers already)
+                if not isinstance(value, (*_SENT_WITH_EACH, Future)) and id(value) in seen:
                     shared.setdefault(id(value), value)
                 seen.add(id(value))
         # In a list: scatter takes a dict (the lines each source repeats) as its items.
@@ -416,7 +419,7 @@ class DaskEngine:
             return results
         except _NotOnWorker as missing:
             self._not_on_worker(missing)
-            return [function(*call) for call in batch]
+            return [function(*_here(call)) for call in batch]
 
     def _taken(
         self,
@@ -434,7 +437,7 @@ class DaskEngine:
             return result
         except _NotOnWorker as missing:
             self._not_on_worker(missing)
-            return function(*call)
+            return function(*_here(call))
 
     @staticmethod
     def _not_on_worker(missing: _NotOnWorker) -> None:
@@ -729,6 +732,13 @@ class _NotOnWorker(Exception):
     def __init__(self, path: str, fs_path: str, worker: str) -> None:
         super().__init__(path, fs_path, worker)
         self.path, self.fs_path, self.worker = path, fs_path, worker
+
+
+def _here(call: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A call's arguments to run it here: a future's (what a worker keeps) by its result."""
+    from distributed import Future
+
+    return tuple(value.result() if isinstance(value, Future) else value for value in call)
 
 
 def _task(function: Callable[..., T], *arguments: Any) -> T:

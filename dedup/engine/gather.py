@@ -30,7 +30,7 @@ from dedup.engine.tasks import (
 from dedup.fingerprint import HeldSignatures, SignatureTable
 from dedup.models import InputFile, Skipped
 from dedup.normalize.repeated_lines import (
-    LearnedFile,
+    LearnPass,
     RepeatedLines,
     read_once,
     repeated_lines,
@@ -316,18 +316,18 @@ def prepare_all(
     # On a cluster, the workers keep the line keys of the learn pass, and then the
     # signatures (not for an index, which stores them).
     on_workers = engine.kept_on_workers(shown)
-    files_learned, repeated = learned_lines(
+    learn_pass = learned_lines(
         engine,
         on_workers,
         [files[tasks[task][0]] for task in apart],
         config,
         [tasks[task][1] for task in apart],
     )
-    learned = dict(zip(apart, files_learned, strict=True))
-    for file_learned in files_learned:
+    learned = dict(zip(apart, learn_pass.chapters, strict=True))
+    for file_learned in learn_pass.files:
         timer.add("learn-lines", file_learned.seconds)
-    del files_learned
-    repeated = {**repeated, **known}
+    repeated = {**learn_pass.repeated, **known}
+    del learn_pass
     # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
     scan = new_scan()
     kept = on_workers if each is None else None
@@ -336,12 +336,13 @@ def prepare_all(
         repeat(config),
         [at_once[number] for number, _part in tasks],
         repeat(repeated),
-        [learned[task].chapters if task in learned else () for task in range(len(tasks))],
+        [learned.get(task, ((), None))[0] for task in range(len(tasks))],
         [
             CopyFilter(scan, task) if engine.hands_back_texts_once else None
             for task in range(len(tasks))
         ],
         [part for _number, part in tasks],
+        [learned.get(task, ((), None))[1] for task in range(len(tasks))],
     )
     results = (
         kept.prepared(second_pass, *arguments)
@@ -386,16 +387,20 @@ def learned_lines(
     files: Sequence[FoundFile],
     config: ScanConfig,
     parts: Sequence[FileSlice | None],
-) -> tuple[list[LearnedFile], RepeatedLines]:
+) -> LearnPass:
     """The learn pass over ``files`` (``parts`` of them): each file's chapters, for the main
     pass, and the lines each source repeats. Where the workers keep what they make
-    (``on_workers``), they keep the files' line keys and count them there; else the keys come
-    here, and are let go of once counted."""
+    (``on_workers``), they keep the files' line keys and count them there, and keep their
+    chapters for the main pass; else the keys come here, and are let go of once counted."""
     if on_workers is not None:
         return on_workers.learned(files, config, parts)
     found = engine.map(count_line_keys, files, repeat(config), parts)
     learned = list(progress(found, "learn site lines", "file", len(files), config.show_progress))
-    return [without_line_keys(file) for file in learned], repeated_lines(learned)
+    return LearnPass(
+        [without_line_keys(file) for file in learned],
+        [(file.chapters, None) for file in learned],
+        repeated_lines(learned),
+    )
 
 
 def tasks_of(slices: Sequence[tuple[FileSlice, ...]]) -> list[tuple[int, FileSlice | None]]:

@@ -89,12 +89,13 @@ from dedup.engine.tasks import (
 from dedup.normalize.repeated_lines import (
     FirstChapters,
     LearnedFile,
-    RepeatedLines,
+    LearnPass,
+    chapters_of,
     line_counts_of,
     line_entries,
     merged_learned,
     partition_repeated,
-    without_line_keys,
+    without_keys_or_chapters,
 )
 from dedup.offset_steps import offsets_in_runs
 from dedup.progress import progress
@@ -176,21 +177,25 @@ class KeptOnWorkers:
 
     def learned(
         self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
-    ) -> tuple[list[LearnedFile], RepeatedLines]:
+    ) -> LearnPass:
         """The learn pass over ``files`` (``parts`` of them) on the workers: each file's
-        chapters, in order, without their line keys, which the workers keep and count there
-        (a shuffle by key: dedup.normalize.repeated_lines); and the lines each source
-        repeats, as :func:`repeated_lines` finds them."""
+        distinct chapters, in order, without their line keys, which the workers keep and
+        count there (a shuffle by key: dedup.normalize.repeated_lines); where the workers
+        keep its chapters for the main pass (held here, every document's title among them,
+        they grew with the dump and left the allocator's pools in pieces once let go of:
+        docs/performance.md); and the lines each source repeats, as
+        :func:`repeated_lines` finds them."""
         if not files:
-            return [], {}
+            return LearnPass([], [], {})
         engine = self.engine
         learned: list[LearnedFile] = []
+        chapters: list[tuple[Any, slice | None]] = []
         batches: list[list[LearnedFile]] = []
         kept: list[Future[Any] | None] = engine.holding([])
         results = engine.map_keeping(
             count_line_keys,
-            (line_counts_of,),
-            without_line_keys,
+            (line_counts_of, chapters_of),
+            without_keys_or_chapters,
             merged_learned,
             files,
             itertools.repeat(config),
@@ -201,8 +206,11 @@ class KeptOnWorkers:
             learned.append(result)
             batch.append(result)
             if keep:
+                line_counts, batch_chapters = keep
+                inputs = itertools.accumulate((len(file.chapters) for file in batch), initial=0)
+                chapters += [(batch_chapters, slice(a, b)) for a, b in itertools.pairwise(inputs)]
                 batches.append(batch)
-                kept.append(keep[0])
+                kept.append(line_counts)
                 batch = []
         first = FirstChapters.of(batches)
         del batches
@@ -218,7 +226,7 @@ class KeptOnWorkers:
         )
         kept.clear()
         found = concatenated(list(self.results(tasks, "site lines")), np.int64)
-        return learned, first.repeated(found)
+        return LearnPass(learned, chapters, first.repeated(found))
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""

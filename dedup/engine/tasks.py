@@ -477,10 +477,13 @@ def second_pass(
     chapters: FileChapters,
     copies: CopyFilter | None,
     part: FileSlice | None = None,
+    within: slice | None = None,
 ) -> PreparedFile:
     """The main pass over one file (or ``part`` of it): learned from as it is prepared when
     it is read once (alone in its source, not in slices), else prepared with what the learn
-    pass found (if it ran)."""
+    pass found (if it ran): its ``chapters``, or (on a cluster) those of its batch of the
+    learn pass, of which the file's are ``within``."""
     if at_once:
         return learn_and_prepare(file, config, copies)
-    return prepare_file(file, config, repeated, chapters, copies, part)
+    own = chapters if within is None else chapters[within]
+    return prepare_file(file, config, repeated, own, copies, part)

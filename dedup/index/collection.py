@@ -210,13 +210,13 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     with engine_for(config, most_tasks(files, config)) as engine:
         slices = file_slices(files, config, engine)  # a large JSON Lines file in slices
         tasks = tasks_of(slices)
-        _chapters, learned = learned_lines(
+        learned = learned_lines(
             engine,
             engine.kept_on_workers(config.show_progress),
             [files[number] for number, _part in tasks],
             config,
             [part for _number, part in tasks],
-        )
+        ).repeated
         if "repeated-lines" in config.skip_steps:
             learned = {}
         writer.lines = {file.source: learned.get(file.source, frozenset()) for file in files}

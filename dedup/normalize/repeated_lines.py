@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +51,19 @@ class LearnedFile:
     line_counts: LineCounts
     chapters: FileChapters
     seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LearnPass:
+    """The learn pass over some files: what it found in each, in order; each one's chapters
+    as the main pass's task for it is given them; and the lines each source repeats."""
+
+    files: list[LearnedFile]
+    # Per file, the chapters its main-pass task is given and which of them are the file's:
+    # its own and None; on a cluster, the future of its batch's (kept on a worker, not here:
+    # chapters_of) and the file's slice of them.
+    chapters: list[tuple[Any, slice | None]]
+    repeated: RepeatedLines
 
 
 def learn_lines(results: Iterable[ReadResult]) -> LearnedFile:
@@ -228,15 +242,27 @@ def line_counts_of(learned: LearnedFile) -> LineCounts:
     return learned.line_counts
 
 
+def chapters_of(learned: LearnedFile) -> FileChapters:
+    """Each input's chapters (what a cluster's worker keeps for the main pass)."""
+    return learned.chapters
+
+
 def without_line_keys(learned: LearnedFile) -> LearnedFile:
-    """``learned`` as a cluster's worker hands it back: each source's distinct chapters, not
-    their line keys."""
+    """``learned`` without its line keys: each source's distinct chapters alone."""
     empty = np.empty(0, dtype=np.int64)
     counts = {
         source: ChapterLines(lines.chapters, empty, empty)
         for source, lines in learned.line_counts.items()
     }
     return replace(learned, line_counts=counts)
+
+
+def without_keys_or_chapters(learned: LearnedFile) -> LearnedFile:
+    """``learned`` as a cluster's worker hands it back (:func:`line_counts_of` and
+    :func:`chapters_of` kept there): each source's distinct chapters, and an empty entry for
+    each input's chapters, which only counts them."""
+    counted: FileChapters = tuple(() for _input in learned.chapters)
+    return replace(without_line_keys(learned), chapters=counted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +278,7 @@ class FirstChapters:
 
     @classmethod
     def of(cls, batches: Sequence[Sequence[LearnedFile]]) -> FirstChapters:
-        """From each batch's files as handed back (:func:`without_line_keys`)."""
+        """From each batch's files as handed back (:func:`without_keys_or_chapters`)."""
         held: dict[str, list[tuple[int, npt.NDArray[np.int64]]]] = {}
         for batch, files in enumerate(batches):
             for source, lines in merged_learned(list(files)).line_counts.items():
