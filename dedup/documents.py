@@ -146,9 +146,14 @@ class PassageAlignment:
             return cls.empty()
         passages = np.cumsum([0, *(len(part) for part in parts)])[:-1].tolist()
         steps = np.cumsum([0, *(len(part.steps) for part in parts)])[:-1].tolist()
+        # No lead held where no part holds one (a cluster's driver joining the files'
+        # results as they come: without_zero_leads).
+        held = any(len(part.leads) for part in parts)
         return cls(
             np.concatenate([part.lengths for part in parts]),
-            np.concatenate([part.dense_leads() for part in parts]),
+            np.concatenate([part.dense_leads() for part in parts])
+            if held
+            else np.empty(0, dtype=np.int64),
             np.concatenate([part.steps for part in parts]),
             np.concatenate(
                 [

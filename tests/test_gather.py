@@ -43,3 +43,51 @@ def test_span_tables_joined_as_they_come_are_the_table_of_all(samples: Path) -> 
     whole = SpanTable.concatenate(tables)
     assert len(whole) > 2000 and len(tables) > 2 * 32
     assert list(joined.joined(SpanTable.concatenate([]))) == list(whole)
+
+
+def test_a_cluster_hands_back_no_leads_when_all_are_0_and_the_driver_joins_none(
+    samples: Path,
+) -> None:
+    """A cluster's workers hand each file back without its leads where all are 0 (the
+    default), so the driver joins the files' alignments without them as they come; with
+    --passage-overlap the leads come back, and a join that mixes the two holds every lead
+    (0 where none came)."""
+    from dedup.documents import PassageAlignment
+    from dedup.engine.tasks import without_kept
+
+    files, _skipped = discover_inputs([str(samples)])
+
+    def alignments(config: ScanConfig) -> tuple[list[PassageAlignment], list[PassageAlignment]]:
+        prepared = [prepare_file(file, config, {}) for file in files]
+        made = [item.alignment for result in prepared for item in result.inputs]
+        back = [item.alignment for result in prepared for item in without_kept(result).inputs]
+        return made, back
+
+    made, back = alignments(ScanConfig())
+    assert sum(map(len, made)) > 100 and all(not part.leads.any() for part in made)
+    assert all(len(part.leads) == len(part) for part in made)  # as the workers make them
+    assert all(not len(part.leads) and len(part.lengths) == len(part) for part in back)
+    joined = JoinedParts(PassageAlignment.concatenate)
+    for part in back * 40:
+        joined.append(part)
+    whole = joined.joined(PassageAlignment.empty())
+    assert not len(whole.leads)
+    assert np.array_equal(whole.lengths, np.concatenate([part.lengths for part in made * 40]))
+    assert np.array_equal(whole.own_lengths(), whole.lengths)
+
+    overlapping, overlapping_back = alignments(ScanConfig(passage_overlap=60))
+    leads = np.concatenate([part.leads for part in overlapping])
+    assert leads.any() and np.array_equal(
+        np.concatenate([part.leads for part in overlapping_back]), leads
+    )
+    mixed = PassageAlignment.concatenate([back[0], overlapping_back[0], back[1]])
+    assert np.array_equal(
+        mixed.leads,
+        np.concatenate(
+            [
+                np.zeros(len(back[0]), np.int64),
+                overlapping[0].leads,
+                np.zeros(len(back[1]), np.int64),
+            ]
+        ),
+    )

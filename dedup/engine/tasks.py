@@ -347,7 +347,8 @@ def ends_in_runs(
 def without_kept(prepared: PreparedFile) -> PreparedFile:
     """A prepared file as it is handed back when the workers keep its signatures, texts,
     hashes, spans' starts and ends, offset steps and seeds (an empty table of signatures and
-    of hashes per input, spans counted, no text, no step, no seed)."""
+    of hashes per input, spans counted, no text, no step, no seed; no lead where all are 0,
+    as the driver holds them: PassageAlignment.without_zero_leads)."""
     inputs = tuple(
         replace(
             item,
@@ -361,7 +362,7 @@ def without_kept(prepared: PreparedFile) -> PreparedFile:
                 big_steps=np.empty((0, 2), np.int64),
                 seeds=np.empty(0, np.uint32),
                 seed_passage=np.empty(0, np.int64),
-            ),
+            ).without_zero_leads(),
         )
         for item in prepared.inputs
     )
