@@ -785,3 +785,29 @@ def _group_of(pid: int) -> int | None:
         return os.getpgid(pid)
     except ProcessLookupError:
         return None
+
+
+def test_a_file_gone_after_the_learn_pass_is_skipped_its_chapters_taken_from_a_worker(
+    cluster: Cluster, slogan_sites: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file deleted between the learn pass and the main pass: neither the worker nor this
+    process sees it, so its main-pass call runs here, given the chapters a worker kept for it
+    (a future, whose result it takes): the file is listed as skipped, the rest scanned."""
+    import dedup
+    from dedup.engine import gather
+
+    dump = tmp_path / "dump"
+    shutil.copytree(slogan_sites, dump)
+    gone = dump / "a" / "2.txt"
+    learned_lines = gather.learned_lines
+
+    def then_deleted(*arguments: Any, **options: Any) -> Any:
+        found = learned_lines(*arguments, **options)
+        gone.unlink()
+        return found
+
+    monkeypatch.setattr(gather, "learned_lines", then_deleted)
+    report = dedup.scan([str(dump)], scheduler=cluster.address, show_progress=False)
+    (skipped,) = report.skipped
+    assert Path(skipped.path) == gone and "No such file or directory" in skipped.reason
+    assert report.summary.files == 2
