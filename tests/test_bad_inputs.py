@@ -402,3 +402,20 @@ def test_a_truncated_zip_written_as_a_stream_keeps_its_intact_entries(
     assert results["site/a.txt"].documents[0].text == seed_simplified
     assert results["site/b.txt"].documents[0].text == seed_with_ads
     assert results["site/c.txt"].skipped is not None
+
+
+def test_a_file_deleted_after_it_was_found_is_skipped_as_gone(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    """Found, then deleted or moved before it is read (a dump still being written): listed
+    as gone, with what to do, not as a damaged file; the rest are read."""
+    from dedup.read.containers import FILE_GONE
+
+    (tmp_path / "kept.txt").write_text(seed_simplified, encoding="utf-8")
+    (tmp_path / "gone.txt").write_text(seed_simplified, encoding="utf-8")
+    files, _skipped = discover_inputs([str(tmp_path)])
+    (tmp_path / "gone.txt").unlink()
+    config = ScanConfig()
+    ((gone,), (kept,)) = [list(read_file(file, config)) for file in files]
+    assert gone.skipped is not None and gone.skipped.reason == FILE_GONE
+    assert not gone.documents and kept.skipped is None and kept.documents

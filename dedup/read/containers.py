@@ -24,6 +24,8 @@ from dedup.read.slices import FileSlice, slice_input
 from dedup.read.streams import DAMAGE, Limits, RawInput, decompressed, raw_input, reason, too_large
 from dedup.read.zip import zip_entries
 
+FILE_GONE = "gone: deleted or moved while dedup was scanning; scan again once the dump is settled"
+
 
 def raw_inputs(
     file: FoundFile, limits: Limits, part: FileSlice | None = None
@@ -49,6 +51,8 @@ def raw_inputs(
         yield Skipped(
             file.path, "permission denied; make the file readable (chmod +r) and scan again"
         )
+    except FileNotFoundError:  # found by discover, gone since
+        yield Skipped(file.path, FILE_GONE)
     except ModuleNotFoundError as error:
         yield Skipped(file.path, str(error))
     except DAMAGE as error:
