@@ -9,7 +9,14 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["concatenated", "key_counts", "objects", "partitioned", "sorted_unique"]
+__all__ = [
+    "concatenated",
+    "key_counts",
+    "numbered_afresh",
+    "objects",
+    "partitioned",
+    "sorted_unique",
+]
 
 T = TypeVar("T", bound=np.generic)
 
@@ -65,6 +72,32 @@ def key_counts(
     joined, weights = joined[order], weights[order]
     starts = np.flatnonzero(np.append(True, joined[1:] != joined[:-1]))
     return joined[starts], np.add.reduceat(weights, starts)
+
+
+# Values a slot of the marking array at least, for numbered_afresh to mark rather than sort:
+# a slot is 8 bytes, and sorting keeps some 40 a value besides.
+_VALUES_A_SLOT = 1 / 8
+
+
+def numbered_afresh(
+    parts: Sequence[npt.NDArray[np.int64]], below: int
+) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+    """The distinct values of ``parts`` (integers from 0 to ``below``), sorted, and each
+    part's values as their places among them: ``np.unique(joined, return_inverse=True)``,
+    split by part again. Where the values are many against ``below``, they are marked in an
+    array of ``below`` slots instead of sorted, which holds no sorted copy, order and
+    inverse of them all beside them (and takes no sort)."""
+    total = sum(len(part) for part in parts)
+    if total < below * _VALUES_A_SLOT:
+        named, local = np.unique(concatenated(list(parts), np.int64), return_inverse=True)
+        bounds = np.cumsum([len(part) for part in parts])[:-1]
+        return named, np.split(local.reshape(-1).astype(np.int64), bounds)
+    place = np.zeros(below, dtype=np.int64)
+    for part in parts:
+        place[part] = 1
+    named = np.flatnonzero(place).astype(np.int64)
+    place[named] = np.arange(len(named), dtype=np.int64)
+    return named, [place[part] for part in parts]
 
 
 def objects(items: Sequence[Any]) -> npt.NDArray[np.object_]:

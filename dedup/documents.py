@@ -25,6 +25,7 @@ from dedup.arrays import (
     concatenated,
     found_in,
     key_counts,
+    numbered_afresh,
     partitioned,
     runs_of,
     sorted_unique,
@@ -322,15 +323,14 @@ class TextHolders:
     def of_pairs(self, text_pairs: npt.NDArray[np.int64]) -> PairHolders:
         """The holders of the texts ``text_pairs`` name, those texts numbered afresh (so
         that their holders lie side by side, whatever the scan's passages)."""
-        named, local = np.unique(
-            np.concatenate((text_pairs // self.texts, text_pairs % self.texts)),
-            return_inverse=True,
+        named, (low, high) = numbered_afresh(
+            (text_pairs // self.texts, text_pairs % self.texts), self.texts
         )
-        local = local.reshape(-1).astype(np.int64)
         holders, start, end = self._holders_of(named)
         size = max(1, len(named))
-        pairs = local[: len(text_pairs)] * size + local[len(text_pairs) :]
-        return PairHolders(pairs, size, holders, start, end, self.documents)
+        low *= size
+        low += high
+        return PairHolders(low, size, holders, start, end, self.documents)
 
     def _holders_of(
         self, texts: npt.NDArray[np.int64]

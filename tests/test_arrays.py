@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup.arrays import found_in, partitioned, sorted_unique
+from dedup.arrays import found_in, numbered_afresh, partitioned, sorted_unique
 
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
@@ -41,3 +41,23 @@ def test_found_in_says_where_each_wanted_value_is_and_whether_it_is_there(
     at, found = found_in(table, np.array(wanted, dtype=np.int64))
     assert found.tolist() == [value in set(values) for value in wanted]
     assert table[at[found]].tolist() == [value for value in wanted if value in set(values)]
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 99), max_size=60), min_size=1, max_size=3),
+    st.sampled_from([100, 10_000]),
+)
+def test_numbered_afresh_is_numpys_unique_with_its_inverse_split_by_part(
+    parts: list[list[int]], below: int
+) -> None:
+    """Marked (values many against ``below``) or sorted (few), the same numbers."""
+    arrays = [np.array(part, dtype=np.int64) for part in parts]
+    named, local = numbered_afresh(arrays, below)
+    joined = np.concatenate(arrays)
+    expected, inverse = np.unique(joined, return_inverse=True)
+    assert named.dtype == np.int64 and named.tolist() == expected.tolist()
+    assert [part.tolist() for part in local] == [
+        part.tolist()
+        for part in np.split(inverse.reshape(-1), np.cumsum(list(map(len, parts)))[:-1])
+    ]
+    assert all(part.dtype == np.int64 for part in local)
