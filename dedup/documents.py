@@ -69,21 +69,25 @@ class PassageAlignment:
     def __len__(self) -> int:
         return len(self.lengths)
 
+    @property
+    def _leads_held(self) -> bool:
+        return len(self.leads) == len(self.lengths)
+
     def leads_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The lead of each of ``rows``."""
-        if len(self.leads) == len(self.lengths):
+        if self._leads_held:
             return self.leads[rows]
         return np.zeros(len(rows), dtype=np.int64)
 
     def own_lengths(self) -> npt.NDArray[np.int64]:
         """Each passage's own characters: its length less its lead."""
-        if len(self.leads) == len(self.lengths):
+        if self._leads_held:
             return self.lengths - self.leads
         return self.lengths
 
     def dense_leads(self) -> npt.NDArray[np.int64]:
         """Every passage's lead, one a passage (the held array itself, when it is held)."""
-        if len(self.leads) == len(self.lengths):
+        if self._leads_held:
             return self.leads
         return np.zeros(len(self), dtype=np.int64)
 
@@ -147,9 +151,9 @@ class PassageAlignment:
             return cls.empty()
         passages = np.cumsum([0, *(len(part) for part in parts)])[:-1].tolist()
         steps = np.cumsum([0, *(len(part.steps) for part in parts)])[:-1].tolist()
-        # No lead held where no part holds one (a cluster's driver joining the files'
-        # results as they come: without_zero_leads).
-        held = any(len(part.leads) for part in parts)
+        # No lead held where no part with passages holds one (a cluster's driver joining
+        # the files' results as they come: tasks.without_kept).
+        held = any(len(part) and part._leads_held for part in parts)
         return cls(
             np.concatenate([part.lengths for part in parts]),
             np.concatenate([part.dense_leads() for part in parts])

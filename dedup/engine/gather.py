@@ -185,7 +185,7 @@ class Prepared:
             )
             if kept is None
             else replace(
-                alignment.without_zero_leads(),
+                alignment,  # without leads where all are 0: the workers dropped them
                 held_seeds=kept.seeds(),
                 held_steps=kept.steps(alignment.lengths),
             ),
@@ -331,25 +331,26 @@ def prepare_all(
     # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
     scan = new_scan()
     kept = on_workers if each is None else None
+    given = [learned.pop(task, ((), None)) for task in range(len(tasks))]
     arguments = (
         [files[number] for number, _part in tasks],
         repeat(config),
         [at_once[number] for number, _part in tasks],
         repeat(repeated),
-        [learned.get(task, ((), None))[0] for task in range(len(tasks))],
+        [chapters for chapters, _within in given],
         [
             CopyFilter(scan, task) if engine.hands_back_texts_once else None
             for task in range(len(tasks))
         ],
         [part for _number, part in tasks],
-        [learned.get(task, ((), None))[1] for task in range(len(tasks))],
+        [within for _chapters, within in given],
     )
     results = (
         kept.prepared(second_pass, *arguments)
         if kept is not None
         else ((result, None) for result in engine.map(second_pass, *arguments))
     )
-    learned.clear()
+    del given
     prepared = Prepared(SignatureTable(config.num_perm), kept)
     # A worker hands a text back once (or, on a cluster, every time): the copies' texts other
     # workers handed back too are let go of here, with their seeds, as each file arrives (in

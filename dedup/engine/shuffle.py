@@ -181,10 +181,10 @@ class KeptOnWorkers:
         """The learn pass over ``files`` (``parts`` of them) on the workers: each file's
         distinct chapters, in order, without their line keys, which the workers keep and
         count there (a shuffle by key: dedup.normalize.repeated_lines); where its chapters
-        are for the main pass (its batch's future and its slice of them: the workers keep
-        them too, for held here, every document's title among them, they grew with the dump
-        and left the allocator's pools in pieces: docs/performance.md); and the lines each
-        source repeats, as :func:`repeated_lines` finds them."""
+        are for the main pass (its batch's future and its slice of them); and the lines
+        each source repeats, as :func:`repeated_lines` finds them. The workers keep the
+        chapters too: held here, every document's title among them, they grew with the
+        dump and left the allocator's pools in pieces once let go of (docs/performance.md)."""
         if not files:
             return LearnPass([], [], {})
         engine = self.engine
