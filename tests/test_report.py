@@ -710,7 +710,7 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
 ) -> None:
     import os
 
-    from dedup.report import writer
+    from dedup.report import html, writer
 
     report = dedup.scan([str(samples)], jobs=1)
     formats = ("html", "csv", "pairs", "jsonl")
@@ -720,23 +720,33 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
         files
     )
     parent = os.getpid()
-    write_one = writer._write_page_or_table
+    write_one, write_part = writer._write_page_or_table, html.write_cluster_part
     marks = tmp_path / "marks"
     marks.mkdir()
 
-    def slow_page(report: Any, directory: Path, name: str, full_text: bool) -> None:
+    def mark(name: str) -> None:
+        (marks / f"{name}-{'here' if os.getpid() == parent else 'copy'}").touch()
+
+    def slow_page(job: Any, name: str) -> None:
         if name == "index.html":
             time.sleep(2)  # the page outlasts report.json: the tables fall to this process
-        writer = "here" if os.getpid() == parent else "copy"
-        (marks / f"{name}-{writer}").touch()
-        write_one(report, directory, name, full_text)
+        mark(name)
+        write_one(job, name)
 
-    # Whichever process is done with its own files first writes the tables: the same files.
+    def part(report: Any, directory: Path, part: html.ClusterPart) -> None:
+        mark(f"clusters part {part.number}")
+        write_part(report, directory, part)
+
+    # Whichever process is done with its own files first writes the tables and the page's
+    # parts of clusters: the same files.
     monkeypatch.setattr(writer, "_write_page_or_table", slow_page)
+    monkeypatch.setattr(html, "write_cluster_part", part)
     writer.write_report(report, tmp_path / "shared", formats, two_processes=True)
     assert folder_files(tmp_path / "shared") == files
     by = {path.name for path in marks.iterdir()}
-    assert by == {"index.html-copy", "index_data-copy"} | {
+    cluster_parts = {f"clusters part {p.number}-here" for p in html.cluster_parts(report)}
+    assert len(cluster_parts) >= 1
+    assert by == {"index.html-copy", "index_data-copy"} | cluster_parts | {
         f"{table}-here" for table in ("clusters.csv", "matches.csv", "pairs.csv")
     }
     monkeypatch.undo()
@@ -768,6 +778,21 @@ def test_files_written_by_a_forked_copy_are_those_written_here(
     monkeypatch.setattr(writer._ForkedWriter, "__init__", no_copy)
     writer.write_report(report, tmp_path / "here", formats, two_processes=True)
     assert folder_files(tmp_path / "here") == files
+
+
+def test_the_pages_parts_of_clusters_written_by_both_processes_are_those_of_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, samples: Path
+) -> None:
+    from dedup.report import html, writer
+
+    report = dedup.scan([str(samples)], jobs=1)
+    monkeypatch.setattr(html, "PART_CHARS", 3000)  # many parts, claimed by either process
+    assert len(html.cluster_parts(report)) >= 10
+    writer.write_report(report, tmp_path / "one", ("html",), two_processes=False)
+    writer.write_report(report, tmp_path / "two", ("html",), two_processes=True)
+    files = folder_files(tmp_path / "one")
+    assert sum(name.startswith("index_data/clusters-") for name in files) >= 10
+    assert folder_files(tmp_path / "two") == files
 
 
 # A page that opens index.html in a frame (file pages may reach each other with

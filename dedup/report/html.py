@@ -29,7 +29,8 @@ import io
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -265,36 +266,57 @@ _SMALL_CLUSTER_SOURCES = 16
 _OVERLAP_BATCH = 1 << 22
 
 
-def cluster_data(report: Report, budget: int | None = None) -> Iterator[dict[str, Any]]:
-    """Each cluster the page shows (members, palette, pairs), one at a time, largest first,
-    up to the page's budget (:func:`page_text_budget`) of member text less what its
-    documents hold (always at least one cluster)."""
-    options = report.options
-    config = NormalizeConfig(
-        script=options["script"], skip=frozenset(options.get("skip_steps", ()))
-    )
+@dataclass(frozen=True, slots=True)
+class ClusterPart:
+    """One of the page's parts of clusters: its number, and the clusters it holds (numbers
+    into the report's clusters, in order)."""
+
+    number: int
+    clusters: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        """Its file in the parts' folder, as a path under the report's folder."""
+        return f"{PARTS_FOLDER}/{part_name(CLUSTER_PARTS, self.number)}"
+
+
+CLUSTER_PARTS = "clusters"
+
+
+def cluster_parts(report: Report, budget: int | None = None) -> list[ClusterPart]:
+    """The clusters the page shows, largest first, up to the page's budget
+    (:func:`page_text_budget`) of member text less what its documents hold (always at least
+    one cluster), put into parts of some PART_CHARS characters of member text."""
     if budget is None:  # what the page's documents leave
         budget = page_text_budget(report) - _page_matches(report)[2]
-    shown: list[Cluster] = []
+    numbering = PageParts()
     characters = 0
     for number, cluster in enumerate(report.clusters):
         characters += sum(member.end - member.start for member in cluster.members)
         if number and characters > budget:
             break
-        shown.append(cluster)
-    # The members' texts are normalized for the palettes a group of clusters at a time, in
-    # batches (a cluster's few distinct texts alone make too small a batch).
-    for first in range(0, len(shown), _CLUSTERS_AT_ONCE):
-        group = shown[first : first + _CLUSTERS_AT_ONCE]
-        texts = (member.text for cluster in group for member in cluster.members)
-        normalized = normalized_texts(texts, config)
-        ngram = int(options["ngram"])
-        keys = shingle_keys_of((text.text for text in normalized.values()), ngram)
-        for cluster in group:
-            yield _cluster_data(cluster, ngram, config, normalized, keys)
+        numbering.add(CLUSTER_PARTS, number, sum(len(member.text) for member in cluster.members))
+    numbering.close()
+    return [
+        ClusterPart(number, tuple(clusters))
+        for number, clusters in enumerate(numbering.parts.values(), start=1)
+    ]
 
 
-_CLUSTERS_AT_ONCE = 256
+def cluster_data(report: Report, part: ClusterPart) -> list[dict[str, Any]]:
+    """The clusters of ``part`` as the page draws them: members, palette, pairs. The members'
+    texts are normalized for the palettes together (a cluster's few distinct texts alone make
+    too small a batch)."""
+    options = report.options
+    config = NormalizeConfig(
+        script=options["script"], skip=frozenset(options.get("skip_steps", ()))
+    )
+    clusters = [report.clusters[number] for number in part.clusters]
+    texts = (member.text for cluster in clusters for member in cluster.members)
+    normalized = normalized_texts(texts, config)
+    ngram = int(options["ngram"])
+    keys = shingle_keys_of((text.text for text in normalized.values()), ngram)
+    return [_cluster_data(cluster, ngram, config, normalized, keys) for cluster in clusters]
 
 
 def _script_json(data: Any) -> str:
@@ -357,36 +379,46 @@ def part_name(kind: str, number: int) -> str:
     return f"{kind}-{number:04d}.js"
 
 
-def page_data(report: Report, parts: PageParts) -> dict[str, Any]:
+def page_data(
+    report: Report, parts: PageParts, clusters_apart: Sequence[ClusterPart] | None = None
+) -> dict[str, Any]:
     """What index.html carries (the overview, the documents and matches without their text,
-    a row for each cluster shown), the texts and clusters going into ``parts``."""
+    a row for each cluster shown), the texts and clusters going into ``parts``; with
+    ``clusters_apart`` (:func:`cluster_parts`), the clusters' parts are left out, to be
+    written by :func:`write_cluster_part`."""
     page = report_data(report)
     left = page_text_budget(report)
     for number, document in enumerate(page["documents"]):
         text = document.pop("text")
         document["part"] = parts.add("documents", [number, text], len(text))
         left -= len(text)
+    shown = cluster_parts(report, left) if clusters_apart is None else clusters_apart
     rows = []
-    for cluster in cluster_data(report, left):
-        members = cluster["members"]
-        representative = next(member for member in members if member["representative"])
-        characters = sum(len(member["text"]) for member in members)
-        rows.append(
-            {
-                "id": cluster["id"],
-                "sources": cluster["sources"],
-                "giant": cluster["giant"],
-                "best": cluster["best"],
-                "size": len(members),
-                "title": representative["title"],
-                "begins": "".join(representative["text"].split())[:24],
-                "part": parts.add("clusters", cluster, characters),
-            }
-        )
+    for part in shown:
+        for number in part.clusters:
+            rows.append(_cluster_row(report.clusters[number], part.number))
+        if clusters_apart is None:
+            parts.write(CLUSTER_PARTS, part.number, cluster_data(report, part))
     page["clusters"] = rows
     page["parts_folder"] = PARTS_FOLDER
-    page["parts"] = parts.close()
+    counts = parts.close() | ({CLUSTER_PARTS: len(shown)} if shown else {})
+    page["parts"] = dict(sorted(counts.items()))
     return page
+
+
+def _cluster_row(cluster: Cluster, part: int) -> dict[str, Any]:
+    """A cluster's row in the page's list; its members are in clusters part ``part``."""
+    representative = next(m for m in cluster.members if m.id == cluster.representative)
+    return {
+        "id": cluster.id,
+        "sources": list(cluster.sources),
+        "giant": cluster.giant,
+        "best": round(float(cluster.pairs.jaccard.max()), 4),
+        "size": len(cluster.members),
+        "title": representative.title,
+        "begins": "".join(representative.text.split())[:24],
+        "part": part,
+    }
 
 
 def render_html(report: Report, parts: PageParts | None = None) -> str:
@@ -396,8 +428,14 @@ def render_html(report: Report, parts: PageParts | None = None) -> str:
     return buffer.getvalue()
 
 
-def write_page(report: Report, out: TextIO, parts: PageParts) -> None:
-    """index.html, its parts going into ``parts`` as they are made."""
+def write_page(
+    report: Report,
+    out: TextIO,
+    parts: PageParts,
+    clusters_apart: Sequence[ClusterPart] | None = None,
+) -> None:
+    """index.html, its parts going into ``parts`` as they are made (see :func:`page_data`
+    for ``clusters_apart``)."""
     static = resources.files("dedup").joinpath("report/static")
     style = static.joinpath("report.css").read_text("utf-8")
     script = static.joinpath("report.js").read_text("utf-8")
@@ -408,7 +446,7 @@ def write_page(report: Report, out: TextIO, parts: PageParts) -> None:
         f"default-src 'none'; style-src 'unsafe-inline'; "
         f"script-src 'sha256-{digest}' 'strict-dynamic'"
     )
-    data = _script_json(page_data(report, parts))
+    data = _script_json(page_data(report, parts, clusters_apart))
     out.write(
         '<!DOCTYPE html>\n<html lang="zh"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
@@ -421,13 +459,33 @@ def write_page(report: Report, out: TextIO, parts: PageParts) -> None:
     )
 
 
-def write_html(report: Report, directory: Path) -> list[Path]:
-    """index.html and its parts' folder in ``directory``."""
+def write_html(
+    report: Report, directory: Path, clusters_apart: Sequence[ClusterPart] | None = None
+) -> list[Path]:
+    """index.html and its parts' folder in ``directory``; with ``clusters_apart``
+    (:func:`cluster_parts`), the parts of those clusters are left to
+    :func:`write_cluster_part`, and the folder must be made before: :func:`empty_parts_folder`
+    (so that no process empties it while another writes into it)."""
+    folder = directory / PARTS_FOLDER
+    if clusters_apart is None:
+        empty_parts_folder(directory)
+    path = directory / INDEX_FILE
+    with open(path, "w", encoding="utf-8") as handle:
+        write_page(report, handle, PartFiles(folder), clusters_apart)
+    return [path, folder]
+
+
+def empty_parts_folder(directory: Path) -> None:
+    """The page's parts' folder in ``directory``, made, or emptied if it was there."""
     folder = directory / PARTS_FOLDER
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir()
-    path = directory / INDEX_FILE
-    with open(path, "w", encoding="utf-8") as handle:
-        write_page(report, handle, PartFiles(folder))
-    return [path, folder]
+
+
+def write_cluster_part(report: Report, directory: Path, part: ClusterPart) -> None:
+    """One of the page's parts of clusters (:func:`cluster_parts`), into the parts' folder in
+    ``directory``."""
+    PartFiles(directory / PARTS_FOLDER).write(
+        CLUSTER_PARTS, part.number, cluster_data(report, part)
+    )

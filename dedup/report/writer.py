@@ -11,16 +11,20 @@ import multiprocessing.process
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dedup.config import DEFAULT_FORMATS
 from dedup.engine.lifetime import can_fork, die_with_parent
 from dedup.models import JSON_SECTIONS, MemberText, Report
 from dedup.progress import progress
 from dedup.report.folder import ReportFolder
+
+if TYPE_CHECKING:
+    from dedup.report.html import ClusterPart
 
 REPORT_FILE = "report.json"
 
@@ -75,6 +79,35 @@ def write_report(
         return _write_into(report, folder, formats, two_processes, show_progress, full_text, texts)
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What either process writes a file of the report from."""
+
+    report: Report
+    directory: Path
+    formats: tuple[str, ...]
+    full_text: bool
+    document_texts: bool
+    # The page's parts of clusters, by file name, when they are files of their own that
+    # either process may write (the rest of the page does not wait for them); else none,
+    # and they are written with the page.
+    cluster_parts: Mapping[str, ClusterPart]
+
+    def write(self, name: str) -> None:
+        """A file either process may write: a table, the page, a part of its clusters, or a
+        list of report.json."""
+        from dedup.report.html import write_cluster_part
+
+        if name.startswith(f"{REPORT_FILE}#"):
+            section = name.split("#", 1)[1]
+            with _written_apart(self.directory, section) as handle:
+                self.report.write_json_section(handle, section, self.document_texts)
+        elif name in self.cluster_parts:
+            write_cluster_part(self.report, self.directory, self.cluster_parts[name])
+        else:
+            _write_page_or_table(self, name)
+
+
 def _write_into(
     report: Report,
     folder: ReportFolder,
@@ -84,6 +117,7 @@ def _write_into(
     full_text: bool,
     document_texts: bool,
 ) -> list[Path]:
+    from dedup.report.html import cluster_parts, empty_parts_folder
     from dedup.report.tables import CLUSTERS_JSONL
 
     directory = folder.path
@@ -92,25 +126,23 @@ def _write_into(
     writing = REPORT_FILE
     # With a forked copy, report.json's lists before its clusters are written apart too, by
     # whichever process is free (at 1 GB report.json took 10.6 s here and the page 6.0 s
-    # there; at 250 MB the page is the longer, 3.0 s against 2.0 s), then joined here.
+    # there; at 250 MB the page is the longer, 3.0 s against 2.0 s), then joined here; and so
+    # are the page's parts of clusters (their palettes are half the page's work).
     split = two_processes and can_fork()
     sections = [_section_name(name) for name in JSON_SECTIONS] if split else []
+    parts = (
+        {part.name: part for part in cluster_parts(report)} if split and "html" in formats else {}
+    )
+    if parts:
+        empty_parts_folder(directory)
+    job = _Job(report, directory, formats, full_text, document_texts, parts)
     # the larger tables first (table_names lists matches.csv, clusters.csv, pairs.csv), so
-    # that the process taking the last finishes not long after the other; the sections,
-    # smaller, after them
-    tables = _Claims(_tables(formats)[::-1] + sections)
+    # that the process taking the last finishes not long after the other; the sections and
+    # the page's parts, smaller, after them
+    tables = _Claims(_tables(formats)[::-1] + sections + list(parts))
     member_text: MemberText = "full" if full_text else "excerpt"
     try:
-        copy = _ForkedWriter(
-            _write_page_and_claimed,
-            report,
-            directory,
-            formats,
-            full_text,
-            document_texts,
-            tables,
-            fork=split and tables.shared,
-        )
+        copy = _ForkedWriter(_write_page_and_claimed, job, tables, fork=split and tables.shared)
         try:
             with contextlib.ExitStack() as files:
                 lines = None
@@ -139,13 +171,13 @@ def _write_into(
             mine = []  # the files the copy had not taken yet
             while (name := tables.claim()) is not None:
                 writing = _shown_name(name)
-                _write_claimed(report, directory, name, full_text, document_texts)
+                job.write(name)
                 mine.append(name)
             if not copy.succeeded():  # it failed, or there is none: its files once more, here
-                for name in _pages_and_tables(formats) + sections:
+                for name in _pages_and_tables(formats) + sections + list(parts):
                     if name not in mine:
                         writing = _shown_name(name)
-                        _write_claimed(report, directory, name, full_text, document_texts)
+                        job.write(name)
             if sections:
                 writing = REPORT_FILE
                 _join_sections(report, directory)
@@ -200,32 +232,13 @@ def _join_sections(report: Report, directory: Path) -> None:
 _COPY_BYTES = 1 << 22
 
 
-def _write_claimed(
-    report: Report, directory: Path, name: str, full_text: bool, document_texts: bool
-) -> None:
-    """A file either process may write: a table, the page, or a list of report.json."""
-    if name.startswith(f"{REPORT_FILE}#"):
-        section = name.split("#", 1)[1]
-        with _written_apart(directory, section) as handle:
-            report.write_json_section(handle, section, document_texts)
-    else:
-        _write_page_or_table(report, directory, name, full_text)
-
-
-def _write_page_and_claimed(
-    report: Report,
-    directory: Path,
-    formats: tuple[str, ...],
-    full_text: bool,
-    document_texts: bool,
-    tables: _Claims,
-) -> None:
-    """What the forked copy writes: the page, then each table (or list of report.json) this
-    process has not taken."""
-    for page in _page() if "html" in formats else []:
-        _write_page_or_table(report, directory, page, full_text)
+def _write_page_and_claimed(job: _Job, tables: _Claims) -> None:
+    """What the forked copy writes: the page, then each table (or list of report.json, or
+    part of the page) this process has not taken."""
+    for page in _page() if "html" in job.formats else []:
+        _write_page_or_table(job, page)
     while (table := tables.claim()) is not None:
-        _write_claimed(report, directory, table, full_text, document_texts)
+        job.write(table)
 
 
 class _Claims:
@@ -257,14 +270,14 @@ class _Claims:
         return self.names[number] if number < len(self.names) else None
 
 
-def _write_page_or_table(report: Report, directory: Path, name: str, full_text: bool) -> None:
+def _write_page_or_table(job: _Job, name: str) -> None:
     from dedup.report.html import INDEX_FILE, PARTS_FOLDER, write_html
     from dedup.report.tables import write_table
 
     if name == INDEX_FILE:
-        write_html(report, directory)
+        write_html(job.report, job.directory, list(job.cluster_parts.values()) or None)
     elif name != PARTS_FOLDER:  # the page's parts are written with it
-        write_table(report, directory, name, full_text)
+        write_table(job.report, job.directory, name, job.full_text)
 
 
 def _page() -> list[str]:
