@@ -16,7 +16,13 @@ from dedup.codepoints import code_points, from_code_points
 from dedup.kernels import compiled
 from dedup.kernels.hashing import FNV_OFFSET, FNV_PRIME, fnv1a
 from dedup.normalize.records import NormalizeConfig, NormalizeStats
-from dedup.normalize.tables import UNICODE_SIZE, content_table, identity_table, table_mask
+from dedup.normalize.tables import (
+    UNICODE_SIZE,
+    content_table,
+    identity_table,
+    table_mask,
+    unicode_facts,
+)
 
 _MIN_LINE_KEY_CHARS = 6  # shorter lines ("第一回", "完") are not learned as boilerplate
 
@@ -84,14 +90,9 @@ def _line_key_table() -> npt.NDArray[np.uint32]:
 @functools.cache
 def _lower_table() -> npt.NDArray[np.uint32]:
     """Each content character's lower case, where that is one character."""
+    facts = unicode_facts()
     table = identity_table().copy()
-    codes = np.flatnonzero(content_table())
-    lowered = list(map(str.lower, map(chr, codes.tolist())))
-    single = np.fromiter(map(len, lowered), dtype=np.int64, count=len(codes)) == 1
-    table[codes[single]] = np.fromiter(
-        (ord(char) for char, one in zip(lowered, single.tolist(), strict=True) if one),
-        dtype=np.uint32,
-    )
+    table[facts.lower_codes] = facts.lower_targets
     return table
 
 
@@ -100,9 +101,7 @@ def _contextual_lower_table() -> npt.NDArray[np.bool_]:
     """Content characters ``str.lower`` does not map one for one: İ becomes two characters,
     and Σ becomes ς or σ by the letters around it."""
     table = np.zeros(UNICODE_SIZE, dtype=np.bool_)
-    codes = np.flatnonzero(content_table())
-    lengths = np.fromiter(map(len, map(str.lower, map(chr, codes.tolist()))), np.int64)
-    table[codes[lengths != 1]] = True
+    table[unicode_facts().longer_lower] = True
     table[ord("Σ")] = True
     return table
 

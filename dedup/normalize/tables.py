@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -30,21 +32,98 @@ def content_table() -> npt.NDArray[np.bool_]:
     """Which code points carry content: letters and numbers (not private-use glyphs, which
     anti-scraping fonts use, and not the placeholders over censored words)."""
     table = np.zeros(UNICODE_SIZE, dtype=np.bool_)
-    categories = map(unicodedata.category, _all_characters())
-    table[:_TABLE_LIMIT] = np.fromiter(
-        map(_CONTENT_CATEGORIES.__contains__, categories), dtype=np.bool_, count=_TABLE_LIMIT
-    )
+    table[:_TABLE_LIMIT] = unicode_facts().content
     return table
 
 
 _CONTENT_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No"})
 
 
+@dataclass(frozen=True)
+class UnicodeFacts:
+    """What the tables take from ``unicodedata``, for the code points below _TABLE_LIMIT."""
+
+    content: npt.NDArray[np.bool_]  # a letter or number, by its category
+    nfkc_codes: npt.NDArray[np.int64]  # the characters NFKC changes, ascending
+    nfkc_targets: npt.NDArray[np.int64]  # the one character each becomes, or -1: several
+    lower_codes: npt.NDArray[np.int64]  # content characters whose lower case is another one
+    lower_targets: npt.NDArray[np.int64]
+    longer_lower: npt.NDArray[np.int64]  # content characters whose lower case is several
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnicodeFacts) and all(
+            np.array_equal(getattr(self, name), getattr(other, name))
+            for name in self.__dataclass_fields__
+        )
+
+
+UNICODE_FACTS_FILE = "unicode_facts.npz"
+
+
 @functools.cache
+def unicode_facts() -> UnicodeFacts:
+    """The facts as shipped in ``data/unicode_facts.npz`` when they were made under this
+    Python's Unicode version (reading them takes milliseconds, computing them a fifth of a
+    second, in every process that normalizes); else computed."""
+    try:
+        with resources.files("dedup").joinpath(f"data/{UNICODE_FACTS_FILE}").open("rb") as file:
+            shipped = np.load(file)
+            if str(shipped["unicode_version"]) == unicodedata.unidata_version:
+                return UnicodeFacts(
+                    np.unpackbits(shipped["content"], count=_TABLE_LIMIT).astype(np.bool_),
+                    *(shipped[name] for name in list(UnicodeFacts.__dataclass_fields__)[1:]),
+                )
+    except (OSError, KeyError, ValueError):
+        pass
+    return computed_unicode_facts()
+
+
+def computed_unicode_facts() -> UnicodeFacts:
+    """The facts, from ``unicodedata``."""
+    characters = _all_characters()
+    categories = map(unicodedata.category, characters)
+    content = np.fromiter(
+        map(_CONTENT_CATEGORIES.__contains__, categories), dtype=np.bool_, count=_TABLE_LIMIT
+    )
+    normalized = np.fromiter(
+        map(functools.partial(unicodedata.is_normalized, "NFKC"), characters),
+        dtype=np.bool_,
+        count=_TABLE_LIMIT,
+    )
+    nfkc_codes = np.flatnonzero(~normalized)
+    nfkc = [unicodedata.normalize("NFKC", chr(code)) for code in nfkc_codes.tolist()]
+    nfkc_targets = [ord(mapped) if len(mapped) == 1 else -1 for mapped in nfkc]
+    codes = np.flatnonzero(content)
+    lowered = list(map(str.lower, map(chr, codes.tolist())))
+    lengths = np.fromiter(map(len, lowered), dtype=np.int64, count=len(codes))
+    single = [ord(char) if len(char) == 1 else -1 for char in lowered]
+    changed = (lengths == 1) & (np.array(single, dtype=np.int64) != codes)
+    return UnicodeFacts(
+        content,
+        nfkc_codes.astype(np.int64),
+        np.array(nfkc_targets, dtype=np.int64),
+        codes[changed].astype(np.int64),
+        np.array(single, dtype=np.int64)[changed],
+        codes[lengths != 1].astype(np.int64),
+    )
+
+
 def _all_characters() -> str:
-    """Every code point below _TABLE_LIMIT, in order, as one string: the tables are built by
+    """Every code point below _TABLE_LIMIT, in order, as one string: the facts are found by
     mapping functions over it at C speed rather than by a Python loop over code points."""
     return "".join(map(chr, range(_TABLE_LIMIT)))
+
+
+def write_unicode_facts(path: Path) -> None:
+    """``data/unicode_facts.npz``: the facts computed under this Python's Unicode version."""
+    facts = computed_unicode_facts()
+    with open(path, "wb") as file:
+        np.savez_compressed(
+            file,
+            unicode_version=np.array(unicodedata.unidata_version),
+            content=np.packbits(facts.content),
+            **{name: getattr(facts, name) for name in list(UnicodeFacts.__dataclass_fields__)[1:]},
+        )
 
 
 @functools.cache
@@ -155,16 +234,8 @@ def ascii_lower_table() -> npt.NDArray[np.uint32]:
 @functools.cache
 def _nfkc_single() -> dict[int, int]:
     """Code points NFKC maps to one other character, and the ones it expands (value -1)."""
-    normalized = np.fromiter(
-        map(functools.partial(unicodedata.is_normalized, "NFKC"), _all_characters()),
-        dtype=np.bool_,
-        count=_TABLE_LIMIT,
-    )
-    mapping: dict[int, int] = {}
-    for code in np.flatnonzero(~normalized).tolist():
-        mapped = unicodedata.normalize("NFKC", chr(code))
-        mapping[code] = ord(mapped) if len(mapped) == 1 else -1
-    return mapping
+    facts = unicode_facts()
+    return dict(zip(facts.nfkc_codes.tolist(), facts.nfkc_targets.tolist(), strict=True))
 
 
 @functools.cache
