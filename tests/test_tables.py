@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,14 @@ def test_under_another_unicode_version_the_facts_are_computed(
     monkeypatch.setattr(unicodedata, "unidata_version", "0.0.0")
     facts = unicode_facts()
     assert computed == [facts]
+
+
+@pytest.mark.parametrize("content", [None, b"not a zip file", b"PK\x03\x04 cut short"])
+def test_a_missing_or_damaged_file_gives_way_to_computing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh_facts: object, content: bytes | None
+) -> None:
+    (tmp_path / "data").mkdir()
+    if content is not None:
+        (tmp_path / "data" / tables.UNICODE_FACTS_FILE).write_bytes(content)
+    monkeypatch.setattr(tables.resources, "files", lambda package: tmp_path)
+    assert unicode_facts() == computed_unicode_facts()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -73,7 +74,7 @@ def unicode_facts() -> UnicodeFacts:
                     np.unpackbits(shipped["content"], count=_TABLE_LIMIT).astype(np.bool_),
                     *(shipped[name] for name in list(UnicodeFacts.__dataclass_fields__)[1:]),
                 )
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):  # computed, as below
         pass
     return computed_unicode_facts()
 
