@@ -113,7 +113,7 @@ def _cluster_data(
 
 def report_data(report: Report) -> dict[str, Any]:
     """The overview and the matches the page shows, as plain data (``cluster_data`` gives the
-    clusters, one at a time)."""
+    clusters, a part at a time)."""
     options = report.options
     counts = np.zeros(HISTOGRAM_BINS, dtype=np.int64)
     for cluster in report.clusters:
@@ -408,13 +408,14 @@ def page_data(
 
 def _cluster_row(cluster: Cluster, part: int) -> dict[str, Any]:
     """A cluster's row in the page's list; its members are in clusters part ``part``."""
-    representative = next(m for m in cluster.members if m.id == cluster.representative)
+    members = cluster.members
+    representative = next(member for member in members if member.id == cluster.representative)
     return {
         "id": cluster.id,
         "sources": list(cluster.sources),
         "giant": cluster.giant,
         "best": round(float(cluster.pairs.jaccard.max()), 4),
-        "size": len(cluster.members),
+        "size": len(members),
         "title": representative.title,
         "begins": "".join(representative.text.split())[:24],
         "part": part,

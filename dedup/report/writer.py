@@ -63,12 +63,12 @@ def write_report(
 
     With ``two_processes`` (by default, when the scan ran more than one worker), the page is
     written by a forked copy of this process while this one writes report.json's clusters
-    and clusters.jsonl, and the CSV tables and then report.json's other lists by whichever of
-    the two is done first, where the system can fork (docs/performance.md: which half takes
-    longer depends on the report); report.json's parts are joined here at the end.
-    The copy shares this process's memory until it touches it, and touching the records
-    copies most of it, which a ``--jobs 1`` run does without. Should the copy fail, its files are written
-    here, so any error is this process's own.
+    and clusters.jsonl; the CSV tables, then report.json's other lists, then the page's
+    parts of clusters by whichever of the two is done first, where the system can fork
+    (docs/performance.md: which half takes longer depends on the report); report.json's
+    parts are joined here at the end. The copy shares this process's memory until it touches
+    it, and touching the records copies most of it, which a ``--jobs 1`` run does without.
+    Should the copy fail, its files are written here, so any error is this process's own.
     """
     texts = (full_text or report.texts_held) if document_texts is None else document_texts
     if isinstance(directory, ReportFolder):
@@ -127,7 +127,7 @@ def _write_into(
     # With a forked copy, report.json's lists before its clusters are written apart too, by
     # whichever process is free (at 1 GB report.json took 10.6 s here and the page 6.0 s
     # there; at 250 MB the page is the longer, 3.0 s against 2.0 s), then joined here; and so
-    # are the page's parts of clusters (their palettes are half the page's work).
+    # are the page's parts of clusters (their palettes are most of the page's work).
     split = two_processes and can_fork()
     sections = [_section_name(name) for name in JSON_SECTIONS] if split else []
     parts = (
