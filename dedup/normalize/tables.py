@@ -59,6 +59,8 @@ class UnicodeFacts:
 
 
 UNICODE_FACTS_FILE = "unicode_facts.npz"
+# The facts the file holds as they are (``content`` is packed eight to a byte).
+_ARRAYS = tuple(UnicodeFacts.__dataclass_fields__)[1:]
 
 
 @functools.cache
@@ -72,7 +74,7 @@ def unicode_facts() -> UnicodeFacts:
             if str(shipped["unicode_version"]) == unicodedata.unidata_version:
                 return UnicodeFacts(
                     np.unpackbits(shipped["content"], count=_TABLE_LIMIT).astype(np.bool_),
-                    *(shipped[name] for name in list(UnicodeFacts.__dataclass_fields__)[1:]),
+                    *(shipped[name] for name in _ARRAYS),
                 )
     except (OSError, KeyError, ValueError, zipfile.BadZipFile):  # computed, as below
         pass
@@ -123,7 +125,7 @@ def write_unicode_facts(path: Path) -> None:
             file,
             unicode_version=np.array(unicodedata.unidata_version),
             content=np.packbits(facts.content),
-            **{name: getattr(facts, name) for name in list(UnicodeFacts.__dataclass_fields__)[1:]},
+            **{name: getattr(facts, name) for name in _ARRAYS},
         )
 
 

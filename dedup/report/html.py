@@ -292,10 +292,12 @@ def cluster_parts(report: Report, budget: int | None = None) -> list[ClusterPart
     numbering = PageParts()
     characters = 0
     for number, cluster in enumerate(report.clusters):
-        characters += sum(member.end - member.start for member in cluster.members)
+        # a member's span, not its text: the text is cut from its document when asked for
+        size = sum(member.end - member.start for member in cluster.members)
+        characters += size
         if number and characters > budget:
             break
-        numbering.add(CLUSTER_PARTS, number, sum(len(member.text) for member in cluster.members))
+        numbering.add(CLUSTER_PARTS, number, size)
     numbering.close()
     return [
         ClusterPart(number, tuple(clusters))
