@@ -154,7 +154,7 @@ def _sample(dump: Path, sample_mb: float, config: ScanConfig) -> tuple[list[str]
             break
         sampled += Path(file.fs_path).stat().st_size
         for item in prepare_file(file, config).inputs:
-            texts += [text for text in item.normalized if text is not None]
+            texts += [text for text in item.normalized.texts() if text is not None]
     return texts, sampled
 
 

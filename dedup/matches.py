@@ -37,12 +37,11 @@ from dedup.align import seed_table, spans_with_table
 from dedup.arrays import sorted_unique
 from dedup.candidates import Leaders
 from dedup.cluster import components
-from dedup.codepoints import utf16_units
+from dedup.codepoints import TextRun
 from dedup.columns import SpanTable
 from dedup.config import AlignConfig, kept_sources
 from dedup.documents import DocumentRuns, PassageAlignment
 from dedup.engine.base import HeldTexts, Threads
-from dedup.engine.memory import release_freed_memory
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room_for_rows
 from dedup.models import (
@@ -79,44 +78,14 @@ class NormalizedTexts:
 
     @classmethod
     def of(
-        cls,
-        texts: Sequence[str | None],
-        leader: npt.NDArray[np.int64],
-        alignment: PassageAlignment,
-        let_go: bool = False,
+        cls, texts: TextRun, leader: npt.NDArray[np.int64], alignment: PassageAlignment
     ) -> NormalizedTexts:
-        """``let_go``: ``texts`` is a list the caller is done with, each text dropped from it
-        once encoded (and the memory handed back a part at a time), so that the texts are not
-        held twice, as strings and as code units."""
-        lengths, leads = alignment.lengths, alignment.dense_leads()
-        # The first passage of each text only: a copy's text, when a worker handed it back
-        # too, is the same characters again.
-        held = np.array([text is not None for text in texts], dtype=np.bool_)
-        held &= leader == np.arange(len(texts))
-        start = np.zeros(len(texts), dtype=np.int64)
-        # Encoded a part at a time into the one array: parts joined after would hold the
-        # texts twice at the align stage's start (at 1 GB, a quarter of a GB more). A unit a
-        # character, but two for a character past U+FFFF (rare ideographs): the array grows
-        # for those.
-        units = np.empty(int(lengths[held].sum()), dtype=np.uint16)
-        used = 0
-        for rows in np.array_split(np.flatnonzero(held), max(1, len(texts) // 100_000)):
-            if len(rows):
-                utf16, counts = utf16_units([texts[row] or "" for row in rows.tolist()])
-                size = len(utf16) // 2
-                if used + size > len(units):
-                    grown = np.empty(max(used + size, len(units) + len(units) // 64), np.uint16)
-                    grown[:used] = units[:used]
-                    units = grown
-                units[used : used + size] = np.frombuffer(utf16, dtype=np.uint16)
-                start[rows] = used + np.cumsum(counts) - counts
-                used += size
-                del utf16
-                if let_go and isinstance(texts, list):
-                    for row in rows.tolist():
-                        texts[row] = None
-                    release_freed_memory()
-        return cls(units[:used], start[leader], lengths, leads)
+        """The texts as the workers handed them back (the first passage of each distinct
+        text with its text: a copy's start is its first passage's), their code units as
+        they are, nothing copied."""
+        return cls(
+            texts.code_units, texts.starts()[leader], alignment.lengths, alignment.dense_leads()
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +99,13 @@ class HeldNormalizedTexts:
 
 
 def texts_to_align(
-    texts: Sequence[str | None] | HeldTexts,
-    leader: Leaders,
-    alignment: PassageAlignment,
-    let_go: bool = False,
+    texts: TextRun | HeldTexts, leader: Leaders, alignment: PassageAlignment
 ) -> NormalizedTexts | HeldNormalizedTexts:
-    """The texts as the alignment reads them: here, as code points once per distinct text
-    (``let_go``: the caller is done with ``texts``, see :meth:`NormalizedTexts.of`); where the
-    workers keep them, left there."""
+    """The texts as the alignment reads them: here, in UTF-16 once per distinct text;
+    where the workers keep them, left there."""
     if isinstance(texts, HeldTexts):
         return HeldNormalizedTexts(texts, leader, alignment)
-    return NormalizedTexts.of(texts, leader.dense(), alignment, let_go)
+    return NormalizedTexts.of(texts, leader.dense(), alignment)
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,7 @@ def scan_files(
                 documents, leader, passages.alignment, verified, engine
             )
             passages.let_go_of_seeds()
-            texts = texts_to_align(passages.texts, leader, passages.alignment, let_go=True)
+            texts = texts_to_align(passages.texts, leader, passages.alignment)
             passages.let_go_of_texts()
             aligned = align_through_groups(
                 document_pairs,

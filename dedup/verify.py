@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated, runs_of, sorted_unique
 from dedup.cluster import components
-from dedup.codepoints import code_points
+from dedup.codepoints import TextRun, code_points
 from dedup.columns import Similarity, SimilarityTable
 from dedup.engine.base import HeldTexts, Threads
 from dedup.engine.memory import release_freed_memory
@@ -228,7 +228,7 @@ def minhash_estimates(
 
 def verify_estimated(
     pairs: npt.NDArray[np.int64],
-    texts: Sequence[str],
+    texts: Sequence[str] | TextRun,
     estimates: npt.NDArray[np.float64],
     ngram: int,
     threshold: float,
@@ -251,12 +251,18 @@ def verify_estimated(
     run = threads.in_threads if threads is not None else map
 
     def lengths(involved: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        if isinstance(texts, TextRun):
+            return texts.lengths(involved)
         return np.fromiter((len(texts[i]) for i in involved.tolist()), np.int64, len(involved))
+
+    def batch_of(block: npt.NDArray[np.int64]) -> Sequence[str] | RunRows:
+        if isinstance(texts, TextRun):
+            return RunRows(texts, block, texts.lengths(block))
+        return [texts[index] for index in block.tolist()]
 
     scores = _Scores(len(pairs))
     for block, rows, block_pairs in _blocks(pairs, lengths, _CHARACTERS_AT_ONCE):
-        batch = [texts[index] for index in block.tolist()]
-        scores.put(rows, _scored_block(block_pairs, batch, ngram, run))
+        scores.put(rows, _scored_block(block_pairs, batch_of(block), ngram, run))
         # The block's sets were made in chunks on the threads, whose malloc arenas keep
         # what they free: hand it back before the next block's are made.
         release_freed_memory()
@@ -375,9 +381,28 @@ class CodePoints:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class RunRows:
+    """Some texts of a :class:`TextRun` (its ``rows``), sliced as a list of texts is: what a
+    block of verification is given here, each chunk's code points made where the chunk's
+    shingles are (on the engine's threads), not the block's at once."""
+
+    run: TextRun
+    rows: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]  # of each of rows, in characters
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, part: slice) -> RunRows:
+        return RunRows(self.run, self.rows[part], self.lengths[part])
+
+
 def _keys_of(
-    texts: Sequence[str] | CodePoints, ngram: int
+    texts: Sequence[str] | CodePoints | RunRows, ngram: int
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    if isinstance(texts, RunRows):
+        texts = CodePoints.of(texts.run.code_points(texts.rows), texts.lengths)
     if isinstance(texts, CodePoints):
         return shingle_keys_of_codes(texts.codes, texts.lengths, ngram)
     return shingle_key_batch(texts, ngram)
@@ -459,7 +484,7 @@ def _text_blocks(
 
 def _scored_block(
     local: npt.NDArray[np.int64],
-    batch: Sequence[str] | CodePoints,
+    batch: Sequence[str] | CodePoints | RunRows,
     ngram: int,
     run: Callable[..., Iterable[Any]],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
@@ -471,7 +496,7 @@ def _scored_block(
     ]
     lengths = (
         batch.lengths
-        if isinstance(batch, CodePoints)
+        if isinstance(batch, CodePoints | RunRows)
         else np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
     )
     unique, unique_offsets = _joined_sets(
@@ -521,7 +546,7 @@ _TASKS_PER_THREAD = 4
 
 
 def _shingle_sets(
-    chunk: Sequence[str] | CodePoints, ngram: int
+    chunk: Sequence[str] | CodePoints | RunRows, ngram: int
 ) -> tuple[Keys, npt.NDArray[np.int64]]:
     """Each text's set of shingle keys (sorted), in one array with their offsets."""
     keys, offsets = _keys_of(chunk, ngram)
@@ -673,7 +698,7 @@ def _estimates(pairs: npt.NDArray[np.int64], table: SignatureTable) -> npt.NDArr
 def verify_candidates(
     copies: SimilarityTable,
     pairs: npt.NDArray[np.int64],
-    texts: Sequence[str | None] | HeldTexts,
+    texts: TextRun | HeldTexts,
     estimates: npt.NDArray[np.float64],
     ngram: int,
     threshold: float,
@@ -698,9 +723,9 @@ def verify_candidates(
     )
 
 
-def candidate_texts(texts: Sequence[str | None], pairs: npt.NDArray[np.int64]) -> list[str]:
+def candidate_texts(texts: TextRun, pairs: npt.NDArray[np.int64]) -> TextRun:
     """``texts``, checked to hold the text of every passage in ``pairs``: candidates are drawn
     from the first passage of each distinct text, which always comes with its text."""
-    if any(texts[index] is None for index in sorted_unique(pairs).tolist()):
+    if not texts.held()[sorted_unique(pairs)].all():
         raise RuntimeError("a candidate passage came without its text: please report this bug")
-    return cast(list[str], texts)
+    return texts

@@ -85,7 +85,7 @@ def test_a_scan_gives_the_same_report_with_copies_left_out(
         ]
     finally:
         forget_scan(scan)
-    normalized = [item.normalized for result in handed for item in result.inputs]
+    normalized = [item.normalized.texts() for result in handed for item in result.inputs]
     assert None not in normalized[0]
     assert set(normalized[1]) == {None}
     left_out = dedup.scan([str(dump)], jobs=2)
@@ -114,7 +114,7 @@ def test_the_first_copy_comes_with_its_text_whatever_order_files_are_prepared_in
     finally:
         forget_scan(scan)
     items = [item for number in range(len(files)) for item in backwards[number].inputs]
-    texts = [text for item in items for text in item.normalized]
+    texts = [text for item in items for text in item.normalized.texts()]
     hashes = np.concatenate([item.hashes for item in items])
     distinct, links = candidates.exact_copies(texts, hashes)
     assert len(links) > len(distinct) / 2

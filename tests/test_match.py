@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from dedup import cluster, verify
 from dedup.candidates import candidate_pairs, lsh_params
 from dedup.cluster import cluster_pairs
+from dedup.codepoints import TextRun
 from dedup.columns import Similarity, SimilarityTable, SpanTable
 from dedup.engine.base import in_threads
 from dedup.fingerprint import SignatureTable, shingles, signatures
@@ -361,9 +362,15 @@ def test_verifying_in_chunks_on_threads_gives_the_same_table(
     lengths = np.array([len(t) for t in block], dtype=np.int64)
     given_codes = verify.scored_pairs(codes, lengths, local, 3)
     given_texts = verify._scored_block(local, block, 3, map)
-    for scores, expected in zip(given_codes, given_texts, strict=True):
-        assert scores.tolist() == expected.tolist()
+    # Here, the scan's texts are one run of UTF-16 (TextRun), each chunk's code points made
+    # on the threads.
+    run = TextRun.of(block)
+    every = np.arange(len(block))
+    given_run = verify._scored_block(local, verify.RunRows(run, every, run.lengths(every)), 3, map)
+    for scores, from_run, expected in zip(given_codes, given_run, given_texts, strict=True):
+        assert scores.tolist() == from_run.tolist() == expected.tolist()
     assert (given_texts[0][-12:-2] > 0.5).all()  # the rare characters' copies still match
+    assert list(verify_table(pairs, TextRun.of(texts), sigs, 3, 0.4, 0.7, Threads())) == list(whole)
 
 
 def test_threads_run_only_a_few_chunks_ahead_of_the_one_taken(seed_with_ads: str) -> None:

@@ -369,7 +369,7 @@ def test_a_files_kept_texts_give_each_passage_back_as_text_or_code_points_and_we
     (tmp_path / "a.txt").write_text(text, encoding="utf-8")
     files, _skipped = discover_inputs([str(tmp_path)], False)
     prepared = prepare_file(files[0], ScanConfig())
-    made = [t or "" for item in prepared.inputs for t in item.normalized]
+    made = [t or "" for item in prepared.inputs for t in item.normalized.texts()]
     assert len(made) > 3 and sum(rare in t for t in made) >= 1
     run = texts_of(prepared)
     assert [run[row] for row in range(len(run))] == made

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from dedup.arrays import runs_of
 from dedup.candidates import HeldHashes
+from dedup.codepoints import TextRun
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
@@ -114,7 +115,7 @@ class Prepared:
     )
     files: list[FoundFile] = field(default_factory=list)
     spans_per_file: list[int] = field(default_factory=list)
-    normalized: list[str | None] = field(default_factory=list)
+    normalized: list[TextRun] = field(default_factory=list)
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
         default_factory=lambda: JoinedParts(_joined_rows)
     )
@@ -140,7 +141,7 @@ class Prepared:
         for item in result.inputs:
             alignment = item.alignment
             if self.kept is None:  # else the workers keep texts, signatures and steps
-                self.normalized += item.normalized
+                self.normalized.append(item.normalized)
                 self.signatures.append(item.signatures, _handed_back(item))
                 self.steps.append(alignment.steps, alignment.big_steps)
                 self.seeds.append(alignment.seeds, alignment.seed_passage, self.count)
@@ -173,7 +174,9 @@ class Prepared:
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
             file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
             byte_spans=self.byte_spans.joined(np.empty((0, 2), dtype=np.int32)),
-            texts=self.normalized if kept is None else kept.texts(alignment.lengths),
+            texts=TextRun.joined(self.normalized)
+            if kept is None
+            else kept.texts(alignment.lengths),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
             if kept is None
             else kept.hashes(),
@@ -211,10 +214,10 @@ class Passages:
     file_first: npt.NDArray[np.int64]
     # Where each run of spans is in its file's bytes (PreparedInput.byte_spans).
     byte_spans: npt.NDArray[np.int32]
-    # Normalized texts (None for a later copy of a text: see dedup.engine.copies), their two
+    # Normalized texts (empty for a later copy of a text: see dedup.engine.copies), their two
     # hashes, and their MinHash signatures (none for those copies); on a cluster, texts,
     # hashes and signatures are kept by the workers (dedup.engine.shuffle).
-    texts: list[str | None] | HeldTexts
+    texts: TextRun | HeldTexts
     hashes: npt.NDArray[np.int64] | HeldHashes
     signatures: SignatureTable | HeldSignatures
     # Of the whole dump: its indexes are of all passages (its offset steps packed,
@@ -240,14 +243,11 @@ class Passages:
         release_freed_memory()
 
     def let_go_of_texts(self) -> None:
-        """Normalized texts are done with once pairs are verified: free them before
-        member texts are read back. They were unpickled on the pool's result
-        thread, whose malloc arena keeps their memory once freed, while member texts are made
-        on this thread, from another arena: so the freed memory is handed back too (without
-        it a 1 GB scan held both; docs/performance.md). Texts the workers keep are let go
-        of with the alignment's (the alignment runs where they are)."""
+        """The normalized texts, once verification is done and the alignment holds them (it
+        lets them go when done, before member texts are read back). Texts the workers keep
+        are let go of with the alignment's (the alignment runs where they are)."""
         if not isinstance(self.texts, HeldTexts):  # else the alignment needs them still
-            self.texts = []
+            self.texts = TextRun.of(())
         release_freed_memory()
 
     def let_go_of_seeds(self) -> None:
@@ -274,7 +274,7 @@ class Passages:
         self.alignment = PassageAlignment.empty()
         if isinstance(self.texts, HeldTexts):
             self.texts.let_go()
-            self.texts = []
+            self.texts = TextRun.of(())
         release_freed_memory()
 
 
@@ -328,7 +328,7 @@ def prepare_all(
         timer.add("learn-lines", file_learned.seconds)
     repeated = {**learn_pass.repeated, **known}
     del learn_pass
-    # A copy of a text a worker already handed back comes back as None (see dedup.engine.copies).
+    # A copy of a text a worker already handed back comes back empty (see dedup.engine.copies).
     scan = new_scan()
     kept = on_workers if each is None else None
     given = [learned.pop(task, ((), None)) for task in range(len(tasks))]
@@ -454,14 +454,11 @@ def _by_file(
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:
     """``result`` as a worker that hands back each text once would have handed it back: the
-    texts ``copies`` has seen in this or an earlier file as None, without their seeds."""
+    texts ``copies`` has seen in this or an earlier file empty, without their seeds."""
     inputs = []
     for item in result.inputs:
         keep = copies.keep(item.hashes)
-        texts = tuple(
-            text if kept else None
-            for text, kept in zip(item.normalized, keep.tolist(), strict=True)
-        )
+        texts = item.normalized.emptied(keep)
         signed = _handed_back(item)
         signatures = item.signatures if keep[signed].all() else item.signatures[keep[signed]]
         inputs.append(
@@ -477,6 +474,4 @@ def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:
 
 def _handed_back(item: PreparedInput) -> npt.NDArray[np.bool_]:
     """Which passages of ``item`` were handed back with their text (and signature)."""
-    return np.fromiter(
-        (text is not None for text in item.normalized), dtype=np.bool_, count=len(item.normalized)
-    )
+    return item.normalized.held()

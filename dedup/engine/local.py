@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dedup.candidates import Leaders
-from dedup.codepoints import code_points
+from dedup.codepoints import TextRun, code_points
 from dedup.columns import Similarity, SimilarityTable, SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import (
@@ -28,7 +28,6 @@ from dedup.documents import (
 )
 from dedup.engine.base import in_threads
 from dedup.engine.lifetime import die_with_parent
-from dedup.engine.tasks import TextRun
 from dedup.fingerprint import signatures
 from dedup.kernels.jit import compiled_before
 from dedup.matches import NormalizedTexts, align_through_groups, keep_order, original_spans
@@ -190,16 +189,17 @@ def warm_up_alignment(config: ScanConfig) -> None:
         verified_between(pairs, documents, verified),
         keep_order(documents, spans, config.keep),
         documents,
-        NormalizedTexts.of(texts, leader.dense(), alignment),
+        NormalizedTexts.of(TextRun.of(texts), leader.dense(), alignment),
         config.align,
         _HERE,
     )
     original_spans(aligned, documents, spans, alignment)
-    # A cluster's workers hand the alignment its texts' UTF-16, and verification their
-    # code points, from what they keep.
+    # A cluster's workers hand the alignment its texts' UTF-16, and verification (here
+    # too) their code points and lengths, from what they keep.
     run = TextRun.of(texts)
     run.units(np.arange(len(texts)))
     run.code_points(np.arange(len(texts)))
+    run.lengths(np.arange(len(texts)))
 
 
 class _ThisThread:

@@ -62,6 +62,7 @@ from dedup.candidates import (
     partition_copies,
     partition_pair_codes,
 )
+from dedup.codepoints import TextRun
 from dedup.config import ScanConfig
 from dedup.documents import (
     MIN_SHARED_SEEDS,
@@ -73,7 +74,6 @@ from dedup.documents import (
 )
 from dedup.engine.tasks import (
     PreparedFile,
-    TextRun,
     count_line_keys,
     ends_in_runs,
     hashes_of,

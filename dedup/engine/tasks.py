@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import codecs
 import itertools
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -14,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.codepoints import utf16_code_points, utf16_gathered, utf16_units
+from dedup.codepoints import TextRun
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
@@ -52,8 +51,8 @@ class PreparedInput:
     entry: InputFile | None
     skipped: Skipped | None
     passages: SpanTable
-    # None for a copy of a text this worker handed back for this or an earlier file (copies.py)
-    normalized: tuple[str | None, ...]
+    # Empty for a copy of a text this worker handed back for this or an earlier file (copies.py)
+    normalized: TextRun
     hashes: npt.NDArray[np.int64]  # two of each normalized text (equal texts, equal hashes)
     signatures: npt.NDArray[np.uint32]  # of the passages handed back with their text, in order
     too_short: int
@@ -162,9 +161,11 @@ def _prepare_input(
         entry = replace(entry, passages_by_source=_passages_by_source(passages, result.source))
     with timer("segment"):
         byte_spans = _byte_spans(result, passages, whole_size, config)
-    handed_back = tuple(
-        text if handing else None
-        for text, handing in zip(texts, handing_back.tolist(), strict=True)
+    handed_back = TextRun.of(
+        [
+            text if handing else None
+            for text, handing in zip(texts, handing_back.tolist(), strict=True)
+        ]
     )
     return PreparedInput(
         entry,
@@ -211,7 +212,7 @@ def joined_slices(parts: Sequence[PreparedFile], config: ScanConfig) -> Prepared
         entry,
         None,
         passages,
-        tuple(text for item in inputs for text in item.normalized),
+        TextRun.joined([item.normalized for item in inputs]),
         concatenated([item.hashes for item in inputs], np.int64, columns=2),
         concatenated([item.signatures for item in inputs], np.uint32, columns=config.num_perm),
         sum(item.too_short for item in inputs),
@@ -248,63 +249,10 @@ def signatures_of(prepared: PreparedFile) -> npt.NDArray[np.uint32]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class TextRun:
-    """The normalized texts of a prepared file's passages, in order, as one text in UTF-16
-    (passage ``i``'s is code units ``ends[i - 1]`` to ``ends[i]``): what a cluster's worker
-    keeps of the file (dedup.engine.shuffle). Bytes, not a str: a str of Han text takes 4
-    bytes a character once one of its characters lies past U+FFFF (rare ideographs do), and
-    pickles as UTF-8 (3 a character) to be decoded again where it goes; these bytes move
-    between Dask workers as they are, 2 a character."""
-
-    utf16: bytes
-    ends: npt.NDArray[np.int64]
-
-    @classmethod
-    def of(cls, texts: Sequence[str]) -> TextRun:
-        utf16, units = utf16_units(texts)
-        return cls(utf16, np.cumsum(units))
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def __getitem__(self, row: int) -> str:
-        start = int(self.ends[row - 1]) if row else 0
-        return self.utf16[2 * start : 2 * int(self.ends[row])].decode("utf-16-le")
-
-    def units(
-        self, rows: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.int64]]:
-        """The UTF-16 code units of the texts of ``rows``, one text after another, and how
-        many each took."""
-        starts, ends = self._bounds(rows)
-        return utf16_gathered(self._units(), starts, ends), ends - starts
-
-    def code_points(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
-        """The code points of the texts of ``rows``, one text after another: as the texts'
-        join encoded in UTF-32, without a string made."""
-        return utf16_code_points(self._units(), *self._bounds(rows))
-
-    def _units(self) -> npt.NDArray[np.uint16]:
-        return np.frombuffer(self.utf16, dtype=np.uint16)
-
-    def _bounds(
-        self, rows: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Where the texts of ``rows`` start and end in the run's code units."""
-        return np.where(rows > 0, self.ends[np.maximum(rows - 1, 0)], 0), self.ends[rows]
-
-    def __sizeof__(self) -> int:
-        # What Dask counts a kept run as (sys.getsizeof): its scheduler places a task by the
-        # bytes of its inputs each worker holds, and counted as an empty object, the texts
-        # were moved to wherever a task went.
-        return object.__sizeof__(self) + sys.getsizeof(self.utf16) + self.ends.nbytes
-
-
 def texts_of(prepared: PreparedFile) -> TextRun:
     """The normalized texts of every passage of a prepared file (of all its inputs), in
     order; a text not handed back (see dedup.engine.copies) is empty."""
-    return TextRun.of([text or "" for item in prepared.inputs for text in item.normalized])
+    return TextRun.joined([item.normalized for item in prepared.inputs])
 
 
 def steps_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
@@ -354,7 +302,7 @@ def without_kept(prepared: PreparedFile) -> PreparedFile:
             item,
             passages=item.passages.without_ends(),
             signatures=np.empty((0, item.signatures.shape[1]), np.uint32),
-            normalized=(None,) * len(item.normalized),
+            normalized=TextRun.of(()),
             hashes=np.empty((0, 2), np.int64),
             alignment=replace(
                 item.alignment,
@@ -429,7 +377,15 @@ def _skipped_input(skipped: Skipped, config: ScanConfig) -> PreparedInput:
     no_hashes = np.empty((0, 2), dtype=np.int64)
     no_spans = np.empty((0, 2), dtype=np.int32)
     return PreparedInput(
-        None, skipped, SpanTable.of(()), (), no_hashes, empty, 0, no_spans, PassageAlignment.empty()
+        None,
+        skipped,
+        SpanTable.of(()),
+        TextRun.of(()),
+        no_hashes,
+        empty,
+        0,
+        no_spans,
+        PassageAlignment.empty(),
     )
 
 

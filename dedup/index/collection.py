@@ -282,12 +282,12 @@ class _BandKeys:
         return np.concatenate(parts) if parts else np.empty((0, self.bands), dtype=np.int64)
 
     def _of_input(self, item: PreparedInput) -> npt.NDArray[np.int64]:
-        signed = np.array([text is not None for text in item.normalized], dtype=np.bool_)
+        signed = item.normalized.held()
         keys = np.empty((len(signed), self.bands), dtype=np.int64)
         keys[signed] = band_keys(SignatureTable.of(item.signatures), self.bands, self.rows)
-        for row, (text, pair) in enumerate(zip(item.normalized, item.hashes.tolist(), strict=True)):
+        for row, (held, pair) in enumerate(zip(signed.tolist(), item.hashes.tolist(), strict=True)):
             twins = (pair[0], pair[1])
-            if text is None:
+            if not held:
                 keys[row] = self._first[twins]
             elif twins not in self._first:
                 self._first[twins] = keys[row]
