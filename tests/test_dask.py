@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
+import pty
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import warnings
@@ -736,31 +740,67 @@ def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
         pass
 
 
+class _Terminal:
+    """A pseudo-terminal 120 columns wide for a command's standard error, read as it is
+    written: the command then draws its progress bars there (tqdm draws nothing on a terminal
+    0 columns wide), which tell how far it has got."""
+
+    def __init__(self) -> None:
+        self.reading_end, self.writing_end = pty.openpty()
+        fcntl.ioctl(self.writing_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def start_reading(self) -> None:
+        """Read what is written, once the command holds the writing end (closed here)."""
+        os.close(self.writing_end)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.reading_end, 4096)
+            except OSError:  # EIO: every process writing there has ended
+                return
+            if not chunk:
+                return
+            self._chunks.append(chunk)
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        self._reader.join(timeout=10)
+        os.close(self.reading_end)
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
 def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
     mirror_dump: Path, tmp_path: Path, stop: signal.Signals
 ) -> None:
     out = tmp_path / "report"
-    command = [sys.executable, "-m", "dedup", "scan", str(mirror_dump), "-o", str(out), "-q"]
-    with open(tmp_path / "stderr.txt", "wb") as log:
-        scan = subprocess.Popen(
-            [*command, "--engine", "dask-local", "-j", "2"],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            start_new_session=True,
-        )
-    # Once both workers run (and have started on the files), stop the scan. They are the
+    command = [sys.executable, "-m", "dedup", "scan", str(mirror_dump), "-o", str(out)]
+    terminal = _Terminal()
+    scan = subprocess.Popen(
+        [*command, "--engine", "dask-local", "-j", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=terminal.writing_end,
+        start_new_session=True,
+    )
+    terminal.start_reading()
+    # Once both workers run and have started on the files of the main pass (its bar is
+    # drawn), stop the scan: the stages after it leave time enough. The workers are the
     # scan's processes out of its process group, each in its own (forked copies of the scan,
     # so its command line is theirs): a Ctrl-C while a worker starts would kill it with a
     # traceback; the scan stops them.
     deadline = time.monotonic() + STARTUP_SECONDS
     workers: set[int] = set()
-    while len(workers) < 2:
-        assert scan.poll() is None and time.monotonic() < deadline, scan.returncode
-        workers = {pid for pid in descendants(scan.pid) if _group_of(pid) == pid}
-        time.sleep(0.05)
-    time.sleep(1.5)
+    while len(workers) < 2 or "read+fingerprint" not in terminal.text():
+        assert scan.poll() is None and time.monotonic() < deadline, terminal.text()
+        if len(workers) < 2:
+            workers = {pid for pid in descendants(scan.pid) if _group_of(pid) == pid}
+        time.sleep(0.02)
     assert scan.poll() is None, "the scan ended before it was stopped"
     if stop == signal.SIGINT:
         os.killpg(scan.pid, stop)  # Ctrl-C reaches the whole process group
@@ -771,10 +811,11 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
     while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [pid for pid in workers if alive(pid)] == []
+    terminal.close()
     assert not out.exists()
     if stop == signal.SIGINT:
-        assert code == 130, (tmp_path / "stderr.txt").read_text()
-        errors = (tmp_path / "stderr.txt").read_text()
+        errors = terminal.text()
+        assert code == 130, errors
         assert "dedup: interrupted" in errors and "Traceback" not in errors, errors
         assert [p for p in tmp_path.iterdir() if ".partial-" in p.name] == []
 
