@@ -419,3 +419,27 @@ def test_a_file_deleted_after_it_was_found_is_skipped_as_gone(
     ((gone,), (kept,)) = [list(read_file(file, config)) for file in files]
     assert gone.skipped is not None and gone.skipped.reason == FILE_GONE
     assert not gone.documents and kept.skipped is None and kept.documents
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_page_too_short_for_a_passage_is_listed_and_counted(
+    tmp_path: Path, seed_simplified: str, jobs: int
+) -> None:
+    """A site that pages its chapters leaves last pages of a line (「本章完」) or a bracket: a
+    UTF-8 file whose one document holds no passage. It is listed with none and counted as
+    too short, and the scan goes on (it stopped the scan with an IndexError, placing the
+    bytes of its passages' runs: there are none)."""
+    dump = _site(tmp_path, seed_simplified)
+    (tmp_path / "site-b").mkdir()
+    (tmp_path / "site-b" / "000.txt").write_text(seed_simplified, "utf-8")
+    (tmp_path / "site-b" / "001.txt").write_text("本章完\n", "utf-8")
+    (tmp_path / "site-b" / "002.txt").write_text("    ]\n  }\n]", "utf-8")
+    report = dedup.scan([dump], jobs=jobs)
+    passages = {Path(i.path).relative_to(tmp_path).as_posix(): i.passages for i in report.inputs}
+    assert passages["site-b/001.txt"] == passages["site-b/002.txt"] == 0
+    assert passages["site-a/000.txt"] == passages["site-b/000.txt"] > 0
+    assert report.summary.passages_too_short == 1  # the brackets hold no story character
+    assert report.skipped == ()
+    assert [(m.a.path, m.b.path) for m in report.matches] == [
+        (str(tmp_path / "site-a/000.txt"), str(tmp_path / "site-b/000.txt"))
+    ]
