@@ -217,6 +217,7 @@ class SignatureTable:
         self.num_perm = num_perm
         self._parts: list[Signatures] = []
         self._pending: list[Signatures] = []
+        self._pending_bytes = 0  # summed as parts come: summing at each append is quadratic
         self._starts = [0]  # the first row of each part
         # Per part appended, which of its passages have a row (or how many passages, all do).
         self._present: list[npt.NDArray[np.bool_] | int] = []
@@ -245,7 +246,8 @@ class SignatureTable:
             self._present.append(present)
         self._passages += len(part) if present is None else len(present)
         self._pending.append(part)
-        if sum(p.nbytes for p in self._pending) >= self.JOIN_BYTES:
+        self._pending_bytes += part.nbytes
+        if self._pending_bytes >= self.JOIN_BYTES:
             self._join_pending()
 
     def _join_pending(self) -> None:
@@ -256,7 +258,7 @@ class SignatureTable:
                 joined = np.concatenate(self._pending, out=_prefaulted(rows, self.num_perm))
             self._parts.append(joined)
             self._starts.append(self._starts[-1] + len(joined))
-            self._pending = []
+            self._pending, self._pending_bytes = [], 0
 
     def settled(self) -> SignatureTable:
         """This table with every part joined (and its rows found), which ``columns`` and

@@ -23,7 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -293,39 +293,6 @@ def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
             len(lines.chapters) and not len(lines.pair_keys) for lines in file.line_counts.values()
         )
         assert all(not document for document in file.chapters)  # nor the chapters found
-
-
-def test_small_files_go_to_the_workers_in_batches_and_slices_alone(
-    mirror_dump: Path, tmp_path: Path
-) -> None:
-    """A pass's calls are cut into consecutive batches, a task each: small files together up
-    to the batch's bytes, enough batches for every worker thread, and a call of a slice of a
-    file (whose kept passages must be its own) or of a file of unknown size alone."""
-    from dedup.config import ScanConfig
-    from dedup.engine.dask_cluster import _BATCHES_PER_THREAD, _batches
-    from dedup.read import discover_inputs
-    from dedup.read.slices import FileSlice
-
-    files, _skipped = discover_inputs([str(mirror_dump)], False)
-    config = ScanConfig()
-    calls = [(file, config, None) for file in files]
-    sizes = [file.stamp[0] for file in files if file.stamp is not None]
-    assert len(sizes) == len(files) > 200
-    for threads in (1, 2, 8):
-        batches = _batches(calls, threads)
-        assert [n for batch in batches for n in batch] == list(range(len(calls)))
-        assert len(batches) >= _BATCHES_PER_THREAD * threads  # the last ones end together
-        assert len(batches) < len(calls) / 2  # but many files a task
-        limit = sum(sizes) // (_BATCHES_PER_THREAD * threads)
-        assert all(sum(sizes[n] for n in batch) <= limit for batch in batches if len(batch) > 1)
-    whole = (files[3], config, None)
-    sliced = (files[4], config, FileSlice(0, 100, "utf-8"))
-    unknown = (replace(files[5], stamp=None), config, None)
-    mixed = [*calls[:3], sliced, sliced, whole, unknown, *calls[6:9]]
-    batches = _batches(mixed, 1)
-    for alone in (3, 4, 6):
-        assert range(alone, alone + 1) in batches
-    assert [n for batch in batches for n in batch] == list(range(len(mixed)))
 
 
 def test_the_stages_on_the_workers_show_their_tasks(

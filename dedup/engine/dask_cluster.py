@@ -45,6 +45,7 @@ import numpy as np
 from dedup.config import ScanConfig
 from dedup.engine import lifetime
 from dedup.engine.base import in_threads
+from dedup.engine.batches import file_batches
 from dedup.engine.lifetime import die_with_parent
 from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
@@ -66,7 +67,7 @@ CONNECT_SECONDS = 10
 _FOLDER_PREFIX = "dedup-dask-"
 # How long a dask-local worker may take to start (a first run compiles its loops) and join.
 _START_SECONDS = 600
-# Files one task of a pass prepares, in bytes together, at most (see _batches), and batches
+# Files one task of a pass prepares, in bytes together, at most (see file_batches), and batches
 # per worker thread, at least, where there are files enough.
 _BATCH_BYTES = 8_000_000
 _BATCHES_PER_THREAD = 8
@@ -189,7 +190,7 @@ class DaskEngine:
 
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
         """``function`` over the arguments as tasks on the workers (small files' calls in
-        batches, a task each: :func:`_batches`); results in order."""
+        batches, a task each: :func:`~dedup.engine.batches.file_batches`); results in order."""
         calls, batches, tasks = self._submit_batches(function, arguments)  # now, not when read
         return (
             result
@@ -206,7 +207,7 @@ class DaskEngine:
         *arguments: Iterable[Any],
     ) -> Iterator[tuple[T, tuple[Future[Any], ...]]]:
         """``function`` over the arguments as tasks on the workers, small files' calls in
-        batches (:func:`_batches`): of each result ``handed_back(result)`` brought here, in
+        batches (:func:`~dedup.engine.batches.file_batches`): of each result ``handed_back(result)`` brought here, in
         order; of each batch's results ``merged``, each of ``kept`` of that left on the
         worker, its futures given with the batch's last result (``()`` with the others: Dask
         runs the task again if the worker dies while they are held)."""
@@ -354,10 +355,10 @@ class DaskEngine:
     def _submit_batches(
         self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
     ) -> tuple[list[tuple[Any, ...]], list[range], list[Future[Any] | None]]:
-        """The calls, their batches (:func:`_batches`) and a task for each batch, handed to
+        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`) and a task for each batch, handed to
         the scheduler now (earlier batches first, as the results are taken in order)."""
         calls, sent = self._calls(arguments)
-        batches = _batches(calls, self.workers)
+        batches = file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_THREAD)
         tasks: list[Future[Any] | None] = [
             self._submitted(_batch_task, function, sent[batch.start : batch.stop], priority=-n)
             for n, batch in enumerate(batches)
@@ -765,35 +766,3 @@ def _each(function: Callable[[T], Any], results: list[T]) -> list[Any]:
 def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:
     """``part`` of a batch's results ``merged`` into one, on the worker that holds them."""
     return part(merged(results))
-
-
-def _batches(calls: Sequence[tuple[Any, ...]], threads: int) -> list[range]:
-    """The calls of a pass over files cut into batches of consecutive calls, a task each: a
-    task costs the scheduler and this process some milliseconds of CPU, and a small file
-    takes less than that to prepare (docs/performance.md). A batch holds files up to
-    ``_BATCH_BYTES`` together, or less, so that there are ``_BATCHES_PER_THREAD`` batches
-    per worker thread and the last ones end about together; a call of a slice of a file, or
-    with no file of known size, is a batch alone (a slice's kept passages are its own)."""
-    sizes = [_call_bytes(call) for call in calls]
-    total = sum(size for size in sizes if size is not None)
-    limit = min(_BATCH_BYTES, total // (_BATCHES_PER_THREAD * max(threads, 1)))
-    batches: list[range] = []
-    first, held = 0, 0
-    for number, size in enumerate(sizes):
-        if number > first and (size is None or held >= limit or held + size > limit):
-            batches.append(range(first, number))
-            first, held = number, 0
-        held += limit if size is None else size
-    if calls:
-        batches.append(range(first, len(calls)))
-    return batches
-
-
-def _call_bytes(call: tuple[Any, ...]) -> int | None:
-    """The size of the file a call prepares, if it is known and the call takes all of it."""
-    if any(isinstance(value, FileSlice) for value in call):
-        return None
-    for value in call:
-        if isinstance(value, FoundFile):
-            return None if value.stamp is None else value.stamp[0]
-    return None

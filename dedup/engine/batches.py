@@ -1,0 +1,54 @@
+"""The calls of a pass over files cut into batches of consecutive calls, a task each.
+
+A task costs more than a small file takes to prepare: on a Dask cluster some milliseconds of
+the scheduler's and this process's CPU, in the local engine's pool a message each way and the
+task's arguments pickled again (the lines each source repeats among them). A dump of a file a
+chapter (pages of ten-odd KB, as many sites are scraped) is tens of thousands of such files
+(docs/performance.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from dedup.read import FoundFile
+from dedup.read.slices import FileSlice
+
+T = TypeVar("T")
+
+
+def file_batches(
+    calls: Sequence[tuple[Any, ...]], threads: int, most_bytes: int, per_thread: int
+) -> list[range]:
+    """Batches of consecutive ``calls``: files up to ``most_bytes`` together, or less, so
+    that there are ``per_thread`` batches per worker thread and the last ones end about
+    together; a call of a slice of a file, or with no file of known size, is a batch alone (a
+    slice's kept passages are its own)."""
+    sizes = [_call_bytes(call) for call in calls]
+    total = sum(size for size in sizes if size is not None)
+    limit = min(most_bytes, total // (per_thread * max(threads, 1)))
+    batches: list[range] = []
+    first, held = 0, 0
+    for number, size in enumerate(sizes):
+        if number > first and (size is None or held >= limit or held + size > limit):
+            batches.append(range(first, number))
+            first, held = number, 0
+        held += limit if size is None else size
+    if calls:
+        batches.append(range(first, len(calls)))
+    return batches
+
+
+def calls_in_batch(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> list[T]:
+    """A batch's task: ``function`` of each call, in order."""
+    return [function(*call) for call in calls]
+
+
+def _call_bytes(call: tuple[Any, ...]) -> int | None:
+    """The size of the file a call prepares, if it is known and the call takes all of it."""
+    if any(isinstance(value, FileSlice) for value in call):
+        return None
+    for value in call:
+        if isinstance(value, FoundFile):
+            return None if value.stamp is None else value.stamp[0]
+    return None

@@ -1,0 +1,85 @@
+"""A pass's calls over files cut into batches of consecutive calls, a task each, by both
+engines (dedup.engine.batches): a dump of a page a file is tens of thousands of files."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import dedup
+from dedup.config import ScanConfig
+from dedup.engine import dask_cluster, local
+from dedup.engine.batches import file_batches
+from dedup.engine.local import LocalEngine
+from dedup.read import discover_inputs
+from dedup.read.slices import FileSlice
+
+ENGINES = {
+    "local": (local._BATCH_BYTES, local._BATCHES_PER_WORKER),
+    "dask": (dask_cluster._BATCH_BYTES, dask_cluster._BATCHES_PER_THREAD),
+}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_small_files_go_in_batches_and_slices_alone(mirror_dump: Path, engine: str) -> None:
+    """Small files together up to the batch's bytes, enough batches for every worker, and a
+    call of a slice of a file (whose kept passages must be its own) or of a file of unknown
+    size alone."""
+    most_bytes, per_thread = ENGINES[engine]
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    config = ScanConfig()
+    calls = [(file, config, None) for file in files]
+    sizes = [file.stamp[0] for file in files if file.stamp is not None]
+    assert len(sizes) == len(files) > 200
+    for threads in (1, 2, 8):
+        batches = file_batches(calls, threads, most_bytes, per_thread)
+        assert [n for batch in batches for n in batch] == list(range(len(calls)))
+        assert len(batches) >= per_thread * threads  # the last ones end together
+        assert len(batches) < len(calls) / 2  # but many files a task
+        limit = min(most_bytes, sum(sizes) // (per_thread * threads))
+        assert all(sum(sizes[n] for n in batch) <= limit for batch in batches if len(batch) > 1)
+    whole = (files[3], config, None)
+    sliced = (files[4], config, FileSlice(0, 100, "utf-8"))
+    unknown = (replace(files[5], stamp=None), config, None)
+    mixed = [*calls[:3], sliced, sliced, whole, unknown, *calls[6:9]]
+    batches = file_batches(mixed, 1, most_bytes, per_thread)
+    for alone in (3, 4, 6):
+        assert range(alone, alone + 1) in batches
+    assert [n for batch in batches for n in batch] == list(range(len(mixed)))
+
+
+def _pid_and_name(file: object, number: int) -> tuple[int, str, int]:
+    return os.getpid(), Path(file.path).name, number  # type: ignore[attr-defined]
+
+
+def test_the_local_engine_hands_its_workers_small_files_in_batches(mirror_dump: Path) -> None:
+    """The workers get tasks of many files each (a task is messages and its arguments
+    pickled again), and the results come back in the calls' order, one a call."""
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    submitted = []
+    with LocalEngine(ScanConfig(jobs=2), len(files)) as engine:
+        assert engine.pool is not None
+        submit = engine.pool.submit
+
+        def counted(*task: object) -> object:
+            submitted.append(task)
+            return submit(*task)  # type: ignore[arg-type]
+
+        engine.pool.submit = counted  # type: ignore[method-assign]
+        results = list(engine.map(_pid_and_name, files, range(len(files))))
+    assert [(name, number) for _pid, name, number in results] == [
+        (Path(file.path).name, number) for number, file in enumerate(files)
+    ]
+    assert len({pid for pid, _name, _number in results} - {os.getpid()}) == 2
+    assert 2 * local._BATCHES_PER_WORKER <= len(submitted) < len(files) / 4
+
+
+def test_a_dump_of_a_page_a_file_gives_the_same_report_in_batches_or_alone(
+    mirror_dump: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batched = dedup.scan([mirror_dump], jobs=2).to_json()
+    monkeypatch.setattr(local, "_BATCH_BYTES", 0)  # a file a task, as before batches
+    assert dedup.scan([mirror_dump], jobs=2).to_json() == batched
