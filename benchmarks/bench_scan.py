@@ -1,12 +1,13 @@
 """End-to-end speed of `dedup scan` against a straightforward datasketch script, same passages.
 
-    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--dump mirror|repeated] [--cli]
+    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--dump mirror|pages|repeated] [--cli]
         [--jobs 0] [--shared ../shared]
     python benchmarks/bench_scan.py --engine dask-local --workers 1 2 [--mb 250 [1000]]
 
 Builds a dump of about --mb MB from real text in ../shared/corpora: ``mirror`` (the default),
 five mirror sites that each vary the text (benchmarks/mirror_sites.py: most passages near
-copies), or ``repeated``, the classics as found and a machine-converted copy of part of them,
+copies), ``pages``, the same with each book in pages of 12 KB a file (as sites that page
+their chapters are scraped: a hundred times as many files), or ``repeated``, the classics as found and a machine-converted copy of part of them,
 repeated to reach the size (nearly every passage an exact copy). Prints the share of passages
 that are exact copies after normalization. Scans it with dedup (with ``--cli``, also the
 command line end to end, writing the default report, in a process of its own), then runs the baseline on the very passages dedup fingerprinted: one
@@ -50,7 +51,7 @@ from dedup.read import discover_inputs
 from dedup.read.decode import decode_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.mirror_sites import build_mirror_dump
+from benchmarks.mirror_sites import build_mirror_dump, build_paged_mirror_dump
 
 BOOKS = [
     "tennessine-corpus/红楼梦.txt",
@@ -83,6 +84,11 @@ def build_dump(shared: Path, target_bytes: int, out: Path) -> int:
                     return written
         round_number += 1
     return written
+
+
+# The dumps: the mirror sites (books a file each), the same in pages of 12 KB a file, and the
+# same nine books repeated.
+_BUILDERS = {"mirror": build_mirror_dump, "pages": build_paged_mirror_dump, "repeated": build_dump}
 
 
 def baseline(texts: list[str], config: ScanConfig) -> float:
@@ -195,7 +201,7 @@ def main() -> None:
         default=2,
         help="scan and run the script this many times, alternating; each side's fastest counts",
     )
-    parser.add_argument("--dump", choices=["mirror", "repeated"], default="mirror")
+    parser.add_argument("--dump", choices=sorted(_BUILDERS), default="mirror")
     parser.add_argument(
         "--cli", action="store_true", help="also time the command line, report written"
     )
@@ -247,7 +253,7 @@ def run(args: argparse.Namespace, size_mb: float, baselines: bool) -> dict[str, 
     rounds; print the figures of each side's fastest round."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp)
-        builder = build_mirror_dump if args.dump == "mirror" else build_dump
+        builder = _BUILDERS[args.dump]
         size = builder(args.shared, int(size_mb * 1e6), dump)
         config = ScanConfig(jobs=args.jobs)
         # The baselines run on dedup's own normalized passages, up to --sample-mb of them,
@@ -368,7 +374,7 @@ def compare_engines(args: argparse.Namespace, size_mb: float) -> None:
     runs = [("local", args.jobs or 2)] + [("dask-local", workers) for workers in args.workers]
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp)
-        builder = build_mirror_dump if args.dump == "mirror" else build_dump
+        builder = _BUILDERS[args.dump]
         size = builder(args.shared, int(size_mb * 1e6), dump)
         results: dict[tuple[str, int], list[dict[str, object]]] = {run: [] for run in runs}
         for _round in range(args.rounds):

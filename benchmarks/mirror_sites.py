@@ -1,6 +1,6 @@
 """A realistic scraped dump: mirror sites that each republish the books their own way.
 
-    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared]
+    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared] [--pages]
 
 Made from every text of ``../shared/corpora/`` (decoded as dedup decodes them), book by book
 in a fixed shuffled order until the size is reached. A *network* is five sites: the first
@@ -10,6 +10,10 @@ homophone swaps, 0.5% censored words) and, for 30% of those, converted to Taiwan
 the first network (a dump larger than one network makes), every site of a network is a mirror.
 So most passages are near copies, as on real mirror networks, not exact ones (the share of
 exact copies after normalization is printed by ``bench_scan.py``).
+
+With ``--pages`` each site writes each book as pages of about 12 KB (a folder a book, a file
+a page, cut at the first line end past 12 KB: each site at its own places), as sites that
+page their chapters are scraped: the same text in a hundred times as many files.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dedup.read.decode import decode_bytes
 SITES = 5
 CARRIED = 0.7
 MIN_HAN = 20_000  # texts shorter than this (poems, READMEs) are not books
+PAGE_BYTES = 12_000
 
 
 def books(shared: Path) -> list[tuple[str, str]]:
@@ -66,8 +71,9 @@ def _site_copy(text: str, site: int, rng: random.Random) -> str:
     return convert(noisy, "s2tw") if rng.random() < 0.3 else noisy
 
 
-def build_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int:
-    """Write the dump into ``out``; returns the bytes written."""
+def build_mirror_dump(shared: Path, target_bytes: int, out: Path, pages: bool = False) -> int:
+    """Write the dump into ``out`` (each book in pages, if ``pages``); returns the bytes
+    written."""
     written = 0
     library = books(shared)
     network = 0
@@ -80,14 +86,34 @@ def build_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int:
                     continue
                 content = text if original else _site_copy(text, site, rng)
                 path = out / f"net{network}-site{site}" / f"{name}.txt"
-                path.parent.mkdir(parents=True, exist_ok=True)
                 data = content.encode("utf-8")
-                path.write_bytes(data)
+                _write(path, data, pages)
                 written += len(data)
                 if written >= target_bytes:
                     return written
         network += 1
     return written
+
+
+def build_paged_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int:
+    """The mirror dump with each book in pages of about PAGE_BYTES."""
+    return build_mirror_dump(shared, target_bytes, out, pages=True)
+
+
+def _write(path: Path, data: bytes, pages: bool) -> None:
+    """``data`` at ``path``, or as pages ``path.stem/00000.txt``… cut at line ends."""
+    if not pages:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return
+    folder = path.with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    start, page = 0, 0
+    while start < len(data):
+        end = data.find(b"\n", start + PAGE_BYTES)
+        end = len(data) if end < 0 else end + 1
+        (folder / f"{page:05d}{path.suffix}").write_bytes(data[start:end])
+        start, page = end, page + 1
 
 
 def main() -> None:
@@ -96,8 +122,9 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--mb", type=float, default=250)
     parser.add_argument("--shared", type=Path, default=here.parent / "shared")
+    parser.add_argument("--pages", action="store_true", help="each book in pages of 12 KB")
     args = parser.parse_args()
-    written = build_mirror_dump(args.shared, int(args.mb * 1e6), args.out)
+    written = build_mirror_dump(args.shared, int(args.mb * 1e6), args.out, args.pages)
     print(f"{written / 1e6:.1f} MB in {args.out}")
 
 
