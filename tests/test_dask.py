@@ -370,6 +370,34 @@ def test_the_api_takes_a_client_and_leaves_it_open(
             time.sleep(0.05)
 
 
+@pytest.mark.parametrize("engine", ["dask", "dask-local"])
+def test_the_clients_made_for_a_scan_keep_no_log_of_the_messages_sent(
+    cluster: Cluster, engine: str
+) -> None:
+    """distributed keeps the last 1,000 messages a connection sent and the last 1,000
+    transitions of a scheduler, which on a scan's driver are its task graphs, every file
+    named in them: the client a scan makes (and a dask-local scheduler) keep none; the
+    default is left as it was."""
+    import dask
+
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
+
+    default = dask.config.get("distributed.admin.low-level-log-length")
+    assert default > 0
+    options = {"scheduler": cluster.address} if engine == "dask" else {"engine": engine}
+    with DaskEngine(ScanConfig(jobs=1, **options)) as scan:  # type: ignore[arg-type]
+        assert scan.client is not None
+        assert scan.client.scheduler_comm.recent_message_log.maxlen == 0
+        if engine == "dask-local":
+            assert scan.client.run_on_scheduler(_transition_log_length) == 0
+        assert dask.config.get("distributed.admin.low-level-log-length") == default
+
+
+def _transition_log_length(dask_scheduler: distributed.Scheduler) -> int | None:
+    return dask_scheduler.transition_log.maxlen
+
+
 def test_a_scan_that_fails_after_the_files_leaves_the_callers_client_working(
     cluster: Cluster, samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

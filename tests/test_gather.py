@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +92,41 @@ def test_a_cluster_hands_back_no_leads_when_all_are_0_and_the_driver_joins_none(
             ]
         ),
     )
+
+
+def test_the_records_of_each_file_share_the_strings_this_process_holds(
+    mirror_dump: Path,
+) -> None:
+    """A dump of a page a file is tens of thousands of files, each with its found file, its
+    entry in the report and its documents' keys: unpickled from a worker, each would hold
+    strings of its own. The entry's and the documents' path and source are the found
+    file's, and a value named by many (a source, a format, a count's name) is one string."""
+    import pickle
+
+    from dedup.engine.gather import Prepared, _documents_sharing_strings
+    from dedup.fingerprint import SignatureTable
+
+    config = ScanConfig()
+    files, _skipped = discover_inputs([str(mirror_dump)])
+    sources = {file.source: file.source for file in files}
+    assert all(file.source is sources[file.source] for file in files)
+    assert all(file.fs_path is file.path for file in files)
+    prepared = Prepared(SignatureTable(config.num_perm))
+    for file in files[:40]:
+        result = pickle.loads(pickle.dumps(prepare_file(file, config, {})))  # as from a worker
+        (item,) = result.inputs
+        assert item.entry is not None and item.entry.path is not file.path
+        prepared.add(file, result)
+        entry = prepared.inputs[-1]
+        assert entry == item.entry  # the same values
+        assert entry.path is file.path and entry.source is file.source
+        assert all(name is sys.intern(name) for name in entry.normalization)
+    names = [name for entry in prepared.inputs for name in entry.normalization]
+    assert len(names) > 40 and len({id(name) for name in names}) == len(set(names))
+    spans = prepared.spans.joined(SpanTable.concatenate([]))
+    by_path = {file.path: file for file in files}
+    assert len(spans.documents) >= 40
+    for source, path, _record, _record_id in spans.documents:
+        assert path is by_path[path].path and source is by_path[path].source
+    table = prepare_file(files[0], config, {}).inputs[0].passages
+    assert _documents_sharing_strings(table, files[0]).documents == table.documents

@@ -104,9 +104,18 @@ class DaskEngine:
                 # First: each worker's Python imports dedup and loads its loops while this
                 # process imports distributed and starts the scheduler.
                 self._local_workers = _LocalWorkers(self.config)
+            import dask
             import distributed
 
-            self._start(distributed)
+            # distributed keeps the last 1,000 messages each connection sent and the
+            # scheduler's last 1,000 transitions, for its own developers: here the scan's
+            # task graphs, every file named in them, held by this process for the whole
+            # scan (11 MiB at 250 MB of pages of 12 KB, growing with the files until a
+            # message holds a thousand of them: docs/performance.md). None are kept by the
+            # connections and the dask-local scheduler made here (a caller's client is
+            # left as it is).
+            with dask.config.set({"distributed.admin.low-level-log-length": 0}):
+                self._start(distributed)
         except BaseException:  # an error or an interrupt while starting: nothing left behind
             self._close()
             raise

@@ -3,6 +3,7 @@ several files, then the main pass, each file's result merged as it arrives and l
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -154,13 +155,13 @@ class Prepared:
                 )
             self.count += len(alignment)
             self.alignment.append(alignment)
-            self.spans.append(item.passages)
+            self.spans.append(_documents_sharing_strings(item.passages, file))
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
             if item.entry is not None:
-                self.inputs.append(item.entry)
+                self.inputs.append(_sharing_strings(item.entry, file))
             if item.skipped is not None:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
@@ -450,6 +451,36 @@ def _by_file(
             continue
         joined = joined_slices([result for result, _run in taken], config)
         yield joined, runs if passage_count(joined) == sum(run[0] for run in runs) else []
+
+
+def _sharing_strings(entry: InputFile, file: FoundFile) -> InputFile:
+    """``entry`` as a worker handed it back, its strings those this process holds already
+    (its file's path and source) or one a value (its format, encoding and the names of its
+    normalization's counts): unpickled, each would be a string of its own, and this process
+    holds an entry a file (a dump of a page a file: tens of thousands)."""
+    return replace(
+        entry,
+        path=file.path if entry.path == file.path else entry.path,
+        source=file.source if entry.source == file.source else sys.intern(entry.source),
+        format=sys.intern(entry.format),
+        encoding=sys.intern(entry.encoding),
+        normalization={sys.intern(name): count for name, count in entry.normalization.items()},
+    )
+
+
+def _documents_sharing_strings(spans: SpanTable, file: FoundFile) -> SpanTable:
+    """``spans`` with its documents' paths and sources those of ``file`` where they are the
+    same (as :func:`_sharing_strings`)."""
+    documents = tuple(
+        (
+            file.source if source == file.source else source,
+            file.path if path == file.path else path,
+            record,
+            record_id,
+        )
+        for source, path, record, record_id in spans.documents
+    )
+    return replace(spans, documents=documents)
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -280,7 +281,11 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
         skipped[where] = Skipped(where, kind)
         return
     file_format, compression = kind
-    candidate = FoundFile(where, source, file_format, str(file), compression, file_stamp(real))
+    # One string for what is the same (a dump of a page a file holds tens of thousands).
+    fs_path = str(file)
+    fs_path = where if fs_path == where else fs_path
+    stamp = file_stamp(real)
+    candidate = FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp)
     # The same file reached through two given paths is read once, under the first name in order.
     previous = found.get(real)
     if previous is None or candidate.path < previous.path:
