@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -19,7 +19,6 @@ from dedup.models import Chapter, Document, DocumentKey
 from dedup.normalize import (
     BATCH_CHARS,
     NormalizeStats,
-    in_batches,
     normalize_many,
 )
 from dedup.normalize.repeated_lines import RepeatedLines
@@ -99,6 +98,10 @@ def input_windows(
     records = 0
     carry: Chapter | None = None  # the chapter a streamed piece goes on with
     next_index = 0
+    # Chapter blocks are normalized together in batches of about BATCH_CHARS, across the
+    # documents of the input that share a source (and so the lines it repeats): a JSON
+    # Lines file of a record a chapter would otherwise pay the steps' fixed costs a record.
+    batch = _Batch(windows, stats, config, timer)
     documents = iter(result.documents)
     for number in itertools.count():
         with timer("read"):  # a streamed file is read as its documents are asked for
@@ -119,26 +122,57 @@ def input_windows(
         if chapters:
             carry = chapters[-1]
             next_index = max(numbers, default=next_index - 1) + 1
-        normalize_config = replace(
-            config.normalize, repeated_lines=repeated.get(document.source, frozenset())
-        )
-        blocks = [
-            Chapter(chapter.index, chapter.title, chapter.start, block_start, block_end)
-            for chapter in chapters
-            for block_start, block_end in _blocks(document.text, chapter)
-        ]
-        for batch in _batches(blocks):
-            with timer("normalize"):
-                texts = [document.text[block.body_start : block.end] for block in batch]
-                normalized, batch_stats = normalize_many(texts, normalize_config)
-            stats.merge(batch_stats)
-            with timer("segment"):
-                for block, text in zip(batch, normalized, strict=True):
-                    cut = chapter_windows(
-                        document, block, text, config.passage_chars, config.passage_overlap
-                    )
-                    windows.add(cut, document, block)
+        lines = repeated.get(document.source, _NO_LINES)
+        for chapter in chapters:
+            for block_start, block_end in _blocks(document.text, chapter):
+                block = Chapter(chapter.index, chapter.title, chapter.start, block_start, block_end)
+                batch.add(document, block, lines)
+    batch.done()
     return windows, len(chapters_seen), records, stats
+
+
+_NO_LINES: frozenset[int] = frozenset()
+
+
+class _Batch:
+    """Chapter blocks gathered until they hold BATCH_CHARS characters (or the repeated lines
+    they are normalized against change), then normalized together and cut into windows, in
+    the order they came."""
+
+    def __init__(
+        self, windows: InputWindows, stats: NormalizeStats, config: ScanConfig, timer: StageTimer
+    ) -> None:
+        self._windows, self._stats, self._config, self._timer = windows, stats, config, timer
+        self._blocks: list[tuple[Document, Chapter]] = []
+        self._chars = 0
+        self._lines = _NO_LINES
+
+    def add(self, document: Document, block: Chapter, lines: frozenset[int]) -> None:
+        if self._blocks and lines is not self._lines and lines != self._lines:
+            self.done()
+        self._lines = lines
+        self._blocks.append((document, block))
+        self._chars += block.end - block.body_start
+        if self._chars >= BATCH_CHARS:
+            self.done()
+
+    def done(self) -> None:
+        """Normalize and cut the blocks gathered."""
+        if not self._blocks:
+            return
+        normalize_config = replace(self._config.normalize, repeated_lines=self._lines)
+        with self._timer("normalize"):
+            texts = [
+                document.text[block.body_start : block.end] for document, block in self._blocks
+            ]
+            normalized, batch_stats = normalize_many(texts, normalize_config)
+        self._stats.merge(batch_stats)
+        passage_chars, overlap = self._config.passage_chars, self._config.passage_overlap
+        with self._timer("segment"):
+            for (document, block), text in zip(self._blocks, normalized, strict=True):
+                cut = chapter_windows(document, block, text, passage_chars, overlap)
+                self._windows.add(cut, document, block)
+        self._blocks, self._chars = [], 0
 
 
 # A chapter body longer than this is normalized and windowed in blocks, cut at a sentence end
@@ -161,8 +195,3 @@ def _blocks(text: str, chapter: Chapter) -> list[tuple[int, int]]:
         start = cut
     blocks.append((start, end))
     return blocks
-
-
-def _batches(blocks: list[Chapter]) -> Iterator[list[Chapter]]:
-    """The chapter blocks in batches of about BATCH_CHARS characters, normalized together."""
-    return in_batches(blocks, (block.end - block.body_start for block in blocks), BATCH_CHARS)
