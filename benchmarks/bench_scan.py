@@ -1,14 +1,15 @@
 """End-to-end speed of `dedup scan` against a straightforward datasketch script, same passages.
 
-    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]] [--dump mirror|pages|repeated] [--cli]
-        [--jobs 0] [--shared ../shared]
+    python benchmarks/bench_scan.py [--mb 10 [100 1000 ...]]
+        [--dump mirror|pages|records|repeated] [--cli] [--jobs 0] [--shared ../shared]
     python benchmarks/bench_scan.py --engine dask-local --workers 1 2 [--mb 250 [1000]]
 
 Builds a dump of about --mb MB from real text in ../shared/corpora: ``mirror`` (the default),
 five mirror sites that each vary the text (benchmarks/mirror_sites.py: most passages near
 copies), ``pages``, the same with each book in pages of 12 KB a file (as sites that page
-their chapters are scraped: a hundred times as many files), or ``repeated``, the classics as found and a machine-converted copy of part of them,
-repeated to reach the size (nearly every passage an exact copy). Prints the share of passages
+their chapters are scraped: a hundred times as many files), ``records``, a JSON Lines file a
+book of a record a page, or ``repeated``, the classics as found and a machine-converted copy
+of part of them, repeated to reach the size (nearly every passage an exact copy). Prints the share of passages
 that are exact copies after normalization. Scans it with dedup (with ``--cli``, also the
 command line end to end, writing the default report, in a process of its own), then runs the baseline on the very passages dedup fingerprinted: one
 datasketch.MinHash per passage, update_batch on the UTF-8 encoded shingles (default hash),
@@ -51,7 +52,11 @@ from dedup.read import discover_inputs
 from dedup.read.decode import decode_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.mirror_sites import build_mirror_dump, build_paged_mirror_dump
+from benchmarks.mirror_sites import (
+    build_mirror_dump,
+    build_paged_mirror_dump,
+    build_records_mirror_dump,
+)
 
 BOOKS = [
     "tennessine-corpus/红楼梦.txt",
@@ -86,9 +91,14 @@ def build_dump(shared: Path, target_bytes: int, out: Path) -> int:
     return written
 
 
-# The dumps: the mirror sites (books a file each), the same in pages of 12 KB a file, and the
-# same nine books repeated.
-_BUILDERS = {"mirror": build_mirror_dump, "pages": build_paged_mirror_dump, "repeated": build_dump}
+# The dumps: the mirror sites (books a file each), the same in pages of 12 KB a file, or as
+# JSON Lines of a record a page, and the same nine books repeated.
+_BUILDERS = {
+    "mirror": build_mirror_dump,
+    "pages": build_paged_mirror_dump,
+    "records": build_records_mirror_dump,
+    "repeated": build_dump,
+}
 
 
 def baseline(texts: list[str], config: ScanConfig) -> float:

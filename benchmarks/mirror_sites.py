@@ -1,6 +1,6 @@
 """A realistic scraped dump: mirror sites that each republish the books their own way.
 
-    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared] [--pages]
+    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared] [--pages | --records]
 
 Made from every text of ``../shared/corpora/`` (decoded as dedup decodes them), book by book
 in a fixed shuffled order until the size is reached. A *network* is five sites: the first
@@ -13,12 +13,15 @@ exact copies after normalization is printed by ``bench_scan.py``).
 
 With ``--pages`` each site writes each book as pages of about 12 KB (a folder a book, a file
 a page, cut at the first line end past 12 KB: each site at its own places), as sites that
-page their chapters are scraped: the same text in a hundred times as many files.
+page their chapters are scraped: the same text in a hundred times as many files. With
+``--records`` each book is a JSON Lines file of those pages, a record each (``title``,
+``text``), as aggregators and training sets keep text.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 from pathlib import Path
@@ -71,9 +74,11 @@ def _site_copy(text: str, site: int, rng: random.Random) -> str:
     return convert(noisy, "s2tw") if rng.random() < 0.3 else noisy
 
 
-def build_mirror_dump(shared: Path, target_bytes: int, out: Path, pages: bool = False) -> int:
-    """Write the dump into ``out`` (each book in pages, if ``pages``); returns the bytes
-    written."""
+def build_mirror_dump(
+    shared: Path, target_bytes: int, out: Path, pages: bool = False, records: bool = False
+) -> int:
+    """Write the dump into ``out`` (each book in pages, if ``pages``, or as a JSON Lines file
+    of a record a page, if ``records``); returns the bytes of text written."""
     written = 0
     library = books(shared)
     network = 0
@@ -87,7 +92,7 @@ def build_mirror_dump(shared: Path, target_bytes: int, out: Path, pages: bool = 
                 content = text if original else _site_copy(text, site, rng)
                 path = out / f"net{network}-site{site}" / f"{name}.txt"
                 data = content.encode("utf-8")
-                _write(path, data, pages)
+                _write(path, data, pages, records)
                 written += len(data)
                 if written >= target_bytes:
                     return written
@@ -100,20 +105,38 @@ def build_paged_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int:
     return build_mirror_dump(shared, target_bytes, out, pages=True)
 
 
-def _write(path: Path, data: bytes, pages: bool) -> None:
-    """``data`` at ``path``, or as pages ``path.stem/00000.txt``… cut at line ends."""
-    if not pages:
+def build_records_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int:
+    """The mirror dump with each book a JSON Lines file of a record a page."""
+    return build_mirror_dump(shared, target_bytes, out, records=True)
+
+
+def _write(path: Path, data: bytes, pages: bool, records: bool) -> None:
+    """``data`` at ``path``; as pages ``path.stem/00000.txt``… cut at line ends; or as a
+    record a page in ``path.stem.jsonl``."""
+    if not pages and not records:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         return
-    folder = path.with_suffix("")
-    folder.mkdir(parents=True, exist_ok=True)
-    start, page = 0, 0
+    cut, start = [], 0
     while start < len(data):
         end = data.find(b"\n", start + PAGE_BYTES)
         end = len(data) if end < 0 else end + 1
-        (folder / f"{page:05d}{path.suffix}").write_bytes(data[start:end])
-        start, page = end, page + 1
+        cut.append(data[start:end])
+        start = end
+    if records:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [
+            json.dumps(
+                {"title": f"{path.stem} {number}", "text": page.decode("utf-8")}, ensure_ascii=False
+            )
+            for number, page in enumerate(cut)
+        ]
+        path.with_suffix(".jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+        return
+    folder = path.with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, page in enumerate(cut):
+        (folder / f"{number:05d}{path.suffix}").write_bytes(page)
 
 
 def main() -> None:
@@ -122,9 +145,11 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--mb", type=float, default=250)
     parser.add_argument("--shared", type=Path, default=here.parent / "shared")
-    parser.add_argument("--pages", action="store_true", help="each book in pages of 12 KB")
+    layout = parser.add_mutually_exclusive_group()
+    layout.add_argument("--pages", action="store_true", help="each book in pages of 12 KB")
+    layout.add_argument("--records", action="store_true", help="a JSON Lines record a page")
     args = parser.parse_args()
-    written = build_mirror_dump(args.shared, int(args.mb * 1e6), args.out, args.pages)
+    written = build_mirror_dump(args.shared, int(args.mb * 1e6), args.out, args.pages, args.records)
     print(f"{written / 1e6:.1f} MB in {args.out}")
 
 
