@@ -19,6 +19,7 @@ from dedup.config import ScanConfig
 from dedup.errors import DecodeFailure, InputTooLarge
 from dedup.models import Chapter
 from dedup.normalize import (
+    BATCH_CHARS,
     line_key_array,
     repeated_lines_needed,
 )
@@ -71,7 +72,11 @@ def learn_lines(results: Iterable[ReadResult]) -> LearnedFile:
     file_chapters: list[tuple[ChapterTable | None, ...]] = []
     for result in results:
         tables: list[ChapterTable | None] = []
-        counted: list[tuple[str, ChapterLines]] = []
+        counted: list[LineCounts] = []
+        # The lines of consecutive documents of a source are keyed together, some BATCH_CHARS
+        # characters at a time: a JSON Lines file of a record a chapter would otherwise pay
+        # the keying's fixed costs a record.
+        batch = _LearnBatch(counted)
         try:
             for document in result.documents:
                 codes = code_points(document.text)
@@ -79,15 +84,54 @@ def learn_lines(results: Iterable[ReadResult]) -> LearnedFile:
                 tables.append(
                     None if document.continued else ChapterTable.of(document, document_chapters)
                 )
-                counted.append((document.source, chapter_lines(codes, document_chapters)))
+                batch.add(document.source, codes, document_chapters)
+            batch.done()
         except (DecodeFailure, InputTooLarge):
             # A large file read as a stream failed part way: the main pass lists it as
             # skipped, so none of it counts here either.
             file_chapters.append(())
             continue
-        found += [{source: lines} for source, lines in counted]
+        found += counted
         file_chapters.append(tuple(tables))
     return LearnedFile(merged_line_counts(found), tuple(file_chapters))
+
+
+class _LearnBatch:
+    """Documents of one source gathered until they hold BATCH_CHARS characters, then their
+    chapters' lines keyed as one text: the documents joined by a line end, each chapter moved
+    by its document's place. A chapter is known by its lines' keys alone, and each is kept
+    where first seen, so this is :func:`chapter_lines` of each document merged in order
+    (:meth:`ChapterLines.merged`)."""
+
+    def __init__(self, counted: list[LineCounts]) -> None:
+        self._counted = counted
+        self._source = ""
+        self._codes: list[npt.NDArray[np.uint32]] = []
+        self._chapters: list[Chapter] = []
+        self._chars = 0
+
+    def add(self, source: str, codes: npt.NDArray[np.uint32], chapters: Sequence[Chapter]) -> None:
+        if self._codes and source != self._source:
+            self.done()
+        self._source = source
+        at = self._chars
+        self._chapters += [
+            Chapter(c.index, c.title, c.start + at, c.body_start + at, c.end + at) for c in chapters
+        ]
+        self._codes += [codes, _LINE_END]
+        self._chars += len(codes) + 1
+        if self._chars >= BATCH_CHARS:
+            self.done()
+
+    def done(self) -> None:
+        if not self._codes:
+            return
+        codes = np.concatenate(self._codes[:-1]) if len(self._codes) > 2 else self._codes[0]
+        self._counted.append({self._source: chapter_lines(codes, self._chapters)})
+        self._codes, self._chapters, self._chars = [], [], 0
+
+
+_LINE_END = np.array([ord("\n")], dtype=np.uint32)
 
 
 def merged_line_counts(counts: Iterable[LineCounts]) -> LineCounts:
