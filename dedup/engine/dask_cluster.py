@@ -110,10 +110,8 @@ class DaskEngine:
             # distributed keeps the last 1,000 messages each connection sent and the
             # scheduler's last 1,000 transitions, for its own developers: here the scan's
             # task graphs, every file named in them, held by this process for the whole
-            # scan (11 MiB at 250 MB of pages of 12 KB, growing with the files until a
-            # message holds a thousand of them: docs/performance.md). None are kept by the
-            # connections and the dask-local scheduler made here (a caller's client is
-            # left as it is).
+            # scan (docs/performance.md). None are kept by the connections and the
+            # dask-local scheduler made here (a caller's client is left as it is).
             with dask.config.set({"distributed.admin.low-level-log-length": 0}):
                 self._start(distributed)
         except BaseException:  # an error or an interrupt while starting: nothing left behind
@@ -216,8 +214,8 @@ class DaskEngine:
         *arguments: Iterable[Any],
     ) -> Iterator[tuple[T, tuple[Future[Any], ...]]]:
         """``function`` over the arguments as tasks on the workers, small files' calls in
-        batches (:func:`~dedup.engine.batches.file_batches`): of each result ``handed_back(result)`` brought here, in
-        order; of each batch's results ``merged``, each of ``kept`` of that left on the
+        batches (:func:`~dedup.engine.batches.file_batches`): of each result
+        ``handed_back(result)`` brought here, in order; of each batch's results ``merged``, each of ``kept`` of that left on the
         worker, its futures given with the batch's last result (``()`` with the others: Dask
         runs the task again if the worker dies while they are held)."""
         calls, batches, tasks = self._submit_batches(function, arguments)
@@ -364,8 +362,9 @@ class DaskEngine:
     def _submit_batches(
         self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
     ) -> tuple[list[tuple[Any, ...]], list[range], list[Future[Any] | None]]:
-        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`) and a task for each batch, handed to
-        the scheduler now (earlier batches first, as the results are taken in order)."""
+        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`) and a
+        task for each batch, handed to the scheduler now (earlier batches first, as the
+        results are taken in order)."""
         calls, sent = self._calls(arguments)
         batches = file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_THREAD)
         tasks: list[Future[Any] | None] = [

@@ -470,10 +470,10 @@ def _sharing_strings(entry: InputFile, file: FoundFile) -> InputFile:
 
 def _documents_sharing_strings(spans: SpanTable, file: FoundFile) -> SpanTable:
     """``spans`` with its documents' paths and sources those of ``file`` where they are the
-    same (as :func:`_sharing_strings`)."""
+    same, a source a record names interned (as :func:`_sharing_strings`)."""
     documents = tuple(
         (
-            file.source if source == file.source else source,
+            file.source if source == file.source else sys.intern(source),
             file.path if path == file.path else path,
             record,
             record_id,

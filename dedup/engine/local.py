@@ -164,8 +164,8 @@ class LocalEngine:
 
 
 # Files one task prepares, in bytes together, at most, and batches per worker, at least: a
-# task's own cost is the messages and the pickling of its arguments, some tenths of a
-# millisecond, against a few milliseconds for a file of ten-odd KB.
+# task's own cost (its messages, its arguments pickled again) is more than a page of ten-odd
+# KB takes to prepare (docs/performance.md).
 _BATCH_BYTES = 1_000_000
 _BATCHES_PER_WORKER = 8
 

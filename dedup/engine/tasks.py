@@ -351,10 +351,10 @@ def _byte_spans(
     input's one document is those bytes decoded as UTF-8, nothing replaced (after a
     byte-order mark, if any): a document's passages are some runs, one after another."""
     firsts = passages.run_first
-    lasts = np.append(firsts[1:], len(passages)) - 1
     unknown = np.full((len(firsts), 2), NOT_IN_BYTES, dtype=np.int32)
     if not len(firsts):  # no passage (a text too short for one): nothing to place
         return unknown
+    lasts = np.append(firsts[1:], len(passages)) - 1
     if whole_size is None or whole_size >= 1 << 31 or not isinstance(result.documents, tuple):
         return unknown
     try:
