@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -21,6 +22,7 @@ import dedup
 from dedup import index
 from dedup.cli import cli
 from dedup.errors import IndexFileError
+from dedup.index import store as index_store
 
 STORED = ["site-classic", "site-qidian", "site-mirror"]
 QUERIED = "site-tw"
@@ -124,6 +126,47 @@ def test_an_unchanged_file_adds_nothing_and_a_changed_one_replaces_its_rows(
     assert index.report(store).to_json() == scanned.to_json()
     stored = sqlite3.connect(store).execute("SELECT count(*) FROM files").fetchone()[0]
     assert stored == 5  # replaced, not added beside the old rows
+
+
+def test_band_rows_written_a_batch_at_a_time_are_the_rows_of_each_file(
+    sites: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add holds its files' band rows back and writes them sorted across files, a batch
+    at a time (store.BAND_ROWS_AT_ONCE): batches of a hundred rows, with a file replaced
+    between them, leave the table each file's rows, as one batch does."""
+    whole, pieces = tmp_path / "whole.dedup", tmp_path / "pieces.dedup"
+    chapter = sites / "site-qidian" / "000.txt"
+    text = chapter.read_text("utf-8")
+    for made in (whole, pieces):
+        chapter.write_text(text, "utf-8")
+        index.add(made, [sites / "site-qidian", sites / "site-tw"])
+        chapter.write_text(text[: len(text) // 2], "utf-8")
+        index.add(made, [sites / "site-qidian"])
+        monkeypatch.setattr(index_store, "BAND_ROWS_AT_ONCE", 100)
+
+    def rows(path: Path) -> list[tuple[int, ...]]:
+        with sqlite3.connect(path) as db:
+            return db.execute(
+                "SELECT band, key, file, passage FROM bands ORDER BY 1, 2, 3, 4"
+            ).fetchall()
+
+    def expected(path: Path) -> list[tuple[int, ...]]:
+        """Each stored file's band keys, as its own row keeps them."""
+        found = set()
+        with sqlite3.connect(path) as db:
+            for file, blob in db.execute("SELECT id, band_keys FROM files"):
+                keys = index_store._keys_of(blob)
+                found |= {
+                    (band, int(key), file, passage) for (passage, band), key in np.ndenumerate(keys)
+                }
+        return sorted(found)
+
+    assert len(rows(whole)) > 1000
+    assert rows(pieces) == rows(whole) == expected(whole)
+    queried = [sites / "site-mirror"]
+    assert _pairs_with(index.query(pieces, queried), "site-mirror") == _pairs_with(
+        index.query(whole, queried), "site-mirror"
+    )
 
 
 def test_other_fingerprint_options_are_refused(sites: Path, tmp_path: Path) -> None:

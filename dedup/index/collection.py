@@ -165,7 +165,8 @@ def add(
             changed = [
                 f for f in found if f.path not in stored or stored[f.path].sha256 != digests[f.path]
             ]
-            unchanged = [f.path for f in found if f not in changed]
+            changed_paths = {file.path for file in changed}
+            unchanged = [f.path for f in found if f.path not in changed_paths]
             touched = sorted({file.source for file in changed})
             with _materialized(store) as materialize:
                 # Every touched source's files: its new and changed ones, and the others it has
@@ -174,7 +175,7 @@ def add(
                 for name in touched:
                     files += materialize([f for f in store.files(name) if f.path not in digests])
                 files.sort()
-                prepared_again = [file.path for file in files if file not in changed]
+                prepared_again = [file.path for file in files if file.path not in changed_paths]
                 known = {path: file.sha256 for path, file in stored.items()}
                 writer = _FileWriter(store, options, {**known, **digests}, stored)
                 with store.transaction():

@@ -15,7 +15,6 @@ one transaction, so a kill at any moment leaves every file of it stored fully or
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import sqlite3
@@ -38,6 +37,13 @@ APPLICATION_ID = 0x64647570
 CONTENT_LEVEL = 1
 # The layout of the tables; a file of another version is refused, not misread.
 SCHEMA_VERSION = 1
+# SQLite's page cache for an open index, in KiB (its default is 2 MiB): the bands table's
+# B-tree is inserted into at random places, and a cache that holds it saves reading its
+# pages back at every insert (docs/performance.md).
+CACHE_KIB = 256 * 1024
+# Band rows are written this many at a time, sorted, from the files added since the last
+# write: sorted across many files they fall in fewer places of the B-tree.
+BAND_ROWS_AT_ONCE = 250_000
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -126,6 +132,7 @@ class IndexStore:
     def __init__(self, path: str | os.PathLike[str], create: bool = False) -> None:
         self.path = Path(path)
         self._wrote = False
+        self._bands = _PendingBands()
         if not self.path.exists() and not create:
             raise IndexFileError(
                 f"{self.path}: no index here; make one with dedup index add {self.path} PATH..."
@@ -142,6 +149,7 @@ class IndexStore:
                 self._check()
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         except sqlite3.DatabaseError as error:
             raise IndexFileError(
                 f"{self.path}: not a dedup index ({error}); give the index file dedup index add "
@@ -201,7 +209,7 @@ class IndexStore:
 
     def transaction(self) -> _Transaction:
         self._wrote = True
-        return _Transaction(self._db)
+        return _Transaction(self._db, self._bands)
 
     # The options the index was built with.
     def options(self) -> dict[str, Any] | None:
@@ -239,6 +247,7 @@ class IndexStore:
 
     def remove(self, file: int) -> None:
         """A stored file and its band keys (inside a transaction)."""
+        self._bands.write(self._db)
         (blob,) = self._db.execute("SELECT band_keys FROM files WHERE id = ?", (file,)).fetchone()
         keys = _keys_of(blob)
         self._db.executemany(
@@ -272,15 +281,15 @@ class IndexStore:
         )
         file = cursor.lastrowid
         assert file is not None
-        self._db.executemany(
-            "INSERT OR IGNORE INTO bands (band, key, file, passage) VALUES (?, ?, ?, ?)",
-            _sorted_band_rows(keys, file),
-        )
+        self._bands.add(keys, file)
+        if self._bands.rows >= BAND_ROWS_AT_ONCE:
+            self._bands.write(self._db)
         return file
 
     def files_sharing(self, band_keys: npt.NDArray[np.int64]) -> list[int]:
         """The ids of the stored files with a passage that shares a band with any of these
         (one row per passage, one column per band), sorted."""
+        self._bands.write(self._db)
         keys = np.ascontiguousarray(band_keys, dtype=np.int64)
         bands = np.broadcast_to(np.arange(keys.shape[1], dtype=np.int64), keys.shape)
         wanted = np.unique(np.column_stack((bands.ravel(), keys.ravel())), axis=0)
@@ -308,39 +317,63 @@ class IndexStore:
 
 
 class _Transaction:
-    """``with store.transaction():``: BEGIN IMMEDIATE (one writer at a time) ... COMMIT, or
-    ROLLBACK on any error."""
+    """``with store.transaction():``: BEGIN IMMEDIATE (one writer at a time) ... COMMIT (the
+    band rows still pending written first), or ROLLBACK on any error."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, bands: _PendingBands) -> None:
         self._db = db
+        self._bands = bands
 
     def __enter__(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
-        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+        if kind is None:
+            self._bands.write(self._db)
+            self._db.execute("COMMIT")
+        else:
+            self._bands.clear()
+            self._db.execute("ROLLBACK")
+
+
+class _PendingBands:
+    """The band rows of the files added since the last write, (band, key, file, passage)
+    each, written in the table's order: the B-tree then grows in runs rather than being
+    split all over."""
+
+    def __init__(self) -> None:
+        self._parts: list[npt.NDArray[np.int64]] = []
+        self.rows = 0
+
+    def add(self, keys: npt.NDArray[np.int64], file: int) -> None:
+        passages, bands = np.indices(keys.shape)
+        rows = np.column_stack(
+            (bands.ravel(), keys.ravel(), np.full(keys.size, file), passages.ravel())
+        )
+        self._parts.append(rows.astype(np.int64, copy=False))
+        self.rows += len(rows)
+
+    def write(self, db: sqlite3.Connection) -> None:
+        if not self._parts:
+            return
+        rows = np.concatenate(self._parts)
+        self.clear()
+        rows = rows[np.lexsort(rows.T[::-1])]
+        # Column by column (one list each, zipped) rather than a list of lists, which takes
+        # three times as long.
+        db.executemany(
+            "INSERT OR IGNORE INTO bands (band, key, file, passage) VALUES (?, ?, ?, ?)",
+            zip(*(column.tolist() for column in rows.T), strict=True),
+        )
+
+    def clear(self) -> None:
+        self._parts, self.rows = [], 0
 
 
 def _keys_of(blob: bytes) -> npt.NDArray[np.int64]:
     raw = np.frombuffer(zlib.decompress(blob), dtype=np.int64)
     rows, columns = raw[:2].tolist()
     return raw[2:].reshape(rows, columns)
-
-
-def _sorted_band_rows(keys: npt.NDArray[np.int64], file: int) -> Iterator[tuple[int, ...]]:
-    """(band, key, file, passage) rows of a file's keys, in the table's order: inserted so, the
-    B-tree grows at its ends rather than being split all over. Made column by column (one
-    list per column, zipped) rather than as a list of lists, which takes three times as long."""
-    passages, bands = np.indices(keys.shape)
-    band, key, passage = bands.ravel(), keys.ravel(), passages.ravel()
-    order = np.lexsort((passage, key, band))
-    return zip(
-        band[order].tolist(),
-        key[order].tolist(),
-        itertools.repeat(file, len(order)),
-        passage[order].tolist(),
-        strict=True,
-    )
 
 
 def _passage_band_rows(keys: npt.NDArray[np.int64]) -> Iterator[tuple[int, int, int]]:
