@@ -1,11 +1,11 @@
 """The persistent index against plain scans of the same data: add and query speed, size.
 
     python benchmarks/bench_index.py [--mb 100] [--query-mb 10] [--rounds 2] [--jobs 0]
-        [--shared ../shared]
+        [--pages] [--shared ../shared]
 
 Builds a mirror-site dump of about --mb MB (benchmarks/mirror_sites.py: five sites that each
-vary the text) and holds one site out: the first of its files, up to --query-mb MB, are the
-query (a new dump to check). In alternating rounds (compiled loops warmed first):
+vary the text; with --pages, each book in pages of 12 KB, a file a page) and holds one site
+out: the first of its files, up to --query-mb MB, are the query (a new dump to check). In alternating rounds (compiled loops warmed first):
 
 - ``scan`` of the stored sites vs ``index add`` of them into a new SQLite file (add / scan);
 - ``index query`` of the query files vs a ``scan`` of the stored sites and them (the question
@@ -59,6 +59,7 @@ def main() -> None:
     parser.add_argument("--query-mb", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--pages", action="store_true", help="each book in pages of 12 KB")
     parser.add_argument(
         "--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared"
     )
@@ -67,21 +68,24 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="dedup-bench-index-"))
     try:
         dump = work / "dump"
-        build_mirror_dump(arguments.shared, arguments.mb * 1_000_000, dump)
+        build_mirror_dump(arguments.shared, arguments.mb * 1_000_000, dump, arguments.pages)
         sites = sorted(path for path in dump.iterdir() if path.is_dir())
         stored = sites[:-1]
         held_out = work / "query" / sites[-1].name
         held_out.mkdir(parents=True)
         query_bytes = 0
-        for file in sorted(sites[-1].iterdir()):
+        for file in sorted(path for path in sites[-1].rglob("*") if path.is_file()):
             if query_bytes >= arguments.query_mb * 1e6:
                 break
-            shutil.copy(file, held_out / file.name)
+            copy = held_out / file.relative_to(sites[-1])
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(file, copy)
             query_bytes += file.stat().st_size
         stored_bytes = sum(f.stat().st_size for s in stored for f in s.rglob("*") if f.is_file())
+        stored_files = sum(1 for s in stored for f in s.rglob("*") if f.is_file())
         print(
-            f"dump: {len(sites)} sites, {stored_bytes / 1e6:.1f} MB stored, "
-            f"{query_bytes / 1e6:.1f} MB queried ({held_out.name})"
+            f"dump: {len(sites)} sites, {stored_bytes / 1e6:.1f} MB stored in {stored_files:,} "
+            f"files, {query_bytes / 1e6:.1f} MB queried ({held_out.name})"
         )
         # compile the loops once, outside the rounds
         warm = work / "warm.dedup"

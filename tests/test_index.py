@@ -169,6 +169,35 @@ def test_band_rows_written_a_batch_at_a_time_are_the_rows_of_each_file(
     )
 
 
+def test_files_sharing_a_band_are_those_holding_one_of_its_keys(tmp_path: Path) -> None:
+    """Against the stored keys compared in Python: a file shares a band only where the band
+    and the key are both the same; keys at the ends of int64 are looked up as they are."""
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    stored = {
+        "a": np.array([[1, 2, 3], [low, 5, 6]], dtype=np.int64),
+        "b": np.array([[7, 8, high]], dtype=np.int64),
+        "c": np.array([[2, 1, 9]], dtype=np.int64),  # a's keys, in other bands
+    }
+    with index_store.IndexStore(tmp_path / "keys.dedup", create=True) as store:
+        with store.transaction():
+            ids = {
+                name: store.add(
+                    index_store.NewFile(
+                        name, name, "txt", None, 0, 0, "0" * 64, 0, b"", keys, frozenset()
+                    )
+                )
+                for name, keys in stored.items()
+            }
+        for query in ([[1, 0, 0]], [[0, 0, 6]], [[low, 0, high]], [[2, 1, 0]], [[0, 0, 0]]):
+            keys = np.array(query, dtype=np.int64)
+            expected = sorted(
+                ids[name]
+                for name, held in stored.items()
+                if any((held[:, band] == keys[:, band][:, None]).any() for band in range(3))
+            )
+            assert store.files_sharing(keys) == expected, query
+
+
 def test_other_fingerprint_options_are_refused(sites: Path, tmp_path: Path) -> None:
     store = tmp_path / "collection.dedup"
     index.add(store, [sites / "site-qidian"])
