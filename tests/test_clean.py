@@ -357,3 +357,43 @@ def test_a_report_of_copies_matched_with_their_kept_one_is_refused_saying_what_s
         assert acted.exit_code == 0, acted.output
         assert folder_files(out) == folder_files(direct)
         assert len(folder_files(direct)) < sum(1 for path in mirror_dump.rglob("*.txt"))
+
+
+def test_a_stretch_is_cut_back_to_the_sentences_that_start_and_end_in_it(
+    hongloumeng_simplified: str, seed_traditional: str
+) -> None:
+    """whole_sentences takes the first sentence start from the stretch's start and the first
+    sentence end from its end; against every boundary of the stretch listed (as it was first
+    written), on stretches of real text in both scripts at every offset of a stride."""
+    from dedup.clean.choose import _SNAP_CHARS, _no_story, _sentence_boundary, whole_sentences
+    from dedup.models import MatchedDocument
+
+    def listed(text: str, base: int, start: int, end: int) -> tuple[int, int]:
+        low, high = start - base, end - base
+        starts = [
+            p
+            for p in range(max(0, low - _SNAP_CHARS), high + 1)
+            if _sentence_boundary(text, p) and (p >= low or _no_story(text[p:low]))
+        ]
+        ends = [
+            p
+            for p in range(min(len(text), high + _SNAP_CHARS), low - 1, -1)
+            if _sentence_boundary(text, p) and (p <= high or _no_story(text[high:p]))
+        ]
+        first = starts[0] if starts else high
+        last = ends[0] if ends else first
+        return (start, start) if last <= first else (base + first, base + last)
+
+    cut = 0
+    for text in (hongloumeng_simplified[:6000], seed_traditional[:6000]):
+        base = 100
+        document = MatchedDocument(
+            "d", "s", "p", None, None, 0, None, base, base + len(text), 0, text
+        )
+        for start in range(base, base + len(text), 37):
+            for length in (0, 5, 40, 333, 2000):
+                end = min(start + length, base + len(text))
+                expected = listed(text, base, start, end)
+                assert whole_sentences(document, start, end) == expected
+                cut += expected[0] != expected[1]
+    assert cut > 500  # most of them hold a whole sentence
