@@ -165,8 +165,9 @@ def whole_sentences(document: MatchedDocument, start: int, end: int) -> tuple[in
     punctuation and quotes, just after it). Empty when no whole sentence is in it."""
     text, base = document.text, document.start
     low, high = start - base, end - base
-    # The first boundary from the start and the first from the end: a stretch's every
-    # character looked at made a clean by passage four times as slow as its scan.
+    # The first boundary from the start and the first from the end: looking at every
+    # character of every stretch made a clean by passage slower than its scan
+    # (docs/performance.md).
     first = next(
         (
             p

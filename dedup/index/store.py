@@ -293,7 +293,7 @@ class IndexStore:
         keys = np.ascontiguousarray(band_keys, dtype=np.int64)
         found: set[int] = set()
         # A band's keys given as one JSON array, which SQLite reads in C: putting them in a
-        # table of their own to join took four times as long (docs/performance.md).
+        # table of their own to join took several times as long (docs/performance.md).
         for band in range(keys.shape[1]):
             wanted = ",".join(map(str, np.unique(keys[:, band]).tolist()))
             found.update(
