@@ -34,7 +34,7 @@ from dedup.engine.tasks import PreparedFile, PreparedInput
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
 from dedup.index.store import IndexStore, NewFile, Store, StoredFile
-from dedup.models import Report, Skipped
+from dedup.models import PairTable, Passage, Report, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines
 from dedup.pipeline import path_list, scan_files
 from dedup.read import FoundFile, discover_inputs, file_stamp
@@ -451,8 +451,10 @@ def _between(whole: Report, queried: set[str], within: bool) -> Report:
         one, two = _in(a, queried), _in(b, queried)
         return one != two or (within and one and two)
 
-    return narrowed(
-        whole,
-        lambda _pair, a, b: wanted(a.path, b.path),
-        lambda match: wanted(match.a.path, match.b.path),
-    )
+    def wanted_pairs(pairs: PairTable, members: Sequence[Passage]) -> npt.NDArray[np.bool_]:
+        inside = np.array([_in(member.path, queried) for member in members], dtype=np.bool_)
+        one, two = inside[pairs.a], inside[pairs.b]
+        keep: npt.NDArray[np.bool_] = (one != two) | (one & two & within)
+        return keep
+
+    return narrowed(whole, wanted_pairs, lambda match: wanted(match.a.path, match.b.path))

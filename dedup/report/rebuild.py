@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from dedup.cluster import cluster_pairs
-from dedup.columns import Similarity
+from dedup.columns import SimilarityTable
 from dedup.errors import ConfigError
 from dedup.matches import document_groups
-from dedup.models import Match, Pair, Passage, Report
+from dedup.models import Match, PairTable, Passage, Report
+
+# Which of a cluster's pairs to keep (a flag each), given its pairs and the passages its
+# pairs' numbers name (``PairTable.ids``, in that order).
+PairFilter = Callable[[PairTable, Sequence[Passage]], npt.NDArray[np.bool_]]
 
 
 def rebuild(
@@ -32,40 +40,41 @@ def rebuild(
     options["threshold"], options["containment"] = threshold, containment
     return narrowed(
         dataclasses.replace(report, options=options),
-        lambda pair, _a, _b: pair.jaccard >= threshold or pair.containment >= containment,
+        lambda pairs, _members: (pairs.jaccard >= threshold) | (pairs.containment >= containment),
         min_size=min_size,
     )
 
 
 def narrowed(
     report: Report,
-    keep_pair: Callable[[Pair, Passage, Passage], bool],
+    keep_pairs: PairFilter,
     keep_match: Callable[[Match], bool] | None = None,
     min_size: int = 2,
 ) -> Report:
-    """``report`` with only the verified pairs ``keep_pair`` keeps (given the pair and its two
-    passages), clustered again (clusters of fewer than ``min_size`` members left out), and
-    with only the matches ``keep_match`` keeps (all, if None), grouped again; the documents
-    neither holds are left out too."""
+    """``report`` with only the verified pairs ``keep_pairs`` keeps, clustered again (clusters
+    of fewer than ``min_size`` members left out), and with only the matches ``keep_match``
+    keeps (all, if None), grouped again; the documents neither holds are left out too. The
+    pairs are kept a cluster's table at a time, as columns: a report's pairs are millions,
+    and made one object each they were most of a rebuild's time."""
     options = report.options
     passages = sorted(
         {member.id: member for cluster in report.clusters for member in cluster.members}.values(),
         key=lambda passage: passage.sort_key,
     )
     index = {passage.id: number for number, passage in enumerate(passages)}
-    kept = [
-        Similarity(
-            index[pair.a],
-            index[pair.b],
-            pair.jaccard,
-            pair.containment,
-            pair.minhash_jaccard,
-            pair.identical_chars,
-        )
-        for cluster in report.clusters
-        for pair in cluster.pairs
-        if keep_pair(pair, passages[index[pair.a]], passages[index[pair.b]])
-    ]
+    parts: list[tuple[npt.NDArray[np.int64], PairTable, npt.NDArray[np.bool_]]] = []
+    for cluster in report.clusters:
+        pairs = cluster.pairs
+        numbers = np.array([index[member] for member in pairs.ids], dtype=np.int64)
+        parts.append((numbers, pairs, keep_pairs(pairs, [passages[n] for n in numbers.tolist()])))
+    kept = SimilarityTable(
+        _joined([numbers[pairs.a[wanted]] for numbers, pairs, wanted in parts], _NO_ROWS),
+        _joined([numbers[pairs.b[wanted]] for numbers, pairs, wanted in parts], _NO_ROWS),
+        _joined([pairs.jaccard[wanted] for _numbers, pairs, wanted in parts], _NO_SCORES),
+        _joined([pairs.containment[wanted] for _numbers, pairs, wanted in parts], _NO_SCORES),
+        _joined([pairs.minhash_jaccard[wanted] for _numbers, pairs, wanted in parts], _NO_SCORES),
+        _joined([pairs.identical_chars[wanted] for _numbers, pairs, wanted in parts], _NO_ROWS),
+    )
     keep, largest = options.get("keep", "longest"), options.get("max_cluster_size", 200)
     clusters = [
         c
@@ -99,3 +108,12 @@ def narrowed(
         matches=tuple(matches),
         document_groups=tuple(groups),
     )
+
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+_NO_SCORES = np.empty(0, dtype=np.float64)
+G = TypeVar("G", bound=np.generic)
+
+
+def _joined(parts: list[npt.NDArray[G]], empty: npt.NDArray[G]) -> npt.NDArray[G]:
+    return np.concatenate(parts) if parts else empty
