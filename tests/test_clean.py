@@ -225,6 +225,37 @@ def test_an_interrupted_clean_leaves_no_copy_that_looks_complete(
         assert all((p / ".dedup-writing").exists() for p in partial)
 
 
+def test_a_full_disk_names_the_file_says_what_to_do_and_leaves_no_copy(
+    collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while the copy is written (ENOSPC raised by the second file's copy, as
+    a tmpfs of 20 MB did when tried by hand): the error names the file and says to free space
+    or choose another --out; no copy, and no partial one, is left."""
+    import errno
+
+    import dedup.clean
+
+    copied = 0
+    real = shutil.copyfileobj
+
+    def filling(reading: object, writing: object, length: int = 0) -> None:
+        nonlocal copied
+        copied += 1
+        if copied == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(reading, writing, length)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dedup.clean.shutil, "copyfileobj", filling)
+    out = tmp_path / "clean"
+    result = CliRunner().invoke(cli, ["clean", str(collection), "-o", str(out), "-q"])
+    assert result.exit_code == 1
+    written = result.stderr.split("cannot write ", 1)[1].split(" (", 1)[0]
+    assert Path(written).parent.name.startswith("site-") and Path(written).suffix
+    assert "No space left on device); free some space, or choose another --out" in (result.stderr)
+    assert f"Nothing was written to {out}" in result.stderr
+    assert copied == 2 and not out.exists() and not list(tmp_path.glob("clean.partial-*"))
+
+
 def test_from_a_reviewed_report_it_writes_the_same_copy(collection: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     report = tmp_path / "report"

@@ -198,6 +198,62 @@ def test_files_sharing_a_band_are_those_holding_one_of_its_keys(tmp_path: Path) 
             assert store.files_sharing(keys) == expected, query
 
 
+def test_a_full_disk_is_said_to_be_full_and_leaves_the_index_as_it_was(
+    sites: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's "database or disk is full" (here its page limit, which fails as a full disk
+    does; a tmpfs of 20 MB, tried by hand, gives the same): the message says so and what to
+    do, not that the index is damaged; a new index is not left behind, an old one is as it
+    was."""
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-qidian"])
+    before = index.info(store)
+    opened = index_store.IndexStore.__init__
+
+    def with_no_room(self: index_store.IndexStore, *args: object, **options: object) -> None:
+        opened(self, *args, **options)  # type: ignore[arg-type]
+        (pages,) = self._db.execute("PRAGMA page_count").fetchone()
+        self._db.execute(f"PRAGMA max_page_count = {pages + 2}")
+
+    monkeypatch.setattr(index_store.IndexStore, "__init__", with_no_room)
+    for made in (store, tmp_path / "new.dedup"):
+        result = CliRunner().invoke(cli, ["index", "add", str(made), str(sites / "site-classic")])
+        assert result.exit_code == 1, result.output
+        assert "its disk is full" in result.stderr and "Free some space" in result.stderr
+        assert "damaged" not in result.stderr
+    monkeypatch.undo()
+    assert not (tmp_path / "new.dedup").exists()
+    assert index.info(store) == before
+
+
+def test_no_room_for_the_stored_files_of_a_query_says_where_and_what_to_do(
+    sites: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query writes the stored files it touches into a temporary folder: a full disk there
+    (ENOSPC raised by that write, as a full TMPDIR did when tried by hand) is named as such,
+    with TMPDIR to set; not said as the index's."""
+    import errno
+
+    store = tmp_path / "collection.dedup"
+    index.add(store, [sites / "site-qidian"])
+    real = Path.write_bytes
+
+    def full(self: Path, data: bytes) -> int:
+        if self.parent.name.startswith("dedup-index-"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    out = tmp_path / "q"
+    result = CliRunner().invoke(
+        cli, ["index", "query", str(store), str(sites / QUERIED), "-o", str(out)]
+    )
+    assert result.exit_code == 1
+    assert "cannot write its stored files into the temporary folder" in result.stderr
+    assert "No space left on device); free some space there, or set TMPDIR" in result.stderr
+    assert "damaged" not in result.stderr and not out.exists()
+
+
 def test_other_fingerprint_options_are_refused(sites: Path, tmp_path: Path) -> None:
     store = tmp_path / "collection.dedup"
     index.add(store, [sites / "site-qidian"])

@@ -14,7 +14,8 @@ import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -279,7 +280,7 @@ def _write_copy(
                 tally.add(file.source, size, 0)
                 continue
             if not dry_run:
-                _copy(file.fs_path, target)
+                _copy(file.fs_path, target, folder)
             copied.append(file.path)
             tally.add(file.source, size, size)
             continue
@@ -289,7 +290,7 @@ def _write_copy(
         except CannotRewrite as reason:
             not_rewritten.append(Skipped(file.path, f"not rewritten: {reason}"))
             if not dry_run:
-                _copy(file.fs_path, target)
+                _copy(file.fs_path, target, folder)
             copied.append(file.path)
             tally.add(file.source, size, size)
             continue
@@ -301,20 +302,22 @@ def _write_copy(
             dropped.append(file.path)
         else:
             if not dry_run:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(result.data)
+                with _writing(folder, target):
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(result.data)
             rewritten.append(file.path)
     read = {file.path for file in found}
     for entry in skipped:  # files dedup does not read (another format, say): as they are
         if entry.path in read or skip_bad or not is_plain_file(entry.path):
             continue
         if not dry_run:
-            _copy(entry.path, folder.path / _relative(entry.path, roots))
+            _copy(entry.path, folder.path / _relative(entry.path, roots), folder)
         copied.append(entry.path)
     done = tuple(sorted(kept_removals, key=lambda r: r.sort_key))
-    _write_lists(folder.path, done)
-    (folder.path / CLEAN_MARKER).write_text("written by dedup clean\n", "utf-8")
-    folder.commit()
+    with _writing(folder, folder.path):
+        _write_lists(folder.path, done)
+        (folder.path / CLEAN_MARKER).write_text("written by dedup clean\n", "utf-8")
+        folder.commit()
     return CleanResult(
         report=report,
         removed=done,
@@ -361,10 +364,21 @@ def _relative(path: str, roots: Sequence[str]) -> Path:
     return Path(Path(path).name)
 
 
-def _copy(source: str, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open_input(source) as reading, open(target, "wb") as writing:
-        shutil.copyfileobj(reading, writing, 1 << 20)
+def _copy(source: str, target: Path, folder: ReportFolder) -> None:
+    with open_input(source) as reading, _writing(folder, target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as writing:
+            shutil.copyfileobj(reading, writing, 1 << 20)
+
+
+@contextmanager
+def _writing(folder: ReportFolder, where: Path) -> Iterator[None]:
+    """A write into the copy that fails (a full disk, say) said as the copy's, naming the
+    file and what to do; the partial copy is removed as the folder is left."""
+    try:
+        yield
+    except OSError as error:
+        raise folder.cannot_write(where, error) from error
 
 
 def _write_lists(folder: Path, removed: Sequence[Removal]) -> None:

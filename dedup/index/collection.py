@@ -306,7 +306,15 @@ def _materialized(store: Store) -> Iterator[Any]:
             for file in files:
                 name = Path(file.path).name
                 place = Path(folder, f"{file.id}-{name[-60:]}")
-                place.write_bytes(store.content(file.id))
+                content = store.content(file.id)
+                try:
+                    place.write_bytes(content)
+                except OSError as error:
+                    raise IndexFileError(
+                        f"{store.path}: cannot write its stored files into the temporary "
+                        f"folder {folder} ({error.strerror or error}); free some space there, "
+                        "or set TMPDIR to a folder with room for them"
+                    ) from error
                 found.append(
                     FoundFile(
                         path=file.path,

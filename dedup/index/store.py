@@ -199,6 +199,13 @@ class IndexStore:
         except sqlite3.DatabaseError:
             if error is None:
                 raise
+        if _disk_full(error):
+            # Not damage: what this command wrote is rolled back (a new index is removed by
+            # its add), so the index is as it was before it.
+            raise IndexFileError(
+                f"{self.path}: cannot write the index: its disk is full ({error}); nothing of "
+                "this command was kept. Free some space, or put the index on another disk"
+            ) from error
         if isinstance(error, sqlite3.DatabaseError | zlib.error):
             # A file that opened but is damaged inside (cut short, overwritten in part): said
             # as such, not as a traceback.
@@ -329,7 +336,10 @@ class _Transaction:
             self._db.execute("COMMIT")
         else:
             self._bands.clear()
-            self._db.execute("ROLLBACK")
+            # SQLite rolls some failures back itself (a full disk, say): rolling back again
+            # would raise in place of the error that stopped it.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
 
 
 class _PendingBands:
@@ -364,6 +374,14 @@ class _PendingBands:
 
     def clear(self) -> None:
         self._parts, self.rows = [], 0
+
+
+def _disk_full(error: BaseException | None) -> bool:
+    """Whether ``error`` is SQLite's "database or disk is full"."""
+    return (
+        isinstance(error, sqlite3.Error)
+        and getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    )
 
 
 def _keys_of(blob: bytes) -> npt.NDArray[np.int64]:
