@@ -7,8 +7,11 @@ import gzip
 import io
 import json
 import os
+import pickle
 import shutil
+import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from click.testing import CliRunner
 import dedup
 from dedup.cli import cli
 from dedup.config import ScanConfig
+from dedup.errors import InputPathError
 from dedup.read import discover_inputs, read_file
 from tests.reports import report_json, with_member_texts
 
@@ -238,27 +242,65 @@ def test_replaced_bytes_are_counted_in_a_warning(tmp_path: Path, seed_simplified
     ]
 
 
-def test_a_folder_without_search_permission_is_named_as_such(
-    tmp_path: Path, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    locked = tmp_path / "site" / "locked"
-    locked.mkdir(parents=True)
-    (locked / "ch.txt").write_text(seed_simplified, "utf-8")
-    if os.geteuid() == 0:  # root reaches into every folder: the system's answer to others
-        realpath = os.path.realpath
+def _as_a_user(work: Callable[[], object]) -> object:
+    """``work()``'s result (or the error it raised) as a user other than root would get it:
+    run in a forked process that becomes ``nobody`` when this one is root, so the system
+    itself refuses what a user may not do (root reaches into every folder)."""
+    if os.geteuid() != 0:
+        try:
+            return work()
+        except Exception as error:  # handed back as the child hands back its own
+            return error
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(reading)
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                result: object = work()
+            except Exception as error:  # handed back to the parent
+                result = error
+            os.write(writing, pickle.dumps(result))
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading, "rb") as handed:
+        data = handed.read()
+    os.waitpid(child, 0)
+    return pickle.loads(data)
 
-        def denied(path: str, *, strict: bool = False) -> str:
-            if strict and Path(path).parent == locked:
-                raise PermissionError(13, "Permission denied", str(path))
-            return realpath(path, strict=strict)
 
-        monkeypatch.setattr(os.path, "realpath", denied)
-    locked.chmod(0o600)
+def test_a_folder_without_search_permission_is_named_as_such(seed_simplified: str) -> None:
+    """A folder that can be listed but not searched (chmod -x), as a user meets it: each of
+    its files is skipped, saying to make the folder searchable; the files beside it are
+    read; a file in it given by name says the same rather than 'no such file'."""
+    work = Path(tempfile.mkdtemp(prefix="dedup-permissions-"))  # a user's folder, not root's
     try:
-        _, skipped = discover_inputs([str(tmp_path)])
+        work.chmod(0o755)
+        site = work / "site"
+        locked = site / "locked"
+        locked.mkdir(parents=True)
+        (locked / "ch.txt").write_text(seed_simplified, "utf-8")
+        (site / "open.txt").write_text(seed_simplified, "utf-8")
+        for folder in (site, locked):
+            folder.chmod(0o755)
+        (locked / "ch.txt").chmod(0o644)
+        (site / "open.txt").chmod(0o644)
+        locked.chmod(0o644)  # readable (listed), not searchable
+        found = _as_a_user(lambda: discover_inputs([str(work)]))
+        given = _as_a_user(lambda: discover_inputs([str(locked / "ch.txt")]))
+        locked.chmod(0o755)
     finally:
-        locked.chmod(0o700)
-    assert ["chmod +x" in entry.reason for entry in skipped] == [True]
+        shutil.rmtree(work)
+    assert isinstance(found, tuple), found
+    files, skipped = found
+    assert [Path(file.path).name for file in files] == ["open.txt"]
+    assert [(Path(entry.path).name, "chmod +x" in entry.reason) for entry in skipped] == [
+        ("ch.txt", True)
+    ]
+    assert isinstance(given, InputPathError) and "chmod +x" in str(given)
 
 
 def test_links_out_of_the_scanned_folder_are_followed_only_when_asked(

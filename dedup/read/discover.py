@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -112,10 +113,17 @@ def discover_inputs(
                 _add_url(url, below, found, skipped)
             continue
         root = Path(given)
-        if not os.path.lexists(root):
+        try:
+            os.lstat(root)
+        except PermissionError as error:
+            raise InputPathError(
+                f"{shown(given)}: cannot reach it ({error.strerror}): a folder above it is not "
+                "searchable for this user; make it searchable (chmod +x) and try again"
+            ) from error
+        except (OSError, ValueError) as error:
             raise InputPathError(
                 f"{shown(given)}: no such file or folder; check the path and try again"
-            )
+            ) from error
         if root.is_dir():
             entries = _walk(root, skipped, follow_links)
         else:
@@ -155,7 +163,7 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
             elif is_report_folder(subdir):
                 dirnames.remove(dirname)
                 _skip(skipped, subdir, _REPORT_LEFT_OUT)
-            elif subdir.is_symlink() and not follow_links:
+            elif not follow_links and _is_link(subdir):
                 dirnames.remove(dirname)
                 _skip(
                     skipped,
@@ -175,7 +183,7 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                 continue  # dedup's lock on a report being written beside it: not an input
             if cleaned and filename in (CLEAN_MARKER, REMOVED_JSONL, REMOVED_CSV):
                 continue  # a cleaned copy's own lists: not part of the collection
-            if not follow_links and file.is_symlink() and outside(file):
+            if not follow_links and _is_link(file) and outside(file):
                 target = shown(os.path.realpath(file))
                 _skip(
                     skipped,
@@ -186,6 +194,15 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                 continue
             entries.append((file, _source_for(root, file)))
     return entries
+
+
+def _is_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link; False where the system will not say (in a folder
+    that can be listed but not searched, chmod -x: the file is then skipped as such, _add)."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _format_of(name: str) -> tuple[str, str | None] | str:
