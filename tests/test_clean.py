@@ -428,3 +428,44 @@ def test_a_stretch_is_cut_back_to_the_sentences_that_start_and_end_in_it(
                 assert whole_sentences(document, start, end) == expected
                 cut += expected[0] != expected[1]
     assert cut > 500  # most of them hold a whole sentence
+
+
+def test_file_names_that_are_not_utf8_keep_their_bytes_in_the_copy(
+    seed_simplified: str, tmp_path: Path
+) -> None:
+    """Names written in GBK (as a Chinese Windows zip tool leaves them): the copy's files
+    are named with the same bytes, cleaning the dump or a report of it, whether the file is
+    rewritten, copied, or not a format dedup reads; the report shows them escaped (\\xb5)."""
+    site = os.fsencode(tmp_path / "dump" / "site")
+    os.makedirs(site)
+    chapter = "第一章".encode("gbk") + b".txt"
+    for name in (chapter, b"copy-" + chapter):
+        with open(os.path.join(site, name), "wb") as handle:
+            handle.write(seed_simplified.encode("utf-8"))
+    notes = "说明".encode("gbk") + b".md"
+    with open(os.path.join(site, notes), "wb") as handle:
+        handle.write(b"scraped with a GBK tool\n")
+    report = tmp_path / "report"
+    scanned = CliRunner().invoke(
+        cli, ["scan", str(tmp_path / "dump"), "-o", str(report), "--every-pair", "-q"]
+    )
+    assert scanned.exit_code == 0, scanned.output
+    inputs = json.loads((report / "report.json").read_text("utf-8"))["inputs"]
+    assert any("\\xb5\\xda" in entry["path"] for entry in inputs)
+    from_dump = tmp_path / "clean"
+    from_report = tmp_path / "clean-from-report"
+    for arguments in (
+        [str(tmp_path / "dump"), "-o", str(from_dump)],
+        ["--from-report", str(report), "-o", str(from_report)],
+    ):
+        result = CliRunner().invoke(cli, ["clean", *arguments, "-q"])
+        assert result.exit_code == 0, result.output
+    for copy in (os.fsencode(from_dump / "site"), os.fsencode(from_report)):
+        names = sorted(name for name in os.listdir(copy) if not name.startswith((b".", b"removed")))
+        assert names == sorted([chapter, notes])  # the copy of the chapter left out
+        for name in names:
+            with (
+                open(os.path.join(copy, name), "rb") as kept,
+                open(os.path.join(site, name), "rb") as original,
+            ):
+                assert kept.read() == original.read()

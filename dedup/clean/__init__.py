@@ -29,13 +29,13 @@ from dedup.clean.choose import (
 )
 from dedup.clean.rewrite import CannotRewrite, Cut, can_rewrite, rewrite
 from dedup.config import ScanConfig
-from dedup.display import shown
+from dedup.display import shown, unshown
 from dedup.errors import ConfigError, ReportFolderError
 from dedup.models import Report, Skipped
 from dedup.pipeline import path_list, scan_files
 from dedup.read import FoundFile, discover_inputs
 from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
-from dedup.read.location import is_plain_file, open_input, read_all, size_of
+from dedup.read.location import is_plain_file, is_url, open_input, read_all, size_of
 from dedup.read.zip import outer_path
 from dedup.report.folder import ReportFolder
 from dedup.report.tables import write_csv
@@ -203,10 +203,16 @@ def clean_from_report(
         sources.setdefault(outer_path(entry.path), entry.source)
     if not sources:
         raise ConfigError(f"{report_folder}: the report read no input; nothing to clean")
-    paths = sorted(sources)
-    missing = [path for path in paths if not os.path.lexists(path)]
-    gone = [Skipped(path, "no longer there: not in the copy") for path in missing]
-    present = [path for path in paths if os.path.lexists(path)]
+    # The report names files as they are shown (a name that is not UTF-8 escaped, \xff):
+    # each is looked for on disk by the name it was shown from.
+    on_disk = {path: _on_disk(path) for path in sorted(sources)}
+    paths = [real or path for path, real in on_disk.items()]
+    gone = [
+        Skipped(path, "no longer there: not in the copy")
+        for path, real in on_disk.items()
+        if real is None
+    ]
+    present = [real for real in on_disk.values() if real is not None]
     found, _skipped = discover_inputs(present, config.follow_links)
     found = [dataclasses.replace(f, source=sources.get(f.path, f.source)) for f in found]
     common = os.path.commonpath([os.path.abspath(path) for path in paths])
@@ -268,7 +274,7 @@ def _write_copy(
     kept_removals: list[Removal] = []
     tally = _Tally()
     for file in found:
-        target = folder.path / _relative(file.path, roots)
+        target = folder.path / _relative(file.fs_path, roots)
         documents = by_file.get(file.path, [])
         if documents and not can_rewrite(file):
             not_rewritten.append(Skipped(file.path, _why_not(file)))
@@ -308,10 +314,11 @@ def _write_copy(
             rewritten.append(file.path)
     read = {file.path for file in found}
     for entry in skipped:  # files dedup does not read (another format, say): as they are
-        if entry.path in read or skip_bad or not is_plain_file(entry.path):
+        real = _on_disk(entry.path)
+        if entry.path in read or skip_bad or real is None or not is_plain_file(real):
             continue
         if not dry_run:
-            _copy(entry.path, folder.path / _relative(entry.path, roots), folder)
+            _copy(real, folder.path / _relative(real, roots), folder)
         copied.append(entry.path)
     done = tuple(sorted(kept_removals, key=lambda r: r.sort_key))
     with _writing(folder, folder.path):
@@ -347,6 +354,15 @@ def _why_not(file: FoundFile) -> str:
         f"(plain, compressed, or in a .zip) again, not {kind} yet; copied unchanged, its "
         "duplicates still in it"
     )
+
+
+def _on_disk(path: str) -> str | None:
+    """The path on disk of a file named as dedup shows it (``display.shown``): as it is, or
+    with its escapes undone (a name that is not UTF-8); None when neither is there."""
+    for candidate in dict.fromkeys((path, unshown(path))):
+        if is_url(candidate) or os.path.lexists(candidate):
+            return candidate
+    return None
 
 
 def _relative(path: str, roots: Sequence[str]) -> Path:
