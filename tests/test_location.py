@@ -4,6 +4,7 @@ scan with a message naming them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,40 @@ def test_a_file_url_is_scanned_as_its_path(samples: Path) -> None:
     report = dedup.scan([f"file://{samples}"], jobs=2)
     assert report.inputs[0].path.startswith(f"file://{samples}/")
     assert report.to_json().replace(f"file://{samples}/", "SAMPLES/") == _on_disk(samples)
+
+
+def test_a_pipe_or_device_in_a_file_url_dump_is_skipped_not_waited_on(
+    samples: Path, tmp_path: Path
+) -> None:
+    """Under a file:// URL, a named pipe (opening it would wait for a writer for ever) and a
+    link to a device are listed as not regular files, as under a path; a link to a file of
+    the dump is read."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "dump" / "site"
+    site.mkdir(parents=True)
+    (site / "000.txt").write_bytes((samples / "site-qidian" / "000.txt").read_bytes())
+    os.mkfifo(site / "pipe.txt")
+    (site / "zero.txt").symlink_to("/dev/zero")
+    (site / "link.txt").symlink_to(site / "000.txt")
+    given = f"file://{tmp_path / 'dump'}"
+    # a process of its own, so that a wait on the pipe fails the test rather than hangs it
+    code = (
+        "import json, dedup\n"
+        f"report = dedup.scan([{given!r}], jobs=1)\n"
+        "print(json.dumps([[i.path for i in report.inputs], "
+        "[[s.path, s.reason] for s in report.skipped]]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    read, skipped = json.loads(done.stdout)
+    assert read == [f"{given}/site/000.txt", f"{given}/site/link.txt"]
+    assert skipped == [
+        [f"{given}/site/{name}", "not a regular file"] for name in ("pipe.txt", "zero.txt")
+    ]
 
 
 def test_clean_writes_a_copy_of_a_url_dump(memory_dump: str, samples: Path, tmp_path: Path) -> None:

@@ -92,6 +92,7 @@ def _is_report_json(where: str) -> bool:
     return head.replace(b" ", b"").replace(b"\n", b"").startswith(b'{"report_format":')
 
 
+NOT_REGULAR = "not a regular file"
 _REPORT_LEFT_OUT = "a report dedup wrote: left out (its tables are not a source)"
 
 
@@ -109,8 +110,11 @@ def discover_inputs(
     roots = sorted(set(paths))
     for given in roots:
         if is_url(given):
-            for url, below in _url_inputs(url_files(given), skipped):
+            files, others = url_files(given)
+            for url, below in _url_inputs(files, skipped):
                 _add_url(url, below, found, skipped)
+            for url in others:
+                skipped[shown(url)] = Skipped(shown(url), NOT_REGULAR)
             continue
         root = Path(given)
         try:
@@ -291,7 +295,7 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
         skipped[where] = Skipped(where, "broken symbolic link (or a link loop): nothing to read")
         return
     if not os.path.isfile(real):
-        skipped[where] = Skipped(where, "not a regular file")
+        skipped[where] = Skipped(where, NOT_REGULAR)
         return
     kind = _format_of(file.name)
     if isinstance(kind, str):

@@ -93,8 +93,11 @@ def url_stamp(url: str) -> tuple[int, int] | None:
     return int(info.get("size") or 0), digest
 
 
-def url_files(url: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The files at or under ``url``: (each file's URL, its parts below ``url``), in order.
+def url_files(url: str) -> tuple[list[tuple[str, tuple[str, ...]]], list[str]]:
+    """The files at or under ``url``: (each file's URL, its parts below ``url``), in order;
+    and the URLs of what is there but not a regular file (a pipe, a device, or a link to
+    neither, as a local filesystem lists them), which are not read: opening a pipe would wait
+    for ever.
     A URL that does not exist, or whose filesystem fsspec cannot load, stops the scan, as a
     path that does not exist does."""
     filesystem, root = _filesystem(url)
@@ -102,18 +105,23 @@ def url_files(url: str) -> list[tuple[str, tuple[str, ...]]]:
         if not filesystem.exists(root):
             raise InputPathError(f"{url}: no such file or folder; check the URL and try again")
         if not filesystem.isdir(root):
-            return [(url, ())]
-        found = filesystem.find(root, withdirs=False)
+            return [(url, ())], []
+        found = filesystem.find(root, withdirs=False, detail=True)
     except OSError as error:
         raise InputPathError(
             f"{url}: cannot list it ({error}); check the URL and try again"
         ) from None
     top = root.rstrip("/")
-    files = []
+    files, others = [], []
     for path in sorted(found):
+        entry = found[path]
+        regular = entry.get("type", "file") == "file"
+        if not regular and not (entry.get("islink") and filesystem.isfile(path)):
+            others.append(filesystem.unstrip_protocol(path))
+            continue
         relative = path[len(top) :].strip("/").split("/") if path.startswith(top) else [path]
         files.append((filesystem.unstrip_protocol(path), tuple(relative)))
-    return files
+    return files, others
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
