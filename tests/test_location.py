@@ -82,6 +82,12 @@ def test_a_pipe_or_device_in_a_file_url_dump_is_skipped_not_waited_on(
     assert skipped == [
         [f"{given}/site/{name}", "not a regular file"] for name in ("pipe.txt", "zero.txt")
     ]
+    pipe = f"{given}/site/pipe.txt"  # given by itself
+    code = f"import dedup\nprint(dedup.scan([{pipe!r}], jobs=1).skipped[0].reason)"
+    alone = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert alone.stdout.strip() == "not a regular file"
 
 
 def test_clean_writes_a_copy_of_a_url_dump(memory_dump: str, samples: Path, tmp_path: Path) -> None:

@@ -113,7 +113,7 @@ def discover_inputs(
             files, others = url_files(given)
             for url, below in _url_inputs(files, skipped):
                 _add_url(url, below, found, skipped)
-            for url in others:
+            for url in others:  # not _skip: a path's display would fold the URL's //
                 skipped[shown(url)] = Skipped(shown(url), NOT_REGULAR)
             continue
         root = Path(given)

@@ -105,7 +105,7 @@ def url_files(url: str) -> tuple[list[tuple[str, tuple[str, ...]]], list[str]]:
         if not filesystem.exists(root):
             raise InputPathError(f"{url}: no such file or folder; check the URL and try again")
         if not filesystem.isdir(root):
-            return [(url, ())], []
+            return ([(url, ())], []) if filesystem.isfile(root) else ([], [url])
         found = filesystem.find(root, withdirs=False, detail=True)
     except OSError as error:
         raise InputPathError(

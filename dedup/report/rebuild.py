@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from dedup.arrays import concatenated
 from dedup.cluster import cluster_pairs
 from dedup.columns import SimilarityTable
 from dedup.errors import ConfigError
@@ -68,12 +68,12 @@ def narrowed(
         numbers = np.array([index[member] for member in pairs.ids], dtype=np.int64)
         parts.append((numbers, pairs, keep_pairs(pairs, [passages[n] for n in numbers.tolist()])))
     kept = SimilarityTable(
-        _joined([numbers[pairs.a[wanted]] for numbers, pairs, wanted in parts], _NO_ROWS),
-        _joined([numbers[pairs.b[wanted]] for numbers, pairs, wanted in parts], _NO_ROWS),
-        _joined([pairs.jaccard[wanted] for _numbers, pairs, wanted in parts], _NO_SCORES),
-        _joined([pairs.containment[wanted] for _numbers, pairs, wanted in parts], _NO_SCORES),
-        _joined([pairs.minhash_jaccard[wanted] for _numbers, pairs, wanted in parts], _NO_SCORES),
-        _joined([pairs.identical_chars[wanted] for _numbers, pairs, wanted in parts], _NO_ROWS),
+        concatenated([numbers[pairs.a[wanted]] for numbers, pairs, wanted in parts], np.int64),
+        concatenated([numbers[pairs.b[wanted]] for numbers, pairs, wanted in parts], np.int64),
+        concatenated([pairs.jaccard[wanted] for _n, pairs, wanted in parts], np.float64),
+        concatenated([pairs.containment[wanted] for _n, pairs, wanted in parts], np.float64),
+        concatenated([pairs.minhash_jaccard[wanted] for _n, pairs, wanted in parts], np.float64),
+        concatenated([pairs.identical_chars[wanted] for _n, pairs, wanted in parts], np.int64),
     )
     keep, largest = options.get("keep", "longest"), options.get("max_cluster_size", 200)
     clusters = [
@@ -108,12 +108,3 @@ def narrowed(
         matches=tuple(matches),
         document_groups=tuple(groups),
     )
-
-
-_NO_ROWS = np.empty(0, dtype=np.int64)
-_NO_SCORES = np.empty(0, dtype=np.float64)
-G = TypeVar("G", bound=np.generic)
-
-
-def _joined(parts: list[npt.NDArray[G]], empty: npt.NDArray[G]) -> npt.NDArray[G]:
-    return np.concatenate(parts) if parts else empty
