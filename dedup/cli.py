@@ -25,7 +25,7 @@ from dedup.config import (
     ScanConfig,
 )
 from dedup.display import printable, shown
-from dedup.engine.lifetime import terminate_as_interrupt
+from dedup.engine.lifetime import caused_by_interrupt, terminate_as_interrupt
 from dedup.errors import ConfigError, DedupError, ExitStatus
 from dedup.version import __version__
 
@@ -850,6 +850,11 @@ def main(prog_name: str | None = None) -> None:
         where = f" {shown(error.filename)}" if isinstance(error.filename, str) else ""
         click.echo(f"dedup: error:{where}: {error.strerror or error}", err=True)
         sys.exit(ExitStatus.ERROR)
+    except Exception as error:
+        if not caused_by_interrupt(error):
+            raise
+        click.echo("dedup: interrupted", err=True)
+        _exit_interrupted()
     _exit_at_once(ExitStatus.SUCCESS)
 
 

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+from dedup.engine.lifetime import caused_by_interrupt
+
 # A fork hook registered before dedup's, as the logging module's is: a signal (SIGNAL) arrives
 # while it runs; then the run does AFTER_FORK inside dedup's signal handling and AFTER_RUN
 # once that has ended.
@@ -96,3 +98,61 @@ except KeyboardInterrupt:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "interrupted"
     assert "Exception ignored" not in done.stderr
+
+
+def test_ctrl_c_while_numba_hands_back_a_tuple_interrupts_the_run() -> None:
+    """A compiled function that returns a tuple calls numba's ``_numba_unpickle`` from C. An
+    interrupt raised there came out of the call as a SystemError ("returned a result with an
+    exception set"), and a stopped scan ended with status 1 instead of 130 (seen in CI)."""
+    script = """
+import os, signal, time
+import numba, numpy as np
+from numba.core import serialize
+from dedup.engine.lifetime import terminate_as_interrupt
+
+@numba.njit
+def pair(size):
+    return np.zeros(size), np.ones(size)
+
+pair(1)
+
+class Signalling(dict):
+    def __getitem__(self, key):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)
+        return super().__getitem__(key)
+
+serialize._unpickled_memo = Signalling(serialize._unpickled_memo)
+try:
+    with terminate_as_interrupt():
+        pair(1)
+        time.sleep(2)
+        print("went on")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "interrupted"
+    assert "SystemError" not in done.stderr
+
+
+def test_an_error_that_came_of_an_interrupt_is_an_interrupt() -> None:
+    """The command's last resort, should C code turn an interrupt into an error elsewhere."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise SystemError("returned a result with an exception set") from interrupt
+    except SystemError as error:
+        assert caused_by_interrupt(error)
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError("while cleaning up") from None
+    except OSError as error:
+        assert not caused_by_interrupt(error)
+    assert not caused_by_interrupt(ValueError("unrelated"))

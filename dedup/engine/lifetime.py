@@ -105,15 +105,35 @@ def _compiling() -> bool:
 def _in_a_callback_from_c(frame: FrameType) -> bool:
     """Whether ``frame`` is in a callback from C, or anywhere under a finalizer (``__del__``)
     that the garbage collector runs: what one raises is printed and ignored (a Dask future's
-    ``__del__`` tells the client's event loop it is released, deep inside asyncio)."""
+    ``__del__`` tells the client's event loop it is released, deep inside asyncio); or under
+    numba's ``_numba_unpickle``, which a compiled function calls as it hands back a tuple:
+    raised there, the interrupt came out of the call as a SystemError, and the scan ended
+    with status 1 instead of 130."""
     filename = frame.f_code.co_filename
     if any(part in filename for part in _CALLBACK_FILES):
         return True
     caller: FrameType | None = frame
     while caller is not None:
-        if caller.f_code.co_name == "__del__":
+        if caller.f_code.co_name in _CALLED_FROM_C:
             return True
         caller = caller.f_back
+    return False
+
+
+_CALLED_FROM_C = ("__del__", "_numba_unpickle")
+
+
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` came of an interrupt: one raised where C code turned it into another
+    error (a SystemError "returned a result with an exception set") is still an interrupt."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        # as Python's traceback follows it: "raise ... from None" ends the chain
+        cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
     return False
 
 
