@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
@@ -32,7 +32,7 @@ from dedup.version import __version__
 # The library (numpy, numba, OpenCC, datasketch) is imported by the command that needs it, not
 # here: `dedup --version` and `dedup --help` answer at once.
 if TYPE_CHECKING:
-    from dedup.models import Report
+    from dedup.models import Report, Skipped
     from dedup.report.folder import ReportFolder
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -408,11 +408,32 @@ def scan_command(
 
     with ReportFolder(out_dir) as folder:
         report, written = scan_to(folder, paths, config, formats, full_text)
-        for entry in report.skipped:
-            click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+        _say_skipped(report.skipped, report.summary.files, paths)
         _summarize(report, folder, written, formats, quiet)
     if strict and report.skipped:
         sys.exit(ExitStatus.INPUT_SKIPPED)
+
+
+def _say_skipped(skipped: Sequence[Skipped], read: int, paths: Sequence[str]) -> None:
+    """Each skipped input with its reason, and a warning when nothing at all was read: an
+    empty report alone would not say why it is empty."""
+    for entry in skipped:
+        click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+    if read:
+        return
+    if skipped:
+        warning = f"none of the {len(skipped)} inputs could be read (each is listed above)"
+    else:
+        given = ", ".join(shown(path) for path in paths)
+        warning = (
+            f"no files found under {given}: nothing was compared; check the path (a dump's "
+            "folder holds its files, or a folder of them for each source)"
+        )
+    click.echo(f"dedup: warning: {warning}", err=True)
+
+
+def _paths(skipped: Sequence[Skipped]) -> set[str]:
+    return {entry.path for entry in skipped}
 
 
 def _summarize(
@@ -562,13 +583,13 @@ def index_add_command(
 
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     result = collection.add(index, paths, config, source)
-    for entry in result.skipped:
-        click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+    read = len(result.added) + len(result.unchanged)
+    _say_skipped(result.skipped, read - len(set(result.added) & _paths(result.skipped)), paths)
     if not quiet:
         again = len(result.prepared_again)
         # An unreadable file is stored too (a report of the index lists it, as a scan does),
         # but is counted with the skipped ones, not as added.
-        unreadable = {entry.path for entry in result.skipped} & set(result.added)
+        unreadable = _paths(result.skipped) & set(result.added)
         click.echo(
             f"{shown(str(index))}: {len(result.added) - len(unreadable)} files added, "
             f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped"

@@ -315,11 +315,48 @@ def test_links_out_of_the_scanned_folder_are_followed_only_when_asked(
     (dump / "passwd.txt").symlink_to(outside)
     found, skipped = discover_inputs([str(tmp_path / "dump")])
     assert [file.path.rsplit("/", 1)[1] for file in found] == ["ch.txt"]
-    assert [entry.path.rsplit("/", 1)[1] for entry in skipped] == ["passwd.txt"]
-    assert "--follow-links" in skipped[0].reason
+    # A link to a file of the folder is that file: read once, and the other name is listed.
+    assert [entry.path.rsplit("/", 1)[1] for entry in skipped] == ["inside.txt", "passwd.txt"]
+    assert skipped[0].reason == f"the same file as {dump / 'ch.txt'}, read under that name"
+    assert "--follow-links" in skipped[1].reason
     found, skipped = discover_inputs([str(tmp_path / "dump")], follow_links=True)
     assert sorted(file.path.rsplit("/", 1)[1] for file in found) == ["ch.txt", "passwd.txt"]
-    assert skipped == []
+    assert [entry.path.rsplit("/", 1)[1] for entry in skipped] == ["inside.txt"]
+
+
+def test_a_file_given_by_two_names_is_read_once_and_the_other_name_listed(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    """Whatever order the names come in, the first in order is read and the other is listed
+    as skipped with the reason: nothing given is dropped without a word."""
+    dump = tmp_path / "dump" / "site"
+    dump.mkdir(parents=True)
+    (dump / "b.txt").write_text(seed_simplified, "utf-8")
+    (tmp_path / "a.txt").symlink_to(dump / "b.txt")
+    names = [str(dump / "b.txt"), str(tmp_path / "a.txt"), str(tmp_path / "dump")]
+    for given in (names, names[::-1]):
+        found, skipped = discover_inputs(given)
+        assert [file.path for file in found] == [str(tmp_path / "a.txt")]
+        assert [(entry.path, entry.reason) for entry in skipped] == [
+            (str(dump / "b.txt"), f"the same file as {tmp_path / 'a.txt'}, read under that name")
+        ]
+
+
+def test_an_empty_folder_gives_a_warning_with_its_empty_report(tmp_path: Path) -> None:
+    """An empty report alone does not say why it is empty."""
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(cli, ["scan", str(tmp_path / "empty"), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert f"dedup: warning: no files found under {tmp_path / 'empty'}" in result.stderr
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "x.txt").write_bytes(b"\0" * 100)
+    result = CliRunner().invoke(cli, ["scan", str(junk), "-o", str(tmp_path / "out2"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "dedup: warning: none of the 1 inputs could be read" in result.stderr
+    read = _site(tmp_path / "read", "天下大事，分久必合，合久必分。" * 40)
+    result = CliRunner().invoke(cli, ["scan", str(read), "-o", str(tmp_path / "out3"), "-q"])
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.output
 
 
 def test_csv_cells_are_never_spreadsheet_formulas(tmp_path: Path, seed_simplified: str) -> None:

@@ -307,7 +307,16 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     fs_path = where if fs_path == where else fs_path
     stamp = file_stamp(real)
     candidate = FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp)
-    # The same file reached through two given paths is read once, under the first name in order.
+    # The same file reached by two names (a link to it, or two given paths) is read once,
+    # under the first name in order; the other is listed, so that nothing goes unsaid.
     previous = found.get(real)
-    if previous is None or candidate.path < previous.path:
+    if previous is not None and previous.path != candidate.path:
+        first, second = sorted((previous, candidate))
+        found[real] = first
+        _skip_same_file(skipped, second.path, first.path)
+    elif previous is None:
         found[real] = candidate
+
+
+def _skip_same_file(skipped: dict[str, Skipped], where: str, read_as: str) -> None:
+    skipped[where] = Skipped(where, f"the same file as {read_as}, read under that name")
