@@ -760,8 +760,11 @@ def clean_command(
     else:
         config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
         result = clean(paths, out_dir, config, choices)
-    then = "left out" if skip_bad else "copied unchanged"
+    not_copied = set(result.not_copied)
     for entry in result.bad:
+        then = "left out" if skip_bad else "copied unchanged"
+        if entry.path in not_copied:
+            then = "not copied (the copy holds no links, pipes or devices)"
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)
     for entry in result.not_rewritten:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}", err=True)

@@ -327,8 +327,9 @@ def test_links_out_of_the_scanned_folder_are_followed_only_when_asked(
 def test_a_file_given_by_two_names_is_read_once_and_the_other_name_listed(
     tmp_path: Path, seed_simplified: str
 ) -> None:
-    """Whatever order the names come in, the first in order is read and the other is listed
-    as skipped with the reason: nothing given is dropped without a word."""
+    """Whatever order the names come in, the file's own name is read rather than a link's
+    (the first in order comes after it), and the other is listed as skipped with the reason:
+    nothing given is dropped without a word."""
     dump = tmp_path / "dump" / "site"
     dump.mkdir(parents=True)
     (dump / "b.txt").write_text(seed_simplified, "utf-8")
@@ -336,9 +337,9 @@ def test_a_file_given_by_two_names_is_read_once_and_the_other_name_listed(
     names = [str(dump / "b.txt"), str(tmp_path / "a.txt"), str(tmp_path / "dump")]
     for given in (names, names[::-1]):
         found, skipped = discover_inputs(given)
-        assert [file.path for file in found] == [str(tmp_path / "a.txt")]
+        assert [file.path for file in found] == [str(dump / "b.txt")]
         assert [(entry.path, entry.reason) for entry in skipped] == [
-            (str(dump / "b.txt"), f"the same file as {tmp_path / 'a.txt'}, read under that name")
+            (str(tmp_path / "a.txt"), f"the same file as {dump / 'b.txt'}, read under that name")
         ]
 
 

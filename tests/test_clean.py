@@ -171,6 +171,25 @@ def test_unreadable_inputs_are_copied_with_a_warning_or_left_out(
     assert left.exit_code == 0 and not (tmp_path / "b/site-mixed/junk.txt").exists()
 
 
+def test_links_are_said_not_copied_and_what_they_name_is_in_the_copy(
+    collection: Path, tmp_path: Path
+) -> None:
+    """A link to a file of the collection is that file, read and copied once; the link and a
+    broken one are said to be left out of the copy, not said to be copied (as they were)."""
+    site = collection / "site-mixed"
+    (site / "again.txt").symlink_to(site / "book.txt")
+    (site / "gone.txt").symlink_to(site / "nothing.txt")
+    done = CliRunner().invoke(cli, ["clean", str(collection), "-o", str(tmp_path / "a"), "-q"])
+    assert done.exit_code == 0, done.output
+    said = {line.split(": ")[1]: line for line in done.stderr.splitlines()}
+    for name in ("again.txt", "gone.txt"):
+        assert said[str(site / name)].endswith(
+            "; not copied (the copy holds no links, pipes or devices)"
+        )
+        assert not os.path.lexists(tmp_path / "a/site-mixed" / name)
+    assert (tmp_path / "a/site-mixed/book.txt").is_file()
+
+
 def test_tables_lose_their_copied_rows_and_keep_the_others_byte_for_byte(
     collection: Path, tmp_path: Path, samples: Path
 ) -> None:

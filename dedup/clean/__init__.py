@@ -75,7 +75,9 @@ class CleanResult:
     """What ``clean`` did: the documents removed (each with the kept one it duplicates), the
     files written again, copied unchanged, and left out (nothing of them was kept), the
     files with duplicates it could not rewrite (copied unchanged, with why), the inputs it
-    could not read (copied unchanged, or left out with ``skip_bad``), and per source tallies."""
+    could not read (copied unchanged, or left out with ``skip_bad``), those of them not
+    copied as they are not regular files (a link, a pipe: ``not_copied``), and per source
+    tallies."""
 
     report: Report
     removed: tuple[Removal, ...]
@@ -86,6 +88,7 @@ class CleanResult:
     bad: tuple[Skipped, ...]
     sources: tuple[SourceTally, ...]
     dry_run: bool
+    not_copied: tuple[str, ...] = ()
 
     @property
     def removed_share(self) -> float:
@@ -313,9 +316,13 @@ def _write_copy(
                     target.write_bytes(result.data)
             rewritten.append(file.path)
     read = {file.path for file in found}
+    not_copied = []
     for entry in skipped:  # files dedup does not read (another format, say): as they are
         real = _on_disk(entry.path)
-        if entry.path in read or skip_bad or real is None or not is_plain_file(real):
+        if entry.path in read or skip_bad or real is None:
+            continue
+        if not is_plain_file(real):  # a link (to a file of the copy, or out of it), a pipe
+            not_copied.append(entry.path)
             continue
         if not dry_run:
             _copy(real, folder.path / _relative(real, roots), folder)
@@ -335,6 +342,7 @@ def _write_copy(
         bad=bad,
         sources=tally.sources(),
         dry_run=dry_run,
+        not_copied=tuple(not_copied),
     )
 
 

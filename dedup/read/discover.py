@@ -308,14 +308,19 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     stamp = file_stamp(real)
     candidate = FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp)
     # The same file reached by two names (a link to it, or two given paths) is read once,
-    # under the first name in order; the other is listed, so that nothing goes unsaid.
+    # under its own name rather than a link's (a cleaned copy then holds it where it is),
+    # else the first in order; the other is listed, so that nothing goes unsaid.
     previous = found.get(real)
     if previous is not None and previous.path != candidate.path:
-        first, second = sorted((previous, candidate))
+        first, second = sorted((previous, candidate), key=lambda name: _by_name(name, real))
         found[real] = first
         _skip_same_file(skipped, second.path, first.path)
     elif previous is None:
         found[real] = candidate
+
+
+def _by_name(file: FoundFile, real: str) -> tuple[bool, FoundFile]:
+    return os.path.abspath(file.fs_path) != real, file
 
 
 def _skip_same_file(skipped: dict[str, Skipped], where: str, read_as: str) -> None:
