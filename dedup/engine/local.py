@@ -46,6 +46,16 @@ from dedup.segment import (
 T = TypeVar("T")
 
 
+def _end_of_results(results: Any) -> None:
+    """With the workers gone, the pool's reader thread sees the end of its ``results`` pipe,
+    not half a message it would wait on for ever: this process holds the pipe's last writing
+    end. Waiting, the thread kept a library caller's process from ending (Python joins it at
+    exit: a test run that hung after its last test)."""
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
+
+
 class LocalEngine:
     """Where a scan's per-file tasks run: a pool of ``workers`` processes, or this process
     when one will do (``pool`` is None then). ``with LocalEngine(config, tasks) as engine:``
@@ -101,6 +111,7 @@ class LocalEngine:
             # result pipe, which the pool's reader thread would wait on for ever (seen as a
             # scan that outlived a SIGTERM, its workers gone); the workers themselves are.
             processes = list(getattr(self.pool, "_processes", {}).values())
+            results = getattr(self.pool, "_result_queue", None)  # shutdown lets go of it
             for process in processes:
                 process.terminate()
             self.pool.shutdown(wait=False, cancel_futures=True)
@@ -109,6 +120,7 @@ class LocalEngine:
                 if process.is_alive():
                     process.kill()
                     process.join()
+            _end_of_results(results)
         else:
             self.pool.shutdown(wait=True)
         self.pool = None
