@@ -764,7 +764,7 @@ def clean_command(
     for entry in result.bad:
         then = "left out" if skip_bad else "copied unchanged"
         if entry.path in not_copied:
-            then = "not copied (the copy holds no links, pipes or devices)"
+            then = "not copied"
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)
     for entry in result.not_rewritten:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}", err=True)

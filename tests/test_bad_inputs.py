@@ -523,3 +523,19 @@ def test_a_page_too_short_for_a_passage_is_listed_and_counted(
     assert [(m.a.path, m.b.path) for m in report.matches] == [
         (str(tmp_path / "site-a/000.txt"), str(tmp_path / "site-b/000.txt"))
     ]
+
+
+def test_a_linked_folder_inside_the_scanned_one_is_listed_not_read_twice(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    """With --follow-links, a link to a folder of the dump itself is left out (its files are
+    read under their own names, whichever name comes first in order) and said so."""
+    dump = tmp_path / "dump"
+    (dump / "site").mkdir(parents=True)
+    (dump / "site" / "ch.txt").write_text(seed_simplified, "utf-8")
+    (dump / "alias").symlink_to(dump / "site")
+    found, skipped = discover_inputs([str(dump)], follow_links=True)
+    assert [file.path for file in found] == [str(dump / "site" / "ch.txt")]
+    assert [(entry.path, "inside the scanned folder" in entry.reason) for entry in skipped] == [
+        (str(dump / "alias"), True)
+    ]

@@ -183,9 +183,7 @@ def test_links_are_said_not_copied_and_what_they_name_is_in_the_copy(
     assert done.exit_code == 0, done.output
     said = {line.split(": ")[1]: line for line in done.stderr.splitlines()}
     for name in ("again.txt", "gone.txt"):
-        assert said[str(site / name)].endswith(
-            "; not copied (the copy holds no links, pipes or devices)"
-        )
+        assert said[str(site / name)].endswith("; not copied")
         assert not os.path.lexists(tmp_path / "a/site-mixed" / name)
     assert (tmp_path / "a/site-mixed/book.txt").is_file()
 

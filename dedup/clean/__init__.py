@@ -76,8 +76,8 @@ class CleanResult:
     files written again, copied unchanged, and left out (nothing of them was kept), the
     files with duplicates it could not rewrite (copied unchanged, with why), the inputs it
     could not read (copied unchanged, or left out with ``skip_bad``), those of them not
-    copied as they are not regular files (a link, a pipe: ``not_copied``), and per source
-    tallies."""
+    copied (``not_copied``: a link, a pipe, a file read and copied under another name), and
+    per source tallies."""
 
     report: Report
     removed: tuple[Removal, ...]
@@ -316,13 +316,15 @@ def _write_copy(
                     target.write_bytes(result.data)
             rewritten.append(file.path)
     read = {file.path for file in found}
+    # A file read under another name (reached through a linked folder, say) is in the copy.
+    files_read = {os.path.realpath(file.fs_path) for file in found if not is_url(file.fs_path)}
     not_copied = []
     for entry in skipped:  # files dedup does not read (another format, say): as they are
         real = _on_disk(entry.path)
         if entry.path in read or skip_bad or real is None:
             continue
-        if not is_plain_file(real):  # a link (to a file of the copy, or out of it), a pipe
-            not_copied.append(entry.path)
+        if not is_plain_file(real) or os.path.realpath(real) in files_read:
+            not_copied.append(entry.path)  # a link, a pipe, a file copied already
             continue
         if not dry_run:
             _copy(real, folder.path / _relative(real, roots), folder)

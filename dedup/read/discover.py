@@ -175,6 +175,14 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                     "a link to a folder, not followed (scan the folder it points to instead, "
                     "or pass --follow-links)",
                 )
+            elif follow_links and _is_link(subdir) and not outside(subdir):
+                dirnames.remove(dirname)  # else its files might be read under the link's name
+                _skip(
+                    skipped,
+                    subdir,
+                    "a link to a folder inside the scanned folder: its files are read under "
+                    "their own names",
+                )
             elif follow_links:
                 real = os.path.realpath(subdir)
                 if real in seen_folders:  # a link loop, or a folder reached twice
