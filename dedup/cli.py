@@ -419,10 +419,14 @@ def _say_skipped(skipped: Sequence[Skipped], read: int, paths: Sequence[str]) ->
     empty report alone would not say why it is empty."""
     for entry in skipped:
         click.echo(f"dedup: skipped {entry.path}: {printable(entry.reason)}", err=True)
+    _say_if_nothing_read(len(skipped), read, paths)
+
+
+def _say_if_nothing_read(skipped: int, read: int, paths: Sequence[str]) -> None:
     if read:
         return
     if skipped:
-        warning = f"none of the {len(skipped)} inputs could be read (each is listed above)"
+        warning = f"none of the {skipped} inputs could be read (each is listed above)"
     else:
         given = ", ".join(shown(path) for path in paths)
         warning = (
@@ -626,6 +630,7 @@ def index_query_command(
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     with ReportFolder(out_dir) as folder:
         report = collection.query(index, paths, config, source, within)
+        _say_skipped(report.skipped, report.summary.files, paths)
         written = _write_report_files(report, folder, formats, full_text)
         _summarize(report, folder, written, formats, quiet)
 
@@ -768,6 +773,8 @@ def clean_command(
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}; {then}", err=True)
     for entry in result.not_rewritten:
         click.echo(f"dedup: {entry.path}: {printable(entry.reason)}", err=True)
+    if paths:
+        _say_if_nothing_read(len(result.bad), result.report.summary.files, paths)
     if quiet:
         return
     from dedup.report.terminal import plural

@@ -355,6 +355,19 @@ def test_an_empty_folder_gives_a_warning_with_its_empty_report(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["scan", str(junk), "-o", str(tmp_path / "out2"), "-q"])
     assert result.exit_code == 0, result.output
     assert "dedup: warning: none of the 1 inputs could be read" in result.stderr
+    # The same from clean and from a query of an index, which lists what it skipped too.
+    result = CliRunner().invoke(cli, ["clean", str(junk), "-o", str(tmp_path / "copy"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "dedup: warning: none of the 1 inputs could be read" in result.stderr
+    index = str(tmp_path / "index.db")
+    stored = _site(tmp_path / "stored", "天下大事，分久必合，合久必分。" * 40)
+    assert CliRunner().invoke(cli, ["index", "add", index, str(stored), "-q"]).exit_code == 0
+    result = CliRunner().invoke(
+        cli, ["index", "query", index, str(junk), "-o", str(tmp_path / "q")]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"dedup: skipped {junk / 'x.txt'}: binary data" in result.stderr
+    assert "dedup: warning: none of the 1 inputs could be read" in result.stderr
     read = _site(tmp_path / "read", "天下大事，分久必合，合久必分。" * 40)
     result = CliRunner().invoke(cli, ["scan", str(read), "-o", str(tmp_path / "out3"), "-q"])
     assert result.exit_code == 0 and "warning" not in result.stderr, result.output
