@@ -320,16 +320,15 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     # else the first in order; the other is listed, so that nothing goes unsaid.
     previous = found.get(real)
     if previous is not None and previous.path != candidate.path:
-        first, second = sorted((previous, candidate), key=lambda name: _by_name(name, real))
+        first, second = sorted((previous, candidate), key=lambda name: _links_in(name, real))
         found[real] = first
-        _skip_same_file(skipped, second.path, first.path)
+        reason = f"the same file as {first.path}, read under that name"
+        skipped[second.path] = Skipped(second.path, reason)
     elif previous is None:
         found[real] = candidate
 
 
-def _by_name(file: FoundFile, real: str) -> tuple[bool, FoundFile]:
-    return os.path.abspath(file.fs_path) != real, file
-
-
-def _skip_same_file(skipped: dict[str, Skipped], where: str, read_as: str) -> None:
-    skipped[where] = Skipped(where, f"the same file as {read_as}, read under that name")
+def _links_in(file: FoundFile, real: str) -> tuple[bool, bool, FoundFile]:
+    """Which of two names of one file to read it under, the first of their order: a name that
+    is not a link itself, then one that goes through no linked folder, then the first."""
+    return _is_link(Path(file.fs_path)), os.path.abspath(file.fs_path) != real, file
