@@ -436,10 +436,6 @@ def _say_if_nothing_read(skipped: int, read: int, paths: Sequence[str]) -> None:
     click.echo(f"dedup: warning: {warning}", err=True)
 
 
-def _paths(skipped: Sequence[Skipped]) -> set[str]:
-    return {entry.path for entry in skipped}
-
-
 def _summarize(
     report: Report,
     folder: ReportFolder,
@@ -587,15 +583,15 @@ def index_add_command(
 
     config = _config(options, jobs=jobs, show_progress=not quiet and sys.stderr.isatty())
     result = collection.add(index, paths, config, source)
-    read = len(result.added) + len(result.unchanged)
-    _say_skipped(result.skipped, read - len(set(result.added) & _paths(result.skipped)), paths)
+    # An unreadable file is stored too (a report of the index lists it, as a scan does),
+    # but is counted with the skipped ones, not as added.
+    unreadable = {entry.path for entry in result.skipped} & set(result.added)
+    added = len(result.added) - len(unreadable)
+    _say_skipped(result.skipped, added + len(result.unchanged), paths)
     if not quiet:
         again = len(result.prepared_again)
-        # An unreadable file is stored too (a report of the index lists it, as a scan does),
-        # but is counted with the skipped ones, not as added.
-        unreadable = _paths(result.skipped) & set(result.added)
         click.echo(
-            f"{shown(str(index))}: {len(result.added) - len(unreadable)} files added, "
+            f"{shown(str(index))}: {added} files added, "
             f"{len(result.unchanged)} unchanged, {len(result.skipped)} skipped"
             + (f"; {again} stored files of the same sources prepared again" if again else "")
         )
