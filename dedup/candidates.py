@@ -8,7 +8,7 @@ are grouped by sorting compact arrays, not by one Python object per passage per 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
@@ -292,15 +292,15 @@ def copies_of(
 def exact_copies(
     texts: Sequence[str | None],
     hashes: npt.NDArray[np.int64] | HeldHashes | None = None,
-    lengths: npt.NDArray[np.int64] | None = None,
+    lengths_of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]] | None = None,
 ) -> tuple[npt.NDArray[np.int64], SimilarityTable]:
     """The first passage of every distinct normalized text, and a verified link from each later
     copy to that first one (Jaccard, containment and MinHash estimate 1). ``hashes``: two per
     text (segment.text_hashes, made by the workers), equal for equal texts; texts with both
     equal are copies. A later copy's text may be None (a worker need not hand it back twice:
-    dedup.engine.copies); the first of each text is always there. Given each text's
-    ``lengths`` (and its hashes), the texts themselves are not read (a cluster's workers keep
-    them, and the hashes)."""
+    dedup.engine.copies); the first of each text is always there. Given the texts' hashes and
+    ``lengths_of`` (the length of the text of each of some passages), the texts themselves are
+    not read (a cluster's workers keep them, the hashes and the lengths)."""
     if hashes is None:
         hashes = text_hashes(cast(Sequence[str], texts))
     if not len(hashes):  # a dump with no passage at all (every input skipped, say)
@@ -310,11 +310,11 @@ def exact_copies(
     else:
         copies, originals = copies_of(hashes, np.arange(len(hashes), dtype=np.int64))
     ones = np.ones(len(copies), dtype=np.float64)
-    if lengths is None:
+    if lengths_of is None:
         leaders = cast(list[str], [texts[index] for index in originals.tolist()])
         lengths = np.fromiter(map(len, leaders), dtype=np.int64, count=len(leaders))
     else:
-        lengths = lengths[originals]
+        lengths = lengths_of(originals)
     links = SimilarityTable(originals, copies, ones, ones, ones, lengths)
     distinct = np.ones(len(hashes), dtype=np.bool_)
     distinct[copies] = False
@@ -438,7 +438,7 @@ class Candidates:
 
 
 def find_candidates(
-    lengths: npt.NDArray[np.int64],
+    lengths_of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]],
     hashes: npt.NDArray[np.int64] | HeldHashes,
     signatures: SignatureTable | HeldSignatures,
     spans: SpanTable,
@@ -449,9 +449,9 @@ def find_candidates(
     """Exact copies (the same normalized text: its two ``hashes``) are linked directly; LSH
     runs once per distinct text, so a scene copied by a hundred sites costs a hundred links,
     not ten thousand pairs. Pairs of passages that overlap in one text are left out.
-    ``lengths``: each passage's normalized characters; ``threads``: where the bands are
-    grouped (dedup.engine)."""
-    distinct, copies = exact_copies((), hashes, lengths)
+    ``lengths_of``: the normalized characters of each of some passages; ``threads``: where
+    the bands are grouped (dedup.engine)."""
+    distinct, copies = exact_copies((), hashes, lengths_of)
     bands, rows = lsh_params(min(threshold, CANDIDATE_CEILING), num_perm)
     pairs = candidate_pairs(signatures, bands, rows, among=distinct, threads=threads)
     return Candidates(copies, without_overlapping(pairs, spans))

@@ -37,7 +37,7 @@ from dedup.offset_steps import StepPacker
 
 if TYPE_CHECKING:
     from dedup.candidates import Leaders
-    from dedup.engine.base import HeldSeeds, HeldSteps, Threads
+    from dedup.engine.base import HeldLengths, HeldSeeds, HeldSteps, Threads
 
 MIN_SHARED_SEEDS = 2
 MAX_SEED_DOCUMENTS = 64
@@ -53,8 +53,8 @@ class PassageAlignment:
     the texts handed back (dedup.align), with the passage of each (a row of these)."""
 
     lengths: npt.NDArray[np.int64]
-    # Empty where every passage's lead is 0 (no --passage-overlap) and the driver of a
-    # cluster holds them (without_zero_leads): read through leads_of and own_lengths.
+    # Empty where every passage's lead is 0 (no --passage-overlap) and a cluster's worker
+    # keeps them (without_zero_leads): read through leads_of and own_lengths.
     leads: npt.NDArray[np.int64]
     steps: npt.NDArray[np.uint8]
     big_steps: npt.NDArray[np.int64]
@@ -65,22 +65,51 @@ class PassageAlignment:
     # them hand them their work.
     held_seeds: HeldSeeds | None = None
     held_steps: HeldSteps | None = None
+    # On a cluster, each passage's length and lead where the workers keep them (with the
+    # steps; this process's lengths and leads are then empty): looked up a stage's passages
+    # at a time (lengths_and_leads, story_chars), so that this process holds nothing a
+    # passage (issue 21).
+    held_lengths: HeldLengths | None = None
 
     def __len__(self) -> int:
+        if self.held_lengths is not None:
+            return len(self.held_lengths)
         return len(self.lengths)
 
     @property
     def _leads_held(self) -> bool:
-        return len(self.leads) == len(self.lengths)
+        return self.held_lengths is None and len(self.leads) == len(self.lengths)
+
+    def lengths_and_leads(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The length and the lead of each of ``rows``, wherever they are held."""
+        if self.held_lengths is not None:
+            return self.held_lengths.of(rows)
+        return self.lengths[rows], self.leads_of(rows)
+
+    def lengths_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The length of each of ``rows``, wherever they are held."""
+        return self.lengths_and_leads(rows)[0]
 
     def leads_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The lead of each of ``rows``."""
+        if self.held_lengths is not None:
+            return self.held_lengths.of(rows)[1]
         if self._leads_held:
             return self.leads[rows]
         return np.zeros(len(rows), dtype=np.int64)
 
+    def story_chars(self, first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The normalized characters of each document, all but its passages' leads: the
+        documents are the runs of passages from each of ``first`` (ascending from 0) to the
+        next."""
+        if self.held_lengths is not None:
+            return self.held_lengths.stories(first)
+        return np.add.reduceat(self.own_lengths(), first)
+
     def own_lengths(self) -> npt.NDArray[np.int64]:
-        """Each passage's own characters: its length less its lead."""
+        """Each passage's own characters: its length less its lead (held here)."""
         if self._leads_held:
             return self.lengths - self.leads
         return self.lengths
@@ -93,7 +122,7 @@ class PassageAlignment:
 
     def without_zero_leads(self) -> PassageAlignment:
         """The same, its leads not held when all of them are 0 (the default: no
-        --passage-overlap): 8 B a passage less on a cluster's driver (issue 21)."""
+        --passage-overlap): 8 B a passage less where a cluster's workers keep them."""
         if len(self.leads) and not self.leads.any():
             return replace(self, leads=np.empty(0, dtype=np.int64))
         return self
@@ -214,7 +243,7 @@ def document_runs(
     )
     first = runs[changed]
     end = np.append(first[1:], count)
-    story = np.add.reduceat(alignment.own_lengths(), first)
+    story = alignment.story_chars(first)
     return DocumentRuns(first, end, story)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.align import seed_table, spans_with_table
-from dedup.arrays import sorted_unique
+from dedup.arrays import concatenated, sorted_unique
 from dedup.candidates import Leaders
 from dedup.cluster import components
 from dedup.codepoints import TextRun
@@ -91,11 +91,12 @@ class NormalizedTexts:
 @dataclass(frozen=True, slots=True)
 class HeldNormalizedTexts:
     """:class:`NormalizedTexts` where the workers keep the texts (a cluster's): each passage's
-    first passage of its text (``leader``), length and lead here, the texts there."""
+    first passage of its text (``leader``) here, the texts there, and its length and lead
+    looked up there (``alignment.lengths_and_leads``)."""
 
     held: HeldTexts
     leader: Leaders
-    alignment: PassageAlignment  # each passage's length and lead
+    alignment: PassageAlignment  # each passage's length and lead (held there)
 
 
 def texts_to_align(
@@ -340,12 +341,21 @@ def _aligned_where_held(
     """Each chunk's spans, aligned by a task on the workers given the texts of its documents
     (each distinct text once): the chunk's documents and passages numbered afresh, the
     arrays :func:`_align_chunk` reads made here for them alone."""
-    calls: list[tuple[Any, ...]] = []
+    planned = []
     for chunk in chunks:
         shown = sorted_unique(pairs[chunk])
         first, end = documents.first[shown], documents.end[shown]
         sizes = end - first
         passages = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+        planned.append((chunk, shown, sizes, passages))
+    # The passages' lengths and leads, looked up where they are kept, once for the chunks.
+    every = concatenated([passages for *_chunk, passages in planned], np.int64)
+    bounds = np.cumsum([0, *(len(passages) for *_chunk, passages in planned)]).tolist()
+    lengths, leads = texts.alignment.lengths_and_leads(every)
+    calls: list[tuple[Any, ...]] = []
+    for (chunk, shown, sizes, passages), low, high in zip(
+        planned, bounds[:-1], bounds[1:], strict=True
+    ):
         local_end = np.cumsum(sizes)
         # Each distinct text once, from the first of the chunk's passages that has it: a
         # copy's text is its text's (the same start, as _same_texts needs), numbered in
@@ -361,8 +371,8 @@ def _aligned_where_held(
                 passages[fetched],
                 (
                     text_of,
-                    texts.alignment.lengths[passages],
-                    texts.alignment.leads_of(passages),
+                    lengths[low:high],
+                    leads[low:high],
                     local_end - sizes,
                     local_end,
                     np.searchsorted(shown, pairs[chunk]),
@@ -537,21 +547,27 @@ def original_spans(
     rows = aligned.spans
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
-    base = np.cumsum(documents.story_chars) - documents.story_chars
-    # Where each passage's own characters (all but its lead) begin in the documents' stories
-    # one after another: a document's story is its passages' own characters.
-    own = alignment.own_lengths()
+    # The passages of the documents the spans are in, one document after another, with
+    # where each one's own characters (all but its lead) begin in those documents' stories:
+    # a document's story is its passages' own characters.
+    shown = sorted_unique(aligned.pairs[sorted_unique(rows[:, 0])])
+    sizes = documents.end[shown] - documents.first[shown]
+    local_first = np.cumsum(sizes) - sizes
+    passage_of = np.repeat(documents.first[shown] - local_first, sizes) + np.arange(sizes.sum())
+    lengths, leads = alignment.lengths_and_leads(passage_of)
+    own = lengths - leads
     own_starts = np.cumsum(own) - own
-    del own
+    base = own_starts[local_first]
+    del lengths, own
     # The four ends of every span (a's start and end, b's), mapped back in one go.
     passages, indexes, ends = [], [], []
     for side, column in ((0, 1), (1, 3)):
-        document = aligned.pairs[rows[:, 0], side]
+        document = np.searchsorted(shown, aligned.pairs[rows[:, 0], side])
         for position, end in ((rows[:, column], False), (rows[:, column + 1] - 1, True)):
             at = base[document] + position
-            passage = np.searchsorted(own_starts, at, side="right") - 1
-            passages.append(passage)
-            indexes.append(at - own_starts[passage] + alignment.leads_of(passage))
+            local = np.searchsorted(own_starts, at, side="right") - 1
+            passages.append(passage_of[local])
+            indexes.append(at - own_starts[local] + leads[local])
             ends.append(end)
     passage, index = np.concatenate(passages), np.concatenate(indexes)
     held = alignment.held_steps or alignment.with_steps_packed().held_steps

@@ -85,7 +85,7 @@ def scan_files(
         passages = prepared.passages()
         with timer("candidates"):
             candidates = find_candidates(
-                passages.alignment.lengths,
+                passages.alignment.lengths_of,
                 passages.hashes,
                 passages.signatures,
                 passages.spans,

@@ -283,11 +283,18 @@ def verify_where_held(
     the texts of its block; only the scores come back."""
     if not len(pairs):
         return after if after is not None else SimilarityTable.of([])
+    # The lengths of the texts the pairs involve, looked up where they are kept, once.
+    involved = sorted_unique(pairs)
+    involved_lengths = texts.lengths_of(involved)
+
+    def lengths(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return involved_lengths[np.searchsorted(involved, rows)]
+
     blocks = [
         _in_scan_order(*block)
         for block in _blocks(
             pairs,
-            lambda involved: texts.lengths[involved],
+            lengths,
             _CHARACTERS_A_TASK,
             at_least=_TASKS_PER_THREAD * texts.threads,
         )
@@ -295,7 +302,7 @@ def verify_where_held(
     scored = texts.map(
         scored_pairs,
         [block for block, _rows, _pairs in blocks],
-        [texts.lengths[block] for block, _rows, _pairs in blocks],
+        [lengths(block) for block, _rows, _pairs in blocks],
         [block_pairs for _block, _rows, block_pairs in blocks],
         repeat(ngram),
         stage="verify",

@@ -159,17 +159,17 @@ def test_ideographs_past_u_ffff_align_on_the_workers_as_here(
 def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     cluster: Cluster, mirror_dump: Path
 ) -> None:
-    """This process gets no signature, normalized text, offset step or seed: the candidate
-    pairs (band keys shuffled by partition), their MinHash estimates, their verification, the
-    pairs of documents sharing seeds (seeds shuffled by partition), their alignment and the
-    spans mapped back to the original text are made on the workers, and are the local
-    engine's."""
+    """This process gets no signature, normalized text, offset step, seed or passage length:
+    the candidate pairs (band keys shuffled by partition), their MinHash estimates, their
+    verification, the documents' lengths, the pairs of documents sharing seeds (seeds
+    shuffled by partition), their alignment and the spans mapped back to the original text
+    are made on the workers, and are the local engine's."""
     from dedup.candidates import find_candidates
     from dedup.config import ScanConfig
     from dedup.documents import candidate_documents, document_runs
     from dedup.engine.base import engine_for
     from dedup.engine.gather import prepare_all
-    from dedup.engine.shuffle import SignaturesOnWorkers, TextsOnWorkers
+    from dedup.engine.shuffle import LengthsOnWorkers, SignaturesOnWorkers, TextsOnWorkers
     from dedup.matches import align_pairs, original_spans, texts_to_align
     from dedup.read import discover_inputs
     from dedup.timing import StageTimer
@@ -193,10 +193,13 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
                 assert isinstance(passages.texts, TextsOnWorkers)
                 # the offset steps and the winnowed seeds: kept there too
                 assert not len(passages.alignment.steps) and not len(passages.alignment.seeds)
-                # and no passage's lead is held here, all of them 0 (no --passage-overlap)
-                assert not len(passages.alignment.leads) and len(passages.alignment.lengths)
+                # and each passage's length and lead, looked up there
+                alignment = passages.alignment
+                assert not len(alignment.lengths) and not len(alignment.leads)
+                assert isinstance(alignment.held_lengths, LengthsOnWorkers)
+                assert len(alignment) == len(passages.spans) > 500
             candidates = find_candidates(
-                passages.alignment.lengths,
+                passages.alignment.lengths_of,
                 passages.hashes,
                 passages.signatures,
                 passages.spans,
@@ -230,6 +233,7 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
                 aligned.spans,
                 shared,
                 document_pairs,
+                documents.story_chars,
             )
     local, dask = found["local"], found["dask"]
     assert len(local[0]) > 300 and len(local[2]) > 300  # the sites' near copies
@@ -240,6 +244,7 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert np.array_equal(dask[3], local[3])
     assert np.array_equal(dask[4], local[4])
     assert len(local[5]) > 100 and np.array_equal(dask[5], local[5])  # the pairs of documents
+    assert len(local[6]) > 100 and np.array_equal(dask[6], local[6])  # the documents' lengths
 
 
 def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(

@@ -9,8 +9,9 @@ import numpy as np
 
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
+from dedup.documents import PassageAlignment
 from dedup.engine.gather import JoinedParts
-from dedup.engine.tasks import prepare_file
+from dedup.engine.tasks import passage_count, prepare_file
 from dedup.read import discover_inputs
 
 
@@ -46,52 +47,33 @@ def test_span_tables_joined_as_they_come_are_the_table_of_all(samples: Path) -> 
     assert list(joined.joined(SpanTable.concatenate([]))) == list(whole)
 
 
-def test_a_cluster_hands_back_no_leads_when_all_are_0_and_the_driver_joins_none(
+def test_a_clusters_workers_keep_each_passages_length_and_lead_and_hand_back_none(
     samples: Path,
 ) -> None:
-    """A cluster's workers hand each file back without its leads where all are 0 (the
-    default), so the driver joins the files' alignments without them as they come; with
-    --passage-overlap the leads come back, and a join that mixes the two holds every lead
-    (0 where none came)."""
-    from dedup.documents import PassageAlignment
-    from dedup.engine.tasks import without_kept
+    """A cluster's worker keeps each passage's length with its offset steps, and its lead
+    where --passage-overlap gives it one (none where all are 0, the default); a file comes
+    back to the driver with none of them, its passages counted by their spans."""
+    from dedup.engine.tasks import lengths_and_steps_of, without_kept
 
     files, _skipped = discover_inputs([str(samples)])
-
-    def alignments(config: ScanConfig) -> tuple[list[PassageAlignment], list[PassageAlignment]]:
-        prepared = [prepare_file(file, config, {}) for file in files]
+    for overlap in (0, 60):
+        prepared = [prepare_file(file, ScanConfig(passage_overlap=overlap), {}) for file in files]
         made = [item.alignment for result in prepared for item in result.inputs]
-        back = [item.alignment for result in prepared for item in without_kept(result).inputs]
-        return made, back
-
-    made, back = alignments(ScanConfig())
-    assert sum(map(len, made)) > 100 and all(not part.leads.any() for part in made)
-    assert all(len(part.leads) == len(part) for part in made)  # as the workers make them
-    assert all(not len(part.leads) and len(part.lengths) == len(part) for part in back)
-    joined = JoinedParts(PassageAlignment.concatenate)
-    for part in back * 40:
-        joined.append(part)
-    whole = joined.joined(PassageAlignment.empty())
-    assert not len(whole.leads)
-    assert np.array_equal(whole.lengths, np.concatenate([part.lengths for part in made * 40]))
-    assert np.array_equal(whole.own_lengths(), whole.lengths)
-
-    overlapping, overlapping_back = alignments(ScanConfig(passage_overlap=60))
-    leads = np.concatenate([part.leads for part in overlapping])
-    assert leads.any() and np.array_equal(
-        np.concatenate([part.leads for part in overlapping_back]), leads
-    )
-    mixed = PassageAlignment.concatenate([back[0], overlapping_back[0], back[1]])
-    assert np.array_equal(
-        mixed.leads,
-        np.concatenate(
-            [
-                np.zeros(len(back[0]), np.int64),
-                overlapping[0].leads,
-                np.zeros(len(back[1]), np.int64),
-            ]
-        ),
-    )
+        assert sum(map(len, made)) > 100
+        assert all(len(part.leads) == len(part) for part in made)  # as the workers make them
+        kept = [lengths_and_steps_of(result) for result in prepared]
+        for part, result in zip(kept, prepared, strict=True):
+            whole = PassageAlignment.concatenate([item.alignment for item in result.inputs])
+            assert np.array_equal(part.lengths, whole.lengths)
+            assert np.array_equal(part.steps, whole.steps) and not len(part.seeds)
+            assert np.array_equal(part.dense_leads(), whole.leads)
+            assert len(part.leads) == (len(part) if overlap and whole.leads.any() else 0)
+        assert any(len(part.leads) for part in kept) == bool(overlap)
+        for result in prepared:
+            back = without_kept(result)
+            assert all(not len(item.alignment.lengths) for item in back.inputs)
+            assert all(not len(item.alignment.leads) for item in back.inputs)
+            assert passage_count(back) == passage_count(result)
 
 
 def test_the_records_of_each_file_share_the_strings_this_process_holds(

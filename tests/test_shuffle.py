@@ -39,8 +39,15 @@ from dedup.documents import (
 )
 from dedup.engine.base import engine_for, in_threads
 from dedup.engine.gather import Passages, prepare_all
-from dedup.engine.shuffle import _with_codes, _with_units
-from dedup.engine.tasks import prepare_file, texts_of
+from dedup.engine.shuffle import (
+    _lengths_in_runs,
+    _offsets_in_runs,
+    _stories_in_runs,
+    _summed_by_run,
+    _with_codes,
+    _with_units,
+)
+from dedup.engine.tasks import lengths_and_steps_of, passage_count, prepare_file, texts_of
 from dedup.fingerprint import signatures
 from dedup.normalize import normalize
 from dedup.read import discover_inputs
@@ -144,8 +151,9 @@ def test_partitions_of_hashes_give_the_copies_one_process_finds(
     repeated = texts + texts[40:90] + texts[:3]
     hashes = text_hashes(repeated)
     lengths = np.array([len(text) for text in repeated], dtype=np.int64)
-    distinct, links = exact_copies((), hashes, lengths)
-    held_distinct, held_links = exact_copies((), _HashesInRuns(hashes, cuts, partitions), lengths)
+    distinct, links = exact_copies((), hashes, lengths.__getitem__)
+    held = _HashesInRuns(hashes, cuts, partitions)
+    held_distinct, held_links = exact_copies((), held, lengths.__getitem__)
     assert np.array_equal(held_distinct, distinct)
     for column in ("first", "second", "jaccard", "containment", "identical_chars"):
         assert np.array_equal(getattr(held_links, column), getattr(links, column))
@@ -201,7 +209,7 @@ def scanned(samples: Path) -> tuple[Passages, np.ndarray, np.ndarray]:
     with engine_for(config, len(files)) as engine:
         passages = prepare_all(files, config, StageTimer(), engine).passages()
     found = find_candidates(
-        passages.alignment.lengths,
+        passages.alignment.lengths_of,
         passages.hashes,
         passages.signatures,
         passages.spans,
@@ -448,3 +456,49 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
         ]
     )
     assert first.repeated(found) == here
+
+
+@pytest.mark.parametrize("overlap", [0, 60])
+def test_lengths_stories_and_offsets_from_runs_are_the_scans(samples: Path, overlap: int) -> None:
+    """Each passage's length and lead, each document's story (its passages' characters but
+    their leads) and the offsets spans are mapped back to, made from the runs of passages a
+    cluster's workers keep (a file's each, in batches), are those one process makes from
+    all of them, wherever the batches and the documents begin."""
+    from dedup.documents import PassageAlignment
+
+    config = ScanConfig(passage_overlap=overlap)
+    files, _skipped = discover_inputs([str(samples)])
+    prepared = [prepare_file(file, config, {}) for file in files]
+    runs = [lengths_and_steps_of(result) for result in prepared if passage_count(result)]
+    whole = PassageAlignment.concatenate([item.alignment for r in prepared for item in r.inputs])
+    firsts = np.cumsum([0, *(len(run) for run in runs)])
+    count = int(firsts[-1])
+    assert count == len(whole) > 100 and bool(whole.leads.any()) == bool(overlap)
+    random = np.random.default_rng(7)
+    packed = whole.with_steps_packed().held_steps
+    assert packed is not None
+    for low, high in [(0, len(runs)), (1, 3), (2, len(runs))]:
+        held = runs[low:high]
+        passages = np.arange(firsts[low], firsts[high])
+        rows = random.choice(passages, 50)
+        lengths, leads = _lengths_in_runs(held, rows - firsts[low])
+        assert np.array_equal(lengths, whole.lengths[rows])
+        assert np.array_equal(leads, whole.leads[rows])
+        index = random.integers(0, whole.lengths[rows])
+        start = random.integers(0, 10_000, len(rows))
+        offsets = _offsets_in_runs(held, rows - firsts[low], start, index)
+        assert np.array_equal(offsets, packed.original_offsets(rows, index, start))
+        cuts = np.unique(np.concatenate(([0], random.choice(len(passages), 9))))
+        assert np.array_equal(
+            _stories_in_runs(held, cuts),
+            np.add.reduceat(whole.own_lengths()[passages], cuts),
+        )
+    # Documents' stories from parts that begin at each document and at each batch's first.
+    documents = np.unique(np.concatenate(([0], random.choice(count, 30))))
+    batches = np.array([0, 7, 40, 41, count // 2])
+    part_start = np.union1d(documents, batches)
+    sums = np.add.reduceat(whole.own_lengths(), part_start)
+    assert np.array_equal(
+        _summed_by_run(documents, part_start, sums),
+        np.add.reduceat(whole.own_lengths(), documents),
+    )

@@ -45,10 +45,13 @@ class HeldTexts(Protocol):
     (a cluster's: dedup.engine.shuffle), not in this process: a stage hands its work on them
     there, a task per chunk, and gets back what the work makes."""
 
-    lengths: npt.NDArray[np.int64]  # each passage's, in characters
     threads: int  # how many tasks run at once where they are
 
     def __len__(self) -> int: ...
+
+    def lengths_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The length of the text of each of ``rows`` (passages), in characters."""
+        ...
 
     def map(
         self,
@@ -99,6 +102,27 @@ class HeldSeeds(Protocol):
 
 
 @runtime_checkable
+class HeldLengths(Protocol):
+    """Each passage's normalized length and lead (the characters it shares with the one
+    before, --passage-overlap) where the workers that made them keep them (a cluster's, with
+    the passages' offset steps), not in this process: looked up for the passages a stage
+    names, and summed a document at a time."""
+
+    def __len__(self) -> int: ...
+
+    def of(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The length and the lead of each of ``rows`` (passages, in any order)."""
+        ...
+
+    def stories(self, first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The characters of each run of passages from ``first[i]`` to the next run's first
+        (the last run's to the last passage), all but their leads: the runs (documents)
+        cover every passage, ``first`` ascending from 0."""
+        ...
+
+
 class HeldSteps(Protocol):
     """The offset steps of a scan's passages (dedup.offset_steps) as the main process holds
     them: packed two bits a step (``offset_steps.PackedSteps``), or where the workers that

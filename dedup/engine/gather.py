@@ -153,7 +153,7 @@ class Prepared:
                     seeds=_NO_SEEDS,
                     seed_passage=_NO_PASSAGES,
                 )
-            self.count += len(alignment)
+            self.count += len(item.passages)
             self.alignment.append(alignment)
             self.spans.append(_documents_sharing_strings(item.passages, file))
             self.files.append(file)
@@ -175,9 +175,7 @@ class Prepared:
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
             file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
             byte_spans=self.byte_spans.joined(np.empty((0, 2), dtype=np.int32)),
-            texts=TextRun.joined(self.normalized)
-            if kept is None
-            else kept.texts(alignment.lengths),
+            texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
             if kept is None
             else kept.hashes(),
@@ -189,9 +187,10 @@ class Prepared:
             )
             if kept is None
             else replace(
-                alignment,  # without leads where all are 0: the workers dropped them
+                alignment,  # empty: the workers keep each passage's length and lead
                 held_seeds=kept.seeds(),
-                held_steps=kept.steps(alignment.lengths),
+                held_steps=kept.steps(),
+                held_lengths=kept.lengths(),
             ),
         )
         self.steps, self.seeds, self.count = StepPacker(), SeedKeys(), 0

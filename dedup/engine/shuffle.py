@@ -2,12 +2,15 @@
 normalized text, its two hashes, start and end, offset steps and winnowed seeds), and the
 stages that run there on it, so that this process holds none of them.
 
-Each file's task leaves them on its worker (``DaskEngine.map_keeping``); this process gets
-the rest of the file (each run of passages' document, chapter and title, each passage's
-length and lead) and numbers its passages. A stage that needs some passages' starts and
-ends looks them up there (``SpanEndsOnWorkers.ends_of``, a task per batch of runs: the
-candidates' overlap test for the pairs within one text, each document's first and last
-passage, the spans mapped back, the members). Before them, the learn pass leaves each batch of
+Each file's task leaves them on its worker (``DaskEngine.map_keeping``), with each
+passage's length and lead; this process gets the rest of the file (each run of passages'
+document, chapter and title) and numbers its passages. A stage that needs some passages'
+starts and ends looks them up there (``SpanEndsOnWorkers.ends_of``, a task per batch of
+runs: the candidates' overlap test for the pairs within one text, each document's first and
+last passage, the spans mapped back, the members), and so their lengths and leads
+(``LengthsOnWorkers.of``: the exact copies' lengths, the verify blocks' planning, the align
+chunks', the spans' ends found in their documents; ``LengthsOnWorkers.stories``, each
+document's length). Before them, the learn pass leaves each batch of
 files' line keys on its worker (:meth:`KeptOnWorkers.learned`): this process marks the
 chapters first seen in each batch, and a shuffle by key counts the keys of those chapters
 (``repeated_lines.line_entries``, ``repeated_lines.partition_repeated``); only the repeated
@@ -66,6 +69,7 @@ from dedup.codepoints import TextRun
 from dedup.config import ScanConfig
 from dedup.documents import (
     MIN_SHARED_SEEDS,
+    PassageAlignment,
     TextHolders,
     key_set,
     partition_document_pairs,
@@ -77,12 +81,12 @@ from dedup.engine.tasks import (
     count_line_keys,
     ends_in_runs,
     hashes_of,
+    lengths_and_steps_of,
     merged_files,
     passage_count,
     seeds_of,
     signatures_of,
     span_ends_of,
-    steps_of,
     texts_of,
     without_kept,
 )
@@ -162,7 +166,7 @@ class KeptOnWorkers:
         that with the last file of each batch the engine ran as one task (None with the
         others: the run holds the passages of its batch's files); :meth:`add` takes those
         of the files the scan keeps."""
-        parts = (signatures_of, texts_of, steps_of, seeds_of, hashes_of, span_ends_of)
+        parts = (signatures_of, texts_of, lengths_and_steps_of, seeds_of, hashes_of, span_ends_of)
         batched = 0  # the passages of the batch's files before
         for result, kept in self.engine.map_keeping(
             function, parts, without_kept, merged_files, *arguments
@@ -278,16 +282,17 @@ class KeptOnWorkers:
     def span_ends(self) -> SpanEndsOnWorkers:
         return SpanEndsOnWorkers(self)
 
-    def texts(self, lengths: npt.NDArray[np.int64]) -> TextsOnWorkers:
-        """The texts, given each passage's length."""
-        return TextsOnWorkers(self, lengths)
+    def texts(self) -> TextsOnWorkers:
+        return TextsOnWorkers(self)
+
+    def lengths(self) -> LengthsOnWorkers:
+        return LengthsOnWorkers(self)
 
     def seeds(self) -> SeedsOnWorkers:
         return SeedsOnWorkers(self)
 
-    def steps(self, lengths: npt.NDArray[np.int64]) -> StepsOnWorkers:
-        """The offset steps, given each passage's length (a step a character)."""
-        return StepsOnWorkers(self, lengths)
+    def steps(self) -> StepsOnWorkers:
+        return StepsOnWorkers(self)
 
     def batches_holding(
         self, passages: npt.NDArray[np.int64]
@@ -492,13 +497,15 @@ class TextsOnWorkers:
     """The scan's normalized texts, kept by the workers that made them; an
     ``engine.base.HeldTexts``."""
 
-    def __init__(self, kept: KeptOnWorkers, lengths: npt.NDArray[np.int64]) -> None:
+    def __init__(self, kept: KeptOnWorkers) -> None:
         self._kept = kept
-        self.lengths = lengths
         self.threads = kept.engine.workers
 
     def __len__(self) -> int:
         return self._kept.count
+
+    def lengths_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return self._kept.lengths().of(rows)[0]
 
     def map(
         self,
@@ -583,13 +590,89 @@ class SeedsOnWorkers:
         self._kept.seed_futures.clear()
 
 
-class StepsOnWorkers:
+class LengthsOnWorkers(_OnWorkers):
+    """Each passage's normalized length and lead, kept by the workers that made them with
+    the passages' offset steps; an ``engine.base.HeldLengths``."""
+
+    def of(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        kept, engine = self._kept, self._kept.engine
+        if not kept.step_futures and len(rows):
+            raise LookupError("the workers let the passages' lengths go")
+        firsts = kept.firsts()
+        holding = kept.batches_holding(rows)
+        tasks: list[Future[Any] | None] = [
+            engine.submit(
+                _lengths_in_runs,
+                kept.step_futures[batch.start : batch.stop],
+                rows[picked] - firsts[batch.start],
+            )
+            for batch, picked in holding
+        ]
+        lengths = np.empty(len(rows), dtype=np.int64)
+        leads = np.empty(len(rows), dtype=np.int64)
+        for (_batch, picked), found in zip(
+            holding, engine.in_order(engine.holding(tasks)), strict=True
+        ):
+            lengths[picked], leads[picked] = found
+        return lengths, leads
+
+    def stories(self, first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        kept, engine = self._kept, self._kept.engine
+        firsts = kept.firsts()
+        bounds = [*firsts.tolist(), kept.count]
+        # Each batch sums its passages between the runs' firsts in it and its own first (a
+        # document may go on from the batch before); a part's sum counts for the document
+        # its first passage is in.
+        tasks: list[Future[Any] | None] = []
+        starts = []
+        for batch in kept.batches(_RUNS_A_BATCH):
+            low, high = bounds[batch.start], bounds[batch.stop]
+            inside = first[(first > low) & (first < high)]
+            cuts = np.concatenate(([low], inside)).astype(np.int64)
+            starts.append(cuts)
+            tasks.append(
+                engine.submit(
+                    _stories_in_runs, kept.step_futures[batch.start : batch.stop], cuts - low
+                )
+            )
+        sums = list(engine.in_order(engine.holding(tasks)))
+        return _summed_by_run(first, concatenated(starts, np.int64), concatenated(sums, np.int64))
+
+
+def _summed_by_run(
+    first: npt.NDArray[np.int64], part_start: npt.NDArray[np.int64], sums: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The sum of each run of passages from each of ``first`` to the next, given the sums of
+    parts from each of ``part_start`` to the next (every run's first among them)."""
+    summed = np.zeros(len(first), dtype=np.int64)
+    np.add.at(summed, runs_of(first, part_start), sums)
+    return summed
+
+
+def _lengths_in_runs(
+    runs: Sequence[PassageAlignment], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The length and lead of each of ``rows`` (numbered from the first run's first passage)
+    in consecutive runs' alignments: a worker's look-up of those it keeps."""
+    lengths = np.concatenate([run.lengths for run in runs])
+    leads = np.concatenate([run.dense_leads() for run in runs])
+    return lengths[rows], leads[rows]
+
+
+def _stories_in_runs(
+    runs: Sequence[PassageAlignment], cuts: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The characters but the leads of consecutive runs' passages from each of ``cuts``
+    (ascending from 0, numbered from the first run's first passage) to the next."""
+    own = np.concatenate([run.own_lengths() for run in runs])
+    return np.add.reduceat(own, cuts) if len(own) else np.zeros(len(cuts), dtype=np.int64)
+
+
+class StepsOnWorkers(_OnWorkers):
     """The scan's offset steps, kept by the workers that made them; an
     ``engine.base.HeldSteps``."""
-
-    def __init__(self, kept: KeptOnWorkers, lengths: npt.NDArray[np.int64]) -> None:
-        self._kept = kept
-        self._lengths = lengths  # the alignment's own (held anyway): not a copy
 
     def original_offsets(
         self,
@@ -598,23 +681,18 @@ class StepsOnWorkers:
         span_start: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
-        bounds = [*kept.firsts().tolist(), kept.count]
+        firsts = kept.firsts()
         holding = kept.batches_holding(passage)
-        tasks: list[Future[Any] | None] = []
-        for batch, rows in holding:
-            # Each passage's first step in its batch's steps, the batch's passages alone.
-            low, high = bounds[batch.start], bounds[batch.stop]
-            lengths = self._lengths[low:high]
-            first_step = np.cumsum(lengths) - lengths
-            tasks.append(
-                engine.submit(
-                    offsets_in_runs,
-                    kept.step_futures[batch.start : batch.stop],
-                    first_step[passage[rows] - low],
-                    span_start[rows],
-                    index[rows],
-                )
+        tasks: list[Future[Any] | None] = [
+            engine.submit(
+                _offsets_in_runs,
+                kept.step_futures[batch.start : batch.stop],
+                passage[rows] - firsts[batch.start],
+                span_start[rows],
+                index[rows],
             )
+            for batch, rows in holding
+        ]
         done = engine.in_order(engine.holding(tasks))
         shown = progress(done, "spans mapped", "task", len(tasks), kept.shown)
         found = np.empty(len(passage), dtype=np.int64)
@@ -624,6 +702,22 @@ class StepsOnWorkers:
 
     def let_go(self) -> None:
         self._kept.step_futures.clear()
+
+
+def _offsets_in_runs(
+    runs: Sequence[PassageAlignment],
+    rows: npt.NDArray[np.int64],
+    span_start: npt.NDArray[np.int64],
+    index: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """``offset_steps.offsets_in_runs`` on a worker for ``rows`` (numbered from the first
+    run's first passage) of consecutive runs' alignments: each passage's first step found
+    from the lengths the runs keep."""
+    lengths = np.concatenate([run.lengths for run in runs])
+    first_step = (np.cumsum(lengths) - lengths)[rows]
+    return offsets_in_runs(
+        [(run.steps, run.big_steps) for run in runs], first_step, span_start, index
+    )
 
 
 def _with_codes(

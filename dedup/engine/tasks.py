@@ -255,11 +255,14 @@ def texts_of(prepared: PreparedFile) -> TextRun:
     return TextRun.joined([item.normalized for item in prepared.inputs])
 
 
-def steps_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """The offset steps of every passage of a prepared file (of all its inputs), one after
-    another, and the steps too big for a byte (dedup.offset_steps)."""
+def lengths_and_steps_of(prepared: PreparedFile) -> PassageAlignment:
+    """Each passage's length and lead, and the offset steps of every passage, of a prepared
+    file (of all its inputs), one after another, without seeds (no lead where all are 0):
+    what a cluster's workers keep of it for the align stage's look-ups and the spans'
+    mapping back (dedup.engine.shuffle)."""
     alignment = PassageAlignment.concatenate([item.alignment for item in prepared.inputs])
-    return alignment.steps, alignment.big_steps
+    none = np.empty(0, np.int64)
+    return replace(alignment, seeds=np.empty(0, np.uint32), seed_passage=none).without_zero_leads()
 
 
 def seeds_of(prepared: PreparedFile) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
@@ -294,9 +297,9 @@ def ends_in_runs(
 
 def without_kept(prepared: PreparedFile) -> PreparedFile:
     """A prepared file as it is handed back when the workers keep its signatures, texts,
-    hashes, spans' starts and ends, offset steps and seeds (an empty table of signatures and
-    of hashes per input, spans counted, no text, no step, no seed; no lead where all are 0,
-    as the driver holds them: PassageAlignment.without_zero_leads)."""
+    hashes, spans' starts and ends, passages' lengths and leads, offset steps and seeds (an
+    empty table of signatures and of hashes per input, spans counted, no text, no length,
+    no step, no seed)."""
     inputs = tuple(
         replace(
             item,
@@ -304,13 +307,7 @@ def without_kept(prepared: PreparedFile) -> PreparedFile:
             signatures=np.empty((0, item.signatures.shape[1]), np.uint32),
             normalized=TextRun.of(()),
             hashes=np.empty((0, 2), np.int64),
-            alignment=replace(
-                item.alignment,
-                steps=np.empty(0, np.uint8),
-                big_steps=np.empty((0, 2), np.int64),
-                seeds=np.empty(0, np.uint32),
-                seed_passage=np.empty(0, np.int64),
-            ).without_zero_leads(),
+            alignment=PassageAlignment.empty(),
         )
         for item in prepared.inputs
     )
