@@ -294,6 +294,49 @@ class KeptOnWorkers:
     def steps(self) -> StepsOnWorkers:
         return StepsOnWorkers(self)
 
+    def looked_up(
+        self,
+        function: Callable[..., T],
+        futures: Sequence[Future[Any] | None],
+        rows: npt.NDArray[np.int64],
+        *per_row: npt.NDArray[np.int64],
+    ) -> tuple[list[npt.NDArray[np.int64]], Iterator[T]]:
+        """``function(runs, numbers, *per_row)`` on the workers for each batch of runs that
+        holds some of ``rows`` (passages, in any order): ``runs`` the batch's ``futures``,
+        ``numbers`` its rows numbered from its first passage, ``per_row`` cut to them. Each
+        batch's positions in ``rows``, and its results, in the same order."""
+        firsts = self.firsts()
+        holding = self.batches_holding(rows)
+        tasks: list[Future[Any] | None] = [
+            self.engine.submit(
+                function,
+                futures[batch.start : batch.stop],
+                rows[picked] - firsts[batch.start],
+                *(column[picked] for column in per_row),
+            )
+            for batch, picked in holding
+        ]
+        return [picked for _batch, picked in holding], self.engine.in_order(
+            self.engine.holding(tasks)
+        )
+
+    def pair_of_each(
+        self,
+        function: Callable[..., npt.NDArray[np.int64]],
+        futures: Sequence[Future[Any] | None],
+        rows: npt.NDArray[np.int64],
+        what: str,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Two numbers of each of ``rows`` looked up on the workers by ``function`` (a row of
+        two a passage, :meth:`looked_up`) in ``futures``, ``what`` the workers keep there."""
+        if not futures and len(rows):
+            raise LookupError(f"the workers let {what} go")
+        holding, found = self.looked_up(function, futures, rows)
+        pairs = np.empty((len(rows), 2), dtype=np.int64)
+        for picked, part in zip(holding, found, strict=True):
+            pairs[picked] = part
+        return pairs[:, 0], pairs[:, 1]
+
     def batches_holding(
         self, passages: npt.NDArray[np.int64]
     ) -> list[tuple[range, npt.NDArray[np.int64]]]:
@@ -469,25 +512,8 @@ class SpanEndsOnWorkers(_OnWorkers):
     def ends_of(
         self, rows: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        kept, engine = self._kept, self._kept.engine
-        if not kept.span_futures and len(rows):
-            raise LookupError("the workers let the spans go")
-        firsts = kept.firsts()
-        holding = kept.batches_holding(rows)
-        tasks: list[Future[Any] | None] = [
-            engine.submit(
-                ends_in_runs,
-                kept.span_futures[batch.start : batch.stop],
-                rows[picked] - firsts[batch.start],
-            )
-            for batch, picked in holding
-        ]
-        found = np.empty((len(rows), 2), dtype=np.int64)
-        for (_batch, picked), ends in zip(
-            holding, engine.in_order(engine.holding(tasks)), strict=True
-        ):
-            found[picked] = ends
-        return found[:, 0], found[:, 1]
+        kept = self._kept
+        return kept.pair_of_each(ends_in_runs, kept.span_futures, rows, "the spans")
 
     def let_go(self) -> None:
         self._kept.span_futures.clear()
@@ -597,26 +623,8 @@ class LengthsOnWorkers(_OnWorkers):
     def of(
         self, rows: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        kept, engine = self._kept, self._kept.engine
-        if not kept.step_futures and len(rows):
-            raise LookupError("the workers let the passages' lengths go")
-        firsts = kept.firsts()
-        holding = kept.batches_holding(rows)
-        tasks: list[Future[Any] | None] = [
-            engine.submit(
-                _lengths_in_runs,
-                kept.step_futures[batch.start : batch.stop],
-                rows[picked] - firsts[batch.start],
-            )
-            for batch, picked in holding
-        ]
-        lengths = np.empty(len(rows), dtype=np.int64)
-        leads = np.empty(len(rows), dtype=np.int64)
-        for (_batch, picked), found in zip(
-            holding, engine.in_order(engine.holding(tasks)), strict=True
-        ):
-            lengths[picked], leads[picked] = found
-        return lengths, leads
+        kept = self._kept
+        return kept.pair_of_each(_lengths_in_runs, kept.step_futures, rows, "the lengths")
 
     def stories(self, first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
@@ -653,12 +661,12 @@ def _summed_by_run(
 
 def _lengths_in_runs(
     runs: Sequence[PassageAlignment], rows: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+) -> npt.NDArray[np.int64]:
     """The length and lead of each of ``rows`` (numbered from the first run's first passage)
-    in consecutive runs' alignments: a worker's look-up of those it keeps."""
+    in consecutive runs' alignments, a row each: a worker's look-up of those it keeps."""
     lengths = np.concatenate([run.lengths for run in runs])
     leads = np.concatenate([run.dense_leads() for run in runs])
-    return lengths[rows], leads[rows]
+    return np.column_stack((lengths[rows], leads[rows]))
 
 
 def _stories_in_runs(
@@ -680,25 +688,15 @@ class StepsOnWorkers(_OnWorkers):
         index: npt.NDArray[np.int64],
         span_start: npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
-        kept, engine = self._kept, self._kept.engine
-        firsts = kept.firsts()
-        holding = kept.batches_holding(passage)
-        tasks: list[Future[Any] | None] = [
-            engine.submit(
-                _offsets_in_runs,
-                kept.step_futures[batch.start : batch.stop],
-                passage[rows] - firsts[batch.start],
-                span_start[rows],
-                index[rows],
-            )
-            for batch, rows in holding
-        ]
-        done = engine.in_order(engine.holding(tasks))
-        shown = progress(done, "spans mapped", "task", len(tasks), kept.shown)
-        found = np.empty(len(passage), dtype=np.int64)
-        for (_batch, rows), offsets in zip(holding, shown, strict=True):
-            found[rows] = offsets
-        return found
+        kept = self._kept
+        holding, found = kept.looked_up(
+            _offsets_in_runs, kept.step_futures, passage, span_start, index
+        )
+        shown = progress(found, "spans mapped", "task", len(holding), kept.shown)
+        offsets = np.empty(len(passage), dtype=np.int64)
+        for picked, part in zip(holding, shown, strict=True):
+            offsets[picked] = part
+        return offsets
 
     def let_go(self) -> None:
         self._kept.step_futures.clear()
