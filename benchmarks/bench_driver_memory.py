@@ -52,7 +52,7 @@ def _peak_mib() -> float:
 
 
 # Where the probe stops: the pipeline's call, and which of its arguments has a row a passage.
-_STOPS = {"candidates": ("find_candidates", 0), "spans": ("original_spans", 2)}
+_STOPS = {"candidates": ("find_candidates", 3), "spans": ("original_spans", 2)}
 
 
 def _probe(
