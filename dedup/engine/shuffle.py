@@ -628,8 +628,9 @@ class LengthsOnWorkers(_OnWorkers):
 
     def stories(self, first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
-        firsts = kept.firsts()
-        bounds = [*firsts.tolist(), kept.count]
+        if not kept.step_futures and len(first):
+            raise LookupError("the workers let the lengths go")
+        bounds = [*kept.firsts().tolist(), kept.count]
         # Each batch sums its passages between the runs' firsts in it and its own first (a
         # document may go on from the batch before); a part's sum counts for the document
         # its first passage is in.
