@@ -93,9 +93,7 @@ class PassageAlignment:
         return self.lengths_and_leads(rows)[0]
 
     def leads_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """The lead of each of ``rows``."""
-        if self.held_lengths is not None:
-            return self.held_lengths.of(rows)[1]
+        """The lead of each of ``rows`` held here (else :meth:`lengths_and_leads`)."""
         if self._leads_held:
             return self.leads[rows]
         return np.zeros(len(rows), dtype=np.int64)

@@ -140,21 +140,23 @@ class Prepared:
         if self.kept is not None:
             self.kept.add(runs)
         for item in result.inputs:
-            alignment = item.alignment
-            if self.kept is None:  # else the workers keep texts, signatures and steps
+            # else the workers keep texts, signatures, lengths, steps and seeds
+            if self.kept is None:
+                alignment = item.alignment
                 self.normalized.append(item.normalized)
                 self.signatures.append(item.signatures, _handed_back(item))
                 self.steps.append(alignment.steps, alignment.big_steps)
                 self.seeds.append(alignment.seeds, alignment.seed_passage, self.count)
-                alignment = replace(
-                    alignment,
-                    steps=_NO_STEPS,
-                    big_steps=_NO_BIG_STEPS,
-                    seeds=_NO_SEEDS,
-                    seed_passage=_NO_PASSAGES,
+                self.alignment.append(
+                    replace(
+                        alignment,
+                        steps=_NO_STEPS,
+                        big_steps=_NO_BIG_STEPS,
+                        seeds=_NO_SEEDS,
+                        seed_passage=_NO_PASSAGES,
+                    )
                 )
             self.count += len(item.passages)
-            self.alignment.append(alignment)
             self.spans.append(_documents_sharing_strings(item.passages, file))
             self.files.append(file)
             self.spans_per_file.append(len(item.passages))
@@ -187,7 +189,7 @@ class Prepared:
             )
             if kept is None
             else replace(
-                alignment,  # empty: the workers keep each passage's length and lead
+                alignment,  # none joined: the workers keep each passage's length and lead
                 held_seeds=kept.seeds(),
                 held_steps=kept.steps(),
                 held_lengths=kept.lengths(),
