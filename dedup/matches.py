@@ -548,26 +548,30 @@ def original_spans(
     if not len(rows):
         return np.empty((0, 4), dtype=np.int64)
     # The passages of the documents the spans are in, one document after another, with
-    # where each one's own characters (all but its lead) begin in those documents' stories:
-    # a document's story is its passages' own characters.
+    # where each one's own characters (all but its lead) end in those documents' stories
+    # (a document's story is its passages' own characters), made in place of its length.
     shown = sorted_unique(aligned.pairs[sorted_unique(rows[:, 0])])
     sizes = documents.end[shown] - documents.first[shown]
     local_first = np.cumsum(sizes) - sizes
     passage_of = np.repeat(documents.first[shown] - local_first, sizes) + np.arange(sizes.sum())
-    lengths, leads = alignment.lengths_and_leads(passage_of)
-    own = lengths - leads
-    own_starts = np.cumsum(own) - own
-    base = own_starts[local_first]
-    del lengths, own
-    # The four ends of every span (a's start and end, b's), mapped back in one go.
+    own_ends, leads = alignment.lengths_and_leads(passage_of)
+    own_ends -= leads
+    np.cumsum(own_ends, out=own_ends)
+
+    def own_start(local: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.where(local > 0, own_ends[local - 1], 0)
+
+    base = own_start(local_first)
+    # The four ends of every span (a's start and end, b's), mapped back in one go: each in
+    # the passage whose own characters hold it.
     passages, indexes, ends = [], [], []
     for side, column in ((0, 1), (1, 3)):
         document = np.searchsorted(shown, aligned.pairs[rows[:, 0], side])
         for position, end in ((rows[:, column], False), (rows[:, column + 1] - 1, True)):
             at = base[document] + position
-            local = np.searchsorted(own_starts, at, side="right") - 1
+            local = np.searchsorted(own_ends, at, side="right")
             passages.append(passage_of[local])
-            indexes.append(at - own_starts[local] + leads[local])
+            indexes.append(at - own_start(local) + leads[local])
             ends.append(end)
     passage, index = np.concatenate(passages), np.concatenate(indexes)
     held = alignment.held_steps or alignment.with_steps_packed().held_steps
