@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any, Protocol
 
 import numpy as np
@@ -65,6 +66,190 @@ _NO_ROWS = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Strings:
+    """Strings, or None in their place, held as one: string ``i`` is
+    ``joined[bounds[i]:bounds[i + 1]]``, None where ``absent[i]``. A Python string costs some
+    50 bytes besides its characters, and a scan keeps a title a chapter and a record id a
+    record of the whole dump, which a cluster's driver would otherwise hold as objects by the
+    million (issue 21: the driver's memory), unpickled one by one from each file's result."""
+
+    joined: str
+    bounds: npt.NDArray[np.int64]
+    absent: npt.NDArray[np.bool_]
+
+    @classmethod
+    def of(cls, values: Sequence[str | None]) -> Strings:
+        sizes = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+        bounds = np.zeros(len(values) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=bounds[1:])
+        absent = np.fromiter((v is None for v in values), np.bool_, len(values))
+        return cls("".join(v for v in values if v is not None), bounds, absent)
+
+    def __len__(self) -> int:
+        return len(self.absent)
+
+    def __getitem__(self, index: int) -> str | None:
+        if self.absent[index]:
+            return None
+        return self.joined[self.bounds[index] : self.bounds[index + 1]]
+
+    def values(self, indexes: npt.NDArray[np.int64] | None = None) -> list[str | None]:
+        """The strings ``indexes`` (all of them without), as objects."""
+        rows = range(len(self)) if indexes is None else indexes.tolist()
+        joined, bounds, absent = self.joined, self.bounds.tolist(), self.absent.tolist()
+        return [None if absent[i] else joined[bounds[i] : bounds[i + 1]] for i in rows]
+
+    def take(self, indexes: npt.NDArray[np.int64]) -> Strings:
+        return Strings.of(self.values(indexes))
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[Strings]) -> Strings:
+        """The strings of ``parts`` one after the other."""
+        bounds = [np.zeros(1, dtype=np.int64)]
+        chars = 0
+        for part in parts:
+            bounds.append(part.bounds[1:] + chars)
+            chars += int(part.bounds[-1])
+        return cls(
+            "".join(part.joined for part in parts),
+            np.concatenate(bounds),
+            concatenated([part.absent for part in parts], np.bool_),
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DocumentKeys:
+    """The keys of many documents (their source, path, record and record id: a
+    :data:`~dedup.models.DocumentKey` each) as columns: a document's source and path are
+    indexes into ``names`` (a file's path, and the few sources, are shared by its records),
+    its record a number (-1: none), its record id one of ``record_ids``. A tuple a record
+    costs some 150 bytes, and a dump of a page a record has millions (issue 21)."""
+
+    names: tuple[str, ...]
+    source: npt.NDArray[np.int64]
+    path: npt.NDArray[np.int64]
+    record: npt.NDArray[np.int64]
+    record_ids: Strings
+
+    @classmethod
+    def of(cls, keys: Sequence[DocumentKey]) -> DocumentKeys:
+        names: dict[str, int] = {}
+        columns = np.array(
+            [
+                (
+                    names.setdefault(source, len(names)),
+                    names.setdefault(path, len(names)),
+                    -1 if record is None else record,
+                )
+                for source, path, record, _record_id in keys
+            ],
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        return cls(
+            tuple(names),
+            columns[:, 0].copy(),
+            columns[:, 1].copy(),
+            columns[:, 2].copy(),
+            Strings.of([record_id for _source, _path, _record, record_id in keys]),
+        )
+
+    def __len__(self) -> int:
+        return len(self.record)
+
+    def __getitem__(self, index: int) -> DocumentKey:
+        record = int(self.record[index])
+        return (
+            self.names[self.source[index]],
+            self.names[self.path[index]],
+            None if record < 0 else record,
+            self.record_ids[index],
+        )
+
+    def __iter__(self) -> Iterator[DocumentKey]:
+        return iter(self.columns())
+
+    def columns(self, indexes: npt.NDArray[np.int64] | None = None) -> list[DocumentKey]:
+        """The keys ``indexes`` (all of them without), made in one go."""
+        rows = slice(None) if indexes is None else indexes
+        names = self.names
+        return [
+            (names[source], names[path], None if record < 0 else record, record_id)
+            for source, path, record, record_id in zip(
+                self.source[rows].tolist(),
+                self.path[rows].tolist(),
+                self.record[rows].tolist(),
+                self.record_ids.values(indexes),
+                strict=True,
+            )
+        ]
+
+    def take(self, indexes: npt.NDArray[np.int64]) -> DocumentKeys:
+        return DocumentKeys(
+            self.names,
+            self.source[indexes],
+            self.path[indexes],
+            self.record[indexes],
+            self.record_ids.take(indexes),
+        )
+
+    def renamed(self, names: tuple[str, ...]) -> DocumentKeys:
+        """The keys with ``names`` (equal strings, held elsewhere already) for their own."""
+        if names != self.names:
+            raise ValueError("renamed to other names")
+        return replace(self, names=names)
+
+    @classmethod
+    def concatenate(
+        cls, parts: Sequence[DocumentKeys]
+    ) -> tuple[DocumentKeys, list[npt.NDArray[np.int64]]]:
+        """The keys of ``parts`` one after the other, each once (a document that goes on from
+        one part into the next, a large file's pieces, is one), with where each part's keys
+        are in them."""
+        names: dict[str, int] = {}
+        source, path = [], []
+        for part in parts:
+            renumbered = np.array(
+                [names.setdefault(name, len(names)) for name in part.names], dtype=np.int64
+            )
+            source.append(renumbered[part.source])
+            path.append(renumbered[part.path])
+        every = np.stack(
+            (
+                concatenated(source, np.int64),
+                concatenated(path, np.int64),
+                concatenated([part.record for part in parts], np.int64),
+            ),
+            axis=1,
+        )
+        # A part holds each of its documents once, so only a document of a file that more
+        # than one part holds (a large file's pieces or slices) can be in two; each is one
+        # whatever record id it is given (one made from its record), in the order first seen.
+        first_of = np.arange(len(every), dtype=np.int64)
+        files = np.bincount(
+            concatenated([np.unique(rows) for rows in path], np.int64), minlength=len(names)
+        )
+        shared = np.flatnonzero(files[every[:, 1]] > 1)
+        if len(shared):
+            _keys, first, inverse = np.unique(
+                every[shared], axis=0, return_index=True, return_inverse=True
+            )
+            first_of[shared] = shared[first][inverse.reshape(-1)]
+        kept = first_of == np.arange(len(every))
+        place = np.cumsum(kept) - 1
+        record_ids = Strings.concatenate([part.record_ids for part in parts])
+        joined = cls(
+            tuple(names),
+            every[kept, 0],
+            every[kept, 1],
+            every[kept, 2],
+            record_ids if kept.all() else record_ids.take(np.flatnonzero(kept)),
+        )
+        inverse = place[first_of]
+        bounds = np.cumsum([0] + [len(part) for part in parts]).tolist()
+        return joined, [inverse[low:high] for low, high in pairwise(bounds)]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class SpanTable(ColumnTable[PassageSpan]):
     """The spans of many passages as columns: what workers hand back and what a scan keeps for
     every passage of a dump (numbers rather than objects, which cost less to send between
@@ -77,8 +262,8 @@ class SpanTable(ColumnTable[PassageSpan]):
     cluster the workers keep those two (``held``; ``start`` and ``end`` are then empty), and
     :meth:`ends_of` looks up the rows a stage needs."""
 
-    documents: tuple[DocumentKey, ...]
-    titles: tuple[str | None, ...]
+    documents: DocumentKeys
+    titles: Strings
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
     run_first: npt.NDArray[np.int64]
@@ -114,8 +299,8 @@ class SpanTable(ColumnTable[PassageSpan]):
     @classmethod
     def in_runs(
         cls,
-        documents: tuple[DocumentKey, ...],
-        titles: tuple[str | None, ...],
+        documents: DocumentKeys,
+        titles: Strings,
         document: npt.NDArray[np.int64],
         chapter: npt.NDArray[np.int64],
         title: npt.NDArray[np.int64],
@@ -156,7 +341,9 @@ class SpanTable(ColumnTable[PassageSpan]):
             dtype=np.int64,
         ).reshape(-1, 5)
         return cls.in_runs(
-            tuple(documents), tuple(titles), *(columns[:, i].copy() for i in range(5))
+            DocumentKeys.of(tuple(documents)),
+            Strings.of(tuple(titles)),
+            *(columns[:, i].copy() for i in range(5)),
         )
 
     @classmethod
@@ -164,14 +351,14 @@ class SpanTable(ColumnTable[PassageSpan]):
         """The rows of ``tables`` one after the other (documents and titles shared; a run
         never goes on from one table into the next): of tables whose starts and ends are
         counted only (:meth:`without_ends`), a table of the same."""
-        documents: dict[DocumentKey, int] = {}
+        documents, document_index = DocumentKeys.concatenate([t.documents for t in tables])
+        # A chapter's title once a table: titles are a chapter's, far fewer than the rows.
         titles: dict[str | None, int] = {}
         document_runs, title_runs, firsts = [], [], []
         rows = 0
-        for table in tables:
-            document_index = [documents.setdefault(d, len(documents)) for d in table.documents]
-            title_index = [titles.setdefault(t, len(titles)) for t in table.titles]
-            document_runs.append(np.array(document_index, dtype=np.int64)[table.run_document])
+        for table, in_documents in zip(tables, document_index, strict=True):
+            title_index = [titles.setdefault(t, len(titles)) for t in table.titles.values()]
+            document_runs.append(in_documents[table.run_document])
             title_runs.append(np.array(title_index, dtype=np.int64)[table.run_title])
             firsts.append(table.run_first + rows)
             rows += len(table)
@@ -179,8 +366,8 @@ class SpanTable(ColumnTable[PassageSpan]):
         if any(counted) and not all(counted):
             raise ValueError("tables with their starts and ends joined to tables without")
         return cls(
-            tuple(documents),
-            tuple(titles),
+            documents,
+            Strings.of(tuple(titles)),
             concatenated(firsts, np.int64),
             concatenated(document_runs, np.int64),
             concatenated([table.run_chapter for table in tables], np.int64),
@@ -230,14 +417,16 @@ class SpanTable(ColumnTable[PassageSpan]):
         """The fields the passages of ``rows`` have, but their texts (and their ids, unless
         ``ids``), as columns: Passage field name -> one value per row."""
         run = self.run_of(rows)
-        document = self.run_document[run]
+        # the documents and titles of these rows alone, each made once
+        named, document = np.unique(self.run_document[run], return_inverse=True)
+        titled, title = np.unique(self.run_title[run], return_inverse=True)
 
         def per_row(values: Sequence[Any]) -> list[Any]:
-            taken: list[Any] = objects(values)[document].tolist()
+            taken: list[Any] = objects(values)[document.reshape(-1)].tolist()
             return taken
 
         sources, paths, records, record_ids = (
-            zip(*self.documents, strict=True) if self.documents else ((), (), (), ())
+            zip(*self.documents.columns(named), strict=True) if len(named) else ((), (), (), ())
         )
         starts, ends = (ends.tolist() for ends in self.ends_of(rows))
         chapters = self.run_chapter[run].tolist()
@@ -253,7 +442,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             "path": per_row(paths),
             "record": per_row(records),
             "chapter": list(map({-1: None}.get, chapters, chapters)),  # -1: no numbered chapter
-            "title": objects(self.titles)[self.run_title[run]].tolist(),
+            "title": objects(self.titles.values(titled))[title.reshape(-1)].tolist(),
             "start": starts,
             "end": ends,
             "record_id": per_row(record_ids),
@@ -267,8 +456,8 @@ class SpanTable(ColumnTable[PassageSpan]):
         titles, title = np.unique(self.run_title[run], return_inverse=True)
         start, end = self.ends_of(rows)
         return SpanTable.in_runs(
-            tuple(self.documents[i] for i in documents.tolist()),
-            tuple(self.titles[i] for i in titles.tolist()),
+            self.documents.take(documents),
+            self.titles.take(titles),
             document.reshape(-1).astype(np.int64),
             self.run_chapter[run],
             title.reshape(-1).astype(np.int64),
@@ -279,13 +468,15 @@ class SpanTable(ColumnTable[PassageSpan]):
     def _columns(
         self, rows: npt.NDArray[np.int64]
     ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
-        documents, titles = self.documents, self.titles
         run = self.run_of(rows)
+        named, document_of = np.unique(self.run_document[run], return_inverse=True)
+        titled, title_of = np.unique(self.run_title[run], return_inverse=True)
+        documents, titles = self.documents.columns(named), self.titles.values(titled)
         starts, ends = self.ends_of(rows)
         for document, chapter, title, start, end in zip(
-            self.run_document[run].tolist(),
+            document_of.reshape(-1).tolist(),
             self.run_chapter[run].tolist(),
-            self.run_title[run].tolist(),
+            title_of.reshape(-1).tolist(),
             starts.tolist(),
             ends.tolist(),
             strict=True,

@@ -676,14 +676,13 @@ def keep_order(documents: DocumentRuns, spans: SpanTable, keep: str) -> npt.NDAr
     ``_kept`` chooses among them (a document's span is its passages' from first to last)."""
     key = keep_key(keep)
     keys = []
-    for row, story, start, end in zip(
-        spans.document_of(documents.first).tolist(),
+    for (source, path, record, _record_id), story, start, end in zip(
+        spans.documents.columns(spans.document_of(documents.first)),
         documents.story_chars.tolist(),
         spans.ends_of(documents.first)[0].tolist(),
         spans.ends_of(documents.end - 1)[1].tolist(),
         strict=True,
     ):
-        source, path, record, _record_id = spans.documents[row]
         keys.append(key(source, story, reading_order(path, record, start, end)))
     order = sorted(range(len(keys)), key=keys.__getitem__)
     place = np.empty(len(keys), dtype=np.int64)

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.columns import SpanTable
+from dedup.columns import DocumentKeys, SpanTable, Strings
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.models import Chapter, Document, DocumentKey
@@ -74,8 +74,8 @@ class InputWindows:
         document = [documents.setdefault(key, len(documents)) for _w, key, _c, _t in self.chapters]
         title = [titles.setdefault(title, len(titles)) for _w, _k, _c, title in self.chapters]
         return SpanTable(
-            tuple(documents),
-            tuple(titles),
+            DocumentKeys.of(tuple(documents)),
+            Strings.of(tuple(titles)),
             (np.cumsum(sizes) - sizes)[held],
             each(document),
             each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),

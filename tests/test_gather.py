@@ -111,4 +111,4 @@ def test_the_records_of_each_file_share_the_strings_this_process_holds(
     for source, path, _record, _record_id in spans.documents:
         assert path is by_path[path].path and source is by_path[path].source
     table = prepare_file(files[0], config, {}).inputs[0].passages
-    assert _documents_sharing_strings(table, files[0]).documents == table.documents
+    assert list(_documents_sharing_strings(table, files[0]).documents) == list(table.documents)

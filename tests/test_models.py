@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dedup.columns import SpanTable
+from dedup.columns import DocumentKeys, SpanTable, Strings
 from dedup.config import ScanConfig
 from dedup.engine import tasks
-from dedup.models import PassageSpan
+from dedup.models import DocumentKey, PassageSpan
 from dedup.read import discover_inputs
 
 
@@ -344,3 +344,45 @@ def test_a_match_s_spans_are_the_sequence_of_its_shared_spans(mirror_dump: Path)
     assert len({id(m.spans.table) for m in report.matches}) == 1
     alone = pickle.loads(pickle.dumps(table))
     assert alone == table and len(alone.table) == len(table) < len(table.table)
+
+
+def _keys_of(folder: Path) -> list[DocumentKey]:
+    """Keys as a dump has them: whole files (no record), and records of files, some with an
+    id (a chapter's title of the real text) and some without."""
+    files, _skipped = discover_inputs([str(folder)])
+    titles = [span.title or "" for table in _spans_of(folder) for span in table]
+    keys: list[DocumentKey] = [(f.source, f.path, None, None) for f in files]
+    for n, title in enumerate(titles[:60]):
+        file = files[n % len(files)]
+        keys.append((file.source, file.path, n, None if n % 3 == 0 else title))
+    return keys
+
+
+def test_document_keys_as_columns_are_the_keys_they_were_made_of(samples: Path) -> None:
+    keys = _keys_of(samples)
+    assert {key[3] for key in keys} >= {None, ""} and len({key[3] for key in keys}) > 4
+    columns = DocumentKeys.of(keys)
+    assert list(columns) == keys and [columns[i] for i in range(len(keys))] == keys
+    picked = np.array([5, 0, 40, 5, len(keys) - 1], dtype=np.int64)
+    assert columns.columns(picked) == [keys[i] for i in picked.tolist()]
+    assert list(columns.take(picked)) == [keys[i] for i in picked.tolist()]
+    # an empty id is not a missing one
+    ids = Strings.of([key[3] for key in keys])
+    assert ids.values() == [key[3] for key in keys]
+    assert list(Strings.concatenate([ids, Strings.of([]), ids]).values()) == 2 * ids.values()
+
+
+@pytest.mark.parametrize("cuts", [(0,), (10, 11, 40), (1, 2, 3, 30)])
+def test_document_keys_joined_hold_each_document_once(samples: Path, cuts: tuple[int, ...]) -> None:
+    """A document in two parts (a large file's pieces: the last of one part the first of the
+    next; or a part joined twice) is one, in the order first seen; each part's keys are found
+    where the joined keys hold them."""
+    keys = _keys_of(samples)
+    bounds = [0, *cuts, len(keys)]
+    # each part from its cut to one past the next: the boundary's document in both
+    parts = [keys[low : min(high + 1, len(keys))] for low, high in pairwise(bounds)]
+    parts.append(parts[0])
+    joined, places = DocumentKeys.concatenate([DocumentKeys.of(part) for part in parts])
+    assert list(joined) == list(dict.fromkeys(key for part in parts for key in part))
+    for part, place in zip(parts, places, strict=True):
+        assert joined.columns(place) == part

@@ -470,18 +470,13 @@ def _sharing_strings(entry: InputFile, file: FoundFile) -> InputFile:
 
 
 def _documents_sharing_strings(spans: SpanTable, file: FoundFile) -> SpanTable:
-    """``spans`` with its documents' paths and sources those of ``file`` where they are the
-    same, a source a record names interned (as :func:`_sharing_strings`)."""
-    documents = tuple(
-        (
-            file.source if source == file.source else sys.intern(source),
-            file.path if path == file.path else path,
-            record,
-            record_id,
-        )
-        for source, path, record, record_id in spans.documents
+    """``spans`` with its documents' path and source those of ``file`` where they are the
+    same, another name (a source a record names) interned (as :func:`_sharing_strings`)."""
+    names = tuple(
+        file.source if name == file.source else file.path if name == file.path else sys.intern(name)
+        for name in spans.documents.names
     )
-    return replace(spans, documents=documents)
+    return replace(spans, documents=spans.documents.renamed(names))
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

@@ -135,7 +135,7 @@ def passage_texts(
     """The texts of ``spans``, all in ``file``, read from it once more (None where the file no
     longer has the span: it changed after it was scanned)."""
     table = spans if isinstance(spans, SpanTable) else SpanTable.of(spans)
-    keys = [(path, record) for _source, path, record, _id in table.documents]
+    keys = [(path, record) for _source, path, record, _id in table.documents.columns()]
     wanted: dict[tuple[str, int | None], list[int]] = {}
     for position, document in enumerate(table.row_documents().tolist()):
         wanted.setdefault(keys[document], []).append(position)

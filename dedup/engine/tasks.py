@@ -321,7 +321,8 @@ def passage_count(prepared: PreparedFile) -> int:
 
 def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:
     """Passages per source their records name; empty when all are the file's own source."""
-    sources = [source for source, _path, _record, _id in passages.documents]
+    keys = passages.documents
+    sources = [keys.names[name] for name in keys.source.tolist()]
     counts = np.bincount(
         passages.run_document, passages.run_sizes(), minlength=len(sources)
     ).astype(np.int64)
