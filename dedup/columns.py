@@ -231,7 +231,7 @@ class DocumentKeys:
         shared = np.flatnonzero(files[every[:, 1]] > 1)
         if len(shared):
             _keys, first, inverse = np.unique(
-                every[shared], axis=0, return_index=True, return_inverse=True
+                _one_number_each(every[shared], len(names)), return_index=True, return_inverse=True
             )
             first_of[shared] = shared[first][inverse.reshape(-1)]
         kept = first_of == np.arange(len(every))
@@ -247,6 +247,18 @@ class DocumentKeys:
         inverse = place[first_of]
         bounds = np.cumsum([0] + [len(part) for part in parts]).tolist()
         return joined, [inverse[low:high] for low, high in pairwise(bounds)]
+
+
+def _one_number_each(keys: npt.NDArray[np.int64], names: int) -> npt.NDArray[np.int64]:
+    """Rows of (source, path, record) numbered alike where equal: sorting one number is
+    an order of magnitude faster than sorting rows (a large JSON Lines file's slices joined
+    hold millions of records of one path)."""
+    _files, file = np.unique(keys[:, 1] * names + keys[:, 0], return_inverse=True)
+    record = keys[:, 2] + 1  # -1 (no record) is 0
+    if len(record) and int(record.max()) >= 1 << 32:
+        _rows, row = np.unique(keys, axis=0, return_inverse=True)
+        return np.asarray(row.reshape(-1), dtype=np.int64)
+    return np.asarray((file.reshape(-1) << 32) | record, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

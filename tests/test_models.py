@@ -372,12 +372,18 @@ def test_document_keys_as_columns_are_the_keys_they_were_made_of(samples: Path) 
     assert list(Strings.concatenate([ids, Strings.of([]), ids]).values()) == 2 * ids.values()
 
 
+@pytest.mark.parametrize("far", [0, 1 << 33])
 @pytest.mark.parametrize("cuts", [(0,), (10, 11, 40), (1, 2, 3, 30)])
-def test_document_keys_joined_hold_each_document_once(samples: Path, cuts: tuple[int, ...]) -> None:
+def test_document_keys_joined_hold_each_document_once(
+    samples: Path, cuts: tuple[int, ...], far: int
+) -> None:
     """A document in two parts (a large file's pieces: the last of one part the first of the
     next; or a part joined twice) is one, in the order first seen; each part's keys are found
-    where the joined keys hold them."""
-    keys = _keys_of(samples)
+    where the joined keys hold them (``far``: record numbers past 32 bits)."""
+    keys = [
+        (source, path, None if record is None else record + far, record_id)
+        for source, path, record, record_id in _keys_of(samples)
+    ]
     bounds = [0, *cuts, len(keys)]
     # each part from its cut to one past the next: the boundary's document in both
     parts = [keys[low : min(high + 1, len(keys))] for low, high in pairwise(bounds)]
