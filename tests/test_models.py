@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dedup.columns import DocumentKeys, SpanTable, Strings
 from dedup.config import ScanConfig
@@ -392,3 +394,29 @@ def test_document_keys_joined_hold_each_document_once(
     assert list(joined) == list(dict.fromkeys(key for part in parts for key in part))
     for part, place in zip(parts, places, strict=True):
         assert joined.columns(place) == part
+
+
+def _key(source: str, path: str, record: int | None) -> DocumentKey:
+    """A document's key, its id made from its record, as a record's own id field is."""
+    return source, path, record, None if record is None else f"第{record}章"[: record % 4]
+
+
+KEYS = st.builds(
+    _key,
+    st.sampled_from(["甲站", "site-b"]),
+    st.sampled_from(["甲站/第一回.txt", "dump.jsonl", "c"]),
+    st.none() | st.integers(0, 5) | st.integers(1 << 32, (1 << 32) + 2),
+)
+
+
+@settings(deadline=None)
+@given(st.lists(st.lists(KEYS, unique=True, max_size=8), max_size=6))
+def test_joined_document_keys_are_the_keys_of_all_parts_each_once(
+    parts: list[list[DocumentKey]],
+) -> None:
+    """Whatever the parts (each holds a document once, as a table does), the joined keys
+    are every part's, each once in the order first seen, and each part's are where the
+    joined keys hold them."""
+    joined, places = DocumentKeys.concatenate([DocumentKeys.of(part) for part in parts])
+    assert list(joined) == list(dict.fromkeys(key for part in parts for key in part))
+    assert [joined.columns(place) for place in places] == parts
