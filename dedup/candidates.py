@@ -369,12 +369,7 @@ def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.N
     characters because they were cut that way, not because a site copied them."""
     if not len(pairs):
         return pairs
-    # a text is a path's record (its documents' keys as numbers: one a path and record)
-    keys = spans.documents
-    _texts, text_of_document = np.unique(
-        np.stack((keys.path, keys.record), axis=1), axis=0, return_inverse=True
-    )
-    text_of = text_of_document.reshape(-1)[spans.row_documents()]
+    text_of = spans.documents.texts()[spans.row_documents()]
     same_text = np.flatnonzero(text_of[pairs[:, 0]] == text_of[pairs[:, 1]])
     # Only the pairs within one text need their passages' ends (which a cluster's workers
     # keep): a few neighbours in a chapter, where all the pairs are millions.

@@ -192,6 +192,11 @@ class DocumentKeys:
             self.record_ids.take(indexes),
         )
 
+    def texts(self) -> npt.NDArray[np.int64]:
+        """A number for each document, equal for the documents of one text (a path's
+        record)."""
+        return _numbered(self.path, self.record)
+
     def renamed(self, names: tuple[str, ...]) -> DocumentKeys:
         """The keys with ``names`` (equal strings, held elsewhere already) for their own."""
         if names != self.names:
@@ -230,8 +235,11 @@ class DocumentKeys:
         )
         shared = np.flatnonzero(files[every[:, 1]] > 1)
         if len(shared):
+            source, path, record = every[shared].T
             _keys, first, inverse = np.unique(
-                _one_number_each(every[shared], len(names)), return_index=True, return_inverse=True
+                _numbered(path * len(names) + source, record),
+                return_index=True,
+                return_inverse=True,
             )
             first_of[shared] = shared[first][inverse.reshape(-1)]
         kept = first_of == np.arange(len(every))
@@ -249,16 +257,16 @@ class DocumentKeys:
         return joined, [inverse[low:high] for low, high in pairwise(bounds)]
 
 
-def _one_number_each(keys: npt.NDArray[np.int64], names: int) -> npt.NDArray[np.int64]:
-    """Rows of (source, path, record) numbered alike where equal: sorting one number is
-    an order of magnitude faster than sorting rows (a large JSON Lines file's slices joined
-    hold millions of records of one path)."""
-    _files, file = np.unique(keys[:, 1] * names + keys[:, 0], return_inverse=True)
-    record = keys[:, 2] + 1  # -1 (no record) is 0
-    if len(record) and int(record.max()) >= 1 << 32:
-        _rows, row = np.unique(keys, axis=0, return_inverse=True)
+def _numbered(file: npt.NDArray[np.int64], record: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """A number for each (file, record), equal where both are: sorting one number is an
+    order of magnitude faster than sorting rows (a large JSON Lines file's slices joined
+    hold millions of records of one path; a dump of a record a page, millions of paths)."""
+    _files, dense = np.unique(file, return_inverse=True)
+    shifted = record + 1  # -1 (no record) is 0
+    if len(shifted) and int(shifted.max()) >= 1 << 32:
+        _pairs, row = np.unique(np.stack((file, record), axis=1), axis=0, return_inverse=True)
         return np.asarray(row.reshape(-1), dtype=np.int64)
-    return np.asarray((file.reshape(-1) << 32) | record, dtype=np.int64)
+    return np.asarray((dense.reshape(-1) << 32) | shifted, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, TypeVar
 
 import numpy as np
@@ -353,9 +354,7 @@ def _aligned_where_held(
     bounds = np.cumsum([0, *(len(passages) for *_chunk, passages in planned)]).tolist()
     lengths, leads = texts.alignment.lengths_and_leads(every)
     calls: list[tuple[Any, ...]] = []
-    for (chunk, shown, sizes, passages), low, high in zip(
-        planned, bounds[:-1], bounds[1:], strict=True
-    ):
+    for (chunk, shown, sizes, passages), (low, high) in zip(planned, pairwise(bounds), strict=True):
         local_end = np.cumsum(sizes)
         # Each distinct text once, from the first of the chunk's passages that has it: a
         # copy's text is its text's (the same start, as _same_texts needs), numbered in

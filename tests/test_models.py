@@ -420,3 +420,7 @@ def test_joined_document_keys_are_the_keys_of_all_parts_each_once(
     joined, places = DocumentKeys.concatenate([DocumentKeys.of(part) for part in parts])
     assert list(joined) == list(dict.fromkeys(key for part in parts for key in part))
     assert [joined.columns(place) for place in places] == parts
+    # a text (a path's record) numbered alike in every document of it, and only there
+    texts = [(path, record) for _source, path, record, _id in joined]
+    numbered = set(zip(joined.texts().tolist(), texts, strict=True))
+    assert len(numbered) == len(set(texts)) == len({number for number, _text in numbered})
