@@ -353,6 +353,36 @@ def test_a_large_array_goes_to_the_workers_apart_from_its_task(cluster: Cluster)
             assert engine.submit(np.sum, pairs).key.startswith("sum-")
 
 
+def test_the_config_and_a_files_absolute_path_are_not_made_again_for_each_call(
+    cluster: Cluster, samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass's calls share one config made for the workers (one a file, held while the
+    pass runs, was most of what a dump of a page a file cost this process then), and a
+    file found by its absolute path goes as it is; one found by a relative path goes by
+    its absolute path, which the workers can open from their own folders."""
+    from itertools import repeat
+
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
+    from dedup.read import discover_inputs
+
+    absolute, _skipped = discover_inputs([str(samples)])
+    monkeypatch.chdir(samples.parent)
+    relative, _skipped = discover_inputs([samples.name])
+    config = ScanConfig(scheduler=cluster.address)
+    with DaskEngine(config) as engine:
+        calls, _sent = engine._calls([absolute + relative, repeat(config)])
+    sent_files = [file for file, _config in calls]
+    assert sent_files[: len(absolute)] == absolute
+    assert all(sent is file for sent, file in zip(sent_files, absolute, strict=False))
+    assert [file.fs_path for file in sent_files[len(absolute) :]] == [
+        file.fs_path for file in absolute
+    ]
+    assert not any(os.path.isabs(file.fs_path) for file in relative)
+    configs = {id(sent_config) for _file, sent_config in calls}
+    assert len(configs) == 1 and calls[0][1].scheduler is None and config.scheduler
+
+
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:
     url = f"file://{samples}"
     report = dedup.scan([url], scheduler=cluster.address)

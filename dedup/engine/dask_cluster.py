@@ -383,8 +383,10 @@ class DaskEngine:
         from distributed import Future
 
         assert self.client is not None, "DaskEngine used outside its with block"
+        as_sent: dict[int, Any] = {}  # one config given to every call, made once for them
         calls = [
-            tuple(_for_workers(value) for value in call) for call in zip(*arguments, strict=False)
+            tuple(_for_workers(value, as_sent) for value in call)
+            for call in zip(*arguments, strict=False)
         ]
         shared: dict[int, Any] = {}
         seen: set[int] = set()
@@ -725,13 +727,19 @@ def named(function: Callable[..., Any]) -> str:
     return f"{function.__name__}-{uuid.uuid4()}"
 
 
-def _for_workers(value: Any) -> Any:
+def _for_workers(value: Any, as_sent: dict[int, Any]) -> Any:
     """An argument as a worker gets it: a file by its absolute path (a worker's working
-    folder is not this process's), the config without the scheduler."""
+    folder is not this process's), the config without the scheduler. A value made for the
+    workers is made once (``as_sent``, by the given value's id): the same object in every
+    call, it is pickled once in a batch's task, not once a file, and held here once, not
+    once a file while the calls run. A file already by its absolute path goes as it is."""
     if isinstance(value, FoundFile) and not is_url(value.fs_path):
-        return replace(value, fs_path=os.path.abspath(value.fs_path))
+        absolute = os.path.abspath(value.fs_path)
+        return value if absolute == value.fs_path else replace(value, fs_path=absolute)
     if isinstance(value, ScanConfig):
-        return value.for_workers()
+        if id(value) not in as_sent:
+            as_sent[id(value)] = value.for_workers()
+        return as_sent[id(value)]
     return value
 
 
