@@ -6,6 +6,7 @@ decoded text of that file or record, so every later stage can point back at what
 
 from __future__ import annotations
 
+import array
 import functools
 import hashlib
 import io
@@ -330,6 +331,117 @@ class InputFile:
     def source_passages(self) -> dict[str, int]:
         """Passages per source this input holds."""
         return self.passages_by_source or {self.source: self.passages}
+
+
+class InputFiles(Sequence[InputFile]):
+    """The report's entries of the files read, in order, held as columns: an ``InputFile``
+    is made when one is asked for. As objects, an entry a file cost this process some 400 B
+    (its object, two dictionaries, their numbers), and once unpickled among each file's
+    other results, held where those were let go of, as much again in the allocator's pools
+    it could not hand back (a dump of a page a file lists millions: docs/performance.md).
+    Here an entry is its path (a string the caller holds already, as its file's), a few
+    numbers and its normalization's counts; the names (sources, formats, encodings, the
+    counts' names) are held once each; warnings and per-source counts, which few entries
+    have, by entry."""
+
+    def __init__(self, entries: Iterable[InputFile] = ()) -> None:
+        self._paths: list[str] = []
+        self._names: dict[str, int] = {}  # every name, by its number in _named
+        self._named: list[str] = []
+        self._codes = array.array("i")  # source, format, encoding: numbers in _named
+        self._counts = array.array("q")  # records, chapters, passages
+        # The normalization's counts, by entry: its names' tuple (a number in _orders)
+        # and its counts, from _count_starts[entry]
+        self._orders: dict[tuple[int, ...], int] = {}
+        self._ordered: list[tuple[int, ...]] = []
+        self._order = array.array("i")
+        self._count_starts = array.array("q", [0])
+        self._normalization = array.array("q")
+        self._warnings: dict[int, tuple[str, ...]] = {}
+        self._by_source: dict[int, dict[str, int]] = {}
+        for entry in entries:
+            self.append(entry)
+
+    def append(self, entry: InputFile, path: str | None = None) -> None:
+        """``entry`` after the others; ``path``: its path, as a string the caller holds (a
+        worker's entry is unpickled with a string of its own)."""
+        row = len(self._paths)
+        self._paths.append(entry.path if path is None else path)
+        self._codes.extend(
+            self._number(name) for name in (entry.source, entry.format, entry.encoding)
+        )
+        self._counts.extend((entry.records, entry.chapters, entry.passages))
+        names = tuple(self._number(name) for name in entry.normalization)
+        self._order.append(self._orders.setdefault(names, len(self._orders)))
+        if len(self._ordered) < len(self._orders):
+            self._ordered.append(names)
+        self._normalization.extend(entry.normalization.values())
+        self._count_starts.append(len(self._normalization))
+        if entry.warnings:
+            self._warnings[row] = entry.warnings
+        if entry.passages_by_source:
+            self._by_source[row] = {
+                self._named[self._number(name)]: count
+                for name, count in entry.passages_by_source.items()
+            }
+
+    def _number(self, name: str) -> int:
+        number = self._names.get(name)
+        if number is None:
+            number = self._names[name] = len(self._named)
+            self._named.append(name)
+        return number
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @overload
+    def __getitem__(self, index: int) -> InputFile: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[InputFile, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> InputFile | tuple[InputFile, ...]:
+        if isinstance(index, slice):
+            return tuple(self[row] for row in range(len(self))[index])
+        row = range(len(self))[index]  # an IndexError past the end, as a tuple's
+        named = self._named
+        source, file_format, encoding = self._codes[3 * row : 3 * row + 3]
+        records, chapters, passages = self._counts[3 * row : 3 * row + 3]
+        counts = self._normalization[self._count_starts[row] : self._count_starts[row + 1]]
+        return InputFile(
+            self._paths[row],
+            named[source],
+            named[file_format],
+            named[encoding],
+            records,
+            chapters,
+            passages,
+            self._warnings.get(row, ()),
+            {
+                named[name]: count
+                for name, count in zip(self._ordered[self._order[row]], counts, strict=True)
+            },
+            dict(self._by_source.get(row, {})),
+        )
+
+    def __iter__(self) -> Iterator[InputFile]:
+        return (self[row] for row in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(mine == theirs for mine, theirs in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # appended to: not a key
+
+    def totals(self) -> tuple[int, int, int]:
+        """Records, chapters and passages of all the entries."""
+        counts = self._counts
+        return sum(counts[0::3]), sum(counts[1::3]), sum(counts[2::3])
+
+    def __repr__(self) -> str:
+        return f"InputFiles({len(self)} files)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -956,7 +1068,7 @@ class Report:
     dedup_version: str
     options: dict[str, Any]
     summary: Summary
-    inputs: tuple[InputFile, ...]
+    inputs: Sequence[InputFile]  # InputFiles, of a scan
     skipped: tuple[Skipped, ...]
     clusters: tuple[Cluster, ...]
     # The documents that share text (each once, with its text), the matches between them, and
@@ -977,10 +1089,7 @@ class Report:
         """The report as plain data, as report.json has it (the documents with their texts if
         asked; without the documents, matches and clusters, which are most of it, if asked)."""
         data = {
-            "report_format": REPORT_FORMAT,
-            "dedup_version": self.dedup_version,
-            "options": self.options,
-            "summary": self.summary.to_dict(),
+            **self._top_fields(),
             "inputs": [entry.to_dict() for entry in self.inputs],
             "skipped": [entry.to_dict() for entry in self.skipped],
         }
@@ -991,6 +1100,14 @@ class Report:
             data["document_groups"] = [group.to_dict(numbers) for group in self.document_groups]
             data["clusters"] = [cluster.to_dict(documents=numbers) for cluster in self.clusters]
         return data
+
+    def _top_fields(self) -> dict[str, Any]:
+        return {
+            "report_format": REPORT_FORMAT,
+            "dedup_version": self.dedup_version,
+            "options": self.options,
+            "summary": self.summary.to_dict(),
+        }
 
     def document_numbers(self) -> dict[str, int]:
         """Each document's number in ``documents`` (from 0), by id: how report.json's
@@ -1021,16 +1138,31 @@ class Report:
         with ``lines_text`` and without their pairs (report.json has them), in the same
         pass. ``clusters``: this report's clusters as the caller goes through them (counted
         on a progress bar, say)."""
-        out.write(self.json_head())
+        out.writelines(self.json_head())
         numbers = self.document_numbers()
         for name in JSON_SECTIONS:
             self.write_json_section(out, name, document_texts, numbers)
         self.write_json_clusters(out, lines, clusters, lines_text, numbers)
 
-    def json_head(self) -> str:
-        """The start of report.json: its top level, up to its lists."""
-        head = json.dumps(self.to_dict(clusters=False), ensure_ascii=False, indent=2)
-        return head[: -len("\n}")]
+    def json_head(self) -> Iterator[str]:
+        """The start of report.json, in pieces: its top level, with the inputs and the
+        skipped an item at a time (a dump of a page a file lists millions: as one string,
+        with a dictionary an item, they were the report stage's peak), up to the lists
+        :meth:`write_json_section` writes. The same text as ``json.dumps`` of
+        :meth:`to_dict` with an indent of 2 gives."""
+        head = json.dumps(self._top_fields(), ensure_ascii=False, indent=2)
+        yield head[: -len("\n}")]
+        lists: tuple[tuple[str, Sequence[InputFile | Skipped]], ...] = (
+            ("inputs", self.inputs),
+            ("skipped", self.skipped),
+        )
+        for name, items in lists:
+            yield f',\n  "{name}": ['
+            for number, item in enumerate(items):
+                # json.dumps writes a newline in no string: each is one of the layout's
+                text = json.dumps(item.to_dict(), ensure_ascii=False, indent=2)
+                yield (",\n    " if number else "\n    ") + text.replace("\n", "\n    ")
+            yield "\n  ]" if items else "]"
 
     def write_json_section(
         self,

@@ -36,7 +36,7 @@ from dedup.matches import (
     original_spans,
     texts_to_align,
 )
-from dedup.models import Cluster, InputFile, Report, Skipped, Summary
+from dedup.models import Cluster, InputFiles, Report, Skipped, Summary
 from dedup.normalize.repeated_lines import RepeatedLines
 from dedup.progress import counted
 from dedup.read import FoundFile, discover_inputs
@@ -206,7 +206,7 @@ def scan_files(
         dedup_version=__version__,
         options=config.to_dict(),
         summary=summary,
-        inputs=tuple(prepared.inputs),
+        inputs=prepared.inputs,
         skipped=tuple(skipped),
         clusters=tuple(clusters),
         documents=tuple(sorted(shown.values(), key=lambda d: d.sort_key)),
@@ -244,7 +244,7 @@ def path_list(paths: Paths) -> list[str]:
 
 
 def _summarize(
-    inputs: Sequence[InputFile],
+    inputs: InputFiles,
     skipped: Sequence[Skipped],
     too_short: int,
     candidates: int,
@@ -252,12 +252,13 @@ def _summarize(
     clusters: Sequence[Cluster],
     exact_copies: int,
 ) -> Summary:
+    records, chapters, passages = inputs.totals()
     return Summary(
         files=len(inputs),
         files_skipped=len(skipped),
-        records=sum(entry.records for entry in inputs),
-        chapters=sum(entry.chapters for entry in inputs),
-        passages=sum(entry.passages for entry in inputs),
+        records=records,
+        chapters=chapters,
+        passages=passages,
         passages_too_short=too_short,
         candidate_pairs=candidates,
         verified_pairs=verified,

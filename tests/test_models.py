@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from dedup.columns import DocumentKeys, SpanTable, Strings
 from dedup.config import ScanConfig
 from dedup.engine import tasks
-from dedup.models import DocumentKey, PassageSpan
+from dedup.models import DocumentKey, InputFiles, PassageSpan
 from dedup.read import discover_inputs
 
 
@@ -424,3 +425,50 @@ def test_joined_document_keys_are_the_keys_of_all_parts_each_once(
     texts = [(path, record) for _source, path, record, _id in joined]
     numbered = set(zip(joined.texts().tolist(), texts, strict=True))
     assert len(numbered) == len(set(texts)) == len({number for number, _text in numbered})
+
+
+def test_input_files_as_columns_are_the_entries_they_were_made_of(
+    samples: Path, tmp_path: Path, seed_simplified: str, seed_traditional: str
+) -> None:
+    """A scan's entries of its files, held as columns, read back as the entries appended:
+    normalization counts in each entry's own order, warnings, passages a source a record
+    names, paths the caller's own strings."""
+    records = [
+        {"site": "a", "text": seed_simplified[:2000]},
+        {"site": "b", "text": seed_traditional[:2000] + "\udc00"},  # a warning
+    ]
+    (tmp_path / "records.jsonl").write_text(
+        "".join(json.dumps(record) + "\n" for record in records), "utf-8"
+    )
+    files = discover_inputs([str(samples)])[0] + discover_inputs([str(tmp_path)])[0]
+    config = ScanConfig(source_fields=("site",))
+    entries = [
+        entry
+        for file in files
+        for item in tasks.prepare_file(file, config).inputs
+        if (entry := item.entry) is not None
+    ]
+    assert any(entry.warnings for entry in entries)
+    assert any(entry.passages_by_source for entry in entries)
+    assert len({tuple(entry.normalization) for entry in entries}) > 1
+    reordered = replace(entries[0], normalization=dict(reversed(entries[0].normalization.items())))
+    entries.append(reordered)
+    table = InputFiles()
+    paths = [str(entry.path) for entry in entries]
+    for entry, path in zip(entries, paths, strict=True):
+        table.append(entry, path)
+    assert list(table) == entries and len(table) == len(entries)
+    assert [table[row] for row in range(-len(entries), 0)] == entries
+    assert list(table[-1].normalization) == list(reordered.normalization)
+    assert table[1:3] == tuple(entries[1:3])
+    assert all(table[row].path is paths[row] for row in range(len(table)))
+    assert table == tuple(entries) and tuple(entries) == table and table == InputFiles(entries)
+    assert table != tuple(entries[:-1])
+    assert table != (*entries[:-1], replace(reordered, passages=reordered.passages + 1))
+    with pytest.raises(IndexError):
+        table[len(entries)]
+    assert table.totals() == (
+        sum(entry.records for entry in entries),
+        sum(entry.chapters for entry in entries),
+        sum(entry.passages for entry in entries),
+    )

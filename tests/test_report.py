@@ -888,3 +888,25 @@ def test_the_page_is_byte_identical_between_runs(samples: Path, tmp_path: Path) 
     assert page(tmp_path / "1") == page(tmp_path / "2")
     assert len(page(tmp_path / "1")) >= 3
     assert json.loads((tmp_path / "2" / "run.json").read_text("utf-8"))["jobs"] == 2
+
+
+def test_report_json_lists_the_inputs_and_skipped_as_one_json_dumps_would(
+    samples: Path, tmp_path: Path, seed_simplified: str
+) -> None:
+    """report.json's inputs and skipped are written an item at a time (millions for a dump
+    of a page a file), and read as the whole list indented by json.dumps: names that need
+    escaping, a warning, a skipped file."""
+    dump = tmp_path / "dump"
+    shutil.copytree(samples, dump)
+    odd = dump / 'site-"quoted"' / "行\n換\\.txt"
+    odd.parent.mkdir()
+    odd.write_text(seed_simplified[:3000], "utf-8")
+    record = {"title": "x", "text": seed_simplified[:1500] + "\udc00"}
+    (odd.parent / "dump.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
+    (odd.parent / "junk.txt").write_bytes(bytes(range(256)) * 40)
+    report = dedup.scan([str(dump)], jobs=1, show_progress=False)
+    assert report.skipped and any(entry.warnings for entry in report.inputs)
+    assert any('"' in entry.path and "\\" in entry.path for entry in report.inputs)
+    whole = json.dumps(report.to_dict(clusters=False), ensure_ascii=False, indent=2)
+    assert report.to_json().startswith(whole[: -len("\n}")] + ",\n")
+    assert "".join(report.json_head()) == whole[: -len("\n}")]

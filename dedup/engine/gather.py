@@ -30,7 +30,7 @@ from dedup.engine.tasks import (
     second_pass,
 )
 from dedup.fingerprint import HeldSignatures, SignatureTable
-from dedup.models import InputFile, Skipped
+from dedup.models import InputFiles, Skipped
 from dedup.normalize.repeated_lines import (
     LearnPass,
     RepeatedLines,
@@ -123,7 +123,7 @@ class Prepared:
     byte_spans: JoinedParts[npt.NDArray[np.int32]] = field(
         default_factory=lambda: JoinedParts(_joined_rows)
     )
-    inputs: list[InputFile] = field(default_factory=list)
+    inputs: InputFiles = field(default_factory=InputFiles)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
     # steps packed apart, and seeds held as keys
@@ -163,7 +163,8 @@ class Prepared:
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
             if item.entry is not None:
-                self.inputs.append(_sharing_strings(item.entry, file))
+                entry = item.entry
+                self.inputs.append(entry, file.path if entry.path == file.path else None)
             if item.skipped is not None:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
@@ -454,24 +455,11 @@ def _by_file(
         yield joined, runs if passage_count(joined) == sum(run[0] for run in runs) else []
 
 
-def _sharing_strings(entry: InputFile, file: FoundFile) -> InputFile:
-    """``entry`` as a worker handed it back, its strings those this process holds already
-    (its file's path and source) or one a value (its format, encoding and the names of its
-    normalization's counts): unpickled, each would be a string of its own, and this process
-    holds an entry a file (a dump of a page a file: tens of thousands)."""
-    return replace(
-        entry,
-        path=file.path if entry.path == file.path else entry.path,
-        source=file.source if entry.source == file.source else sys.intern(entry.source),
-        format=sys.intern(entry.format),
-        encoding=sys.intern(entry.encoding),
-        normalization={sys.intern(name): count for name, count in entry.normalization.items()},
-    )
-
-
 def _documents_sharing_strings(spans: SpanTable, file: FoundFile) -> SpanTable:
     """``spans`` with its documents' path and source those of ``file`` where they are the
-    same, another name (a source a record names) interned (as :func:`_sharing_strings`)."""
+    same, another name (a source a record names) interned: unpickled, each would be a string
+    of its own, and this process holds a table a file (a dump of a page a file: tens of
+    thousands) until they are joined."""
     names = tuple(
         file.source if name == file.source else file.path if name == file.path else sys.intern(name)
         for name in spans.documents.names

@@ -23,6 +23,7 @@ from dedup.models import (
     CutPassage,
     DocumentGroup,
     InputFile,
+    InputFiles,
     Match,
     MatchedDocument,
     MemberIds,
@@ -263,7 +264,7 @@ def _report(parts: Iterator[tuple[str, Any]], path: Path, strict: bool) -> Repor
         dedup_version=data["dedup_version"],
         options=data["options"],
         summary=Summary(**data["summary"]),
-        inputs=tuple(
+        inputs=InputFiles(
             InputFile(**{**entry, "warnings": tuple(entry["warnings"])}) for entry in data["inputs"]
         ),
         skipped=tuple(Skipped(**entry) for entry in data["skipped"]),

@@ -221,7 +221,8 @@ def _join_sections(report: Report, directory: Path) -> None:
     """report.json: its head, then its lists and clusters as they were written apart (each
     whole: a list the copy did not finish was written again here, under the same name)."""
     with open(directory / REPORT_FILE, "wb") as out:
-        out.write(report.json_head().encode("utf-8"))
+        for piece in report.json_head():
+            out.write(piece.encode("utf-8"))
         for name in (*JSON_SECTIONS, "clusters"):
             part = _apart(directory, name)
             with open(part, "rb") as handle:
