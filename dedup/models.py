@@ -428,10 +428,10 @@ class InputFiles(Sequence[InputFile]):
     def __iter__(self) -> Iterator[InputFile]:
         return (self[row] for row in range(len(self)))
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return False
-        return all(mine == theirs for mine, theirs in zip(self, other, strict=True))
+    def __eq__(self, other: object) -> bool:  # as EqualAsRecords: a tuple of them too
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(map(operator.eq, self, other))
 
     __hash__ = None  # type: ignore[assignment]  # appended to: not a key
 
