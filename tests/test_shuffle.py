@@ -420,6 +420,7 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     from dedup.normalize.line_keys import line_key
     from dedup.normalize.repeated_lines import (
         FirstChapters,
+        distinct_chapters,
         line_counts_of,
         line_entries,
         merged_learned,
@@ -439,7 +440,9 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     # source's distinct chapters come here; the keys are counted in partitions.
     bounds = [0, *cuts, len(learned)]
     batches = [learned[first:end] for first, end in itertools.pairwise(bounds)]
-    first = FirstChapters.of([[without_line_keys(file) for file in batch] for batch in batches])
+    first = FirstChapters.of(
+        [distinct_chapters([without_line_keys(file) for file in batch]) for batch in batches]
+    )
     assert first.sources == ("a", "b")
     kept = [line_counts_of(merged_learned(batch)) for batch in batches]
     # Batches of two, as the shuffle's tasks take them.

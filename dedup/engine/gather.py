@@ -36,7 +36,6 @@ from dedup.normalize.repeated_lines import (
     RepeatedLines,
     read_once,
     repeated_lines,
-    without_line_keys,
 )
 from dedup.offset_steps import StepPacker
 from dedup.progress import progress
@@ -327,8 +326,7 @@ def prepare_all(
         [tasks[task][1] for task in apart],
     )
     learned = dict(zip(apart, learn_pass.chapters, strict=True))
-    for file_learned in learn_pass.files:
-        timer.add("learn-lines", file_learned.seconds)
+    timer.add("learn-lines", learn_pass.seconds)
     repeated = {**learn_pass.repeated, **known}
     del learn_pass
     # A copy of a text a worker already handed back comes back empty (see dedup.engine.copies).
@@ -401,7 +399,7 @@ def learned_lines(
     found = engine.map(count_line_keys, files, repeat(config), parts)
     learned = list(progress(found, "learn site lines", "file", len(files), config.show_progress))
     return LearnPass(
-        [without_line_keys(file) for file in learned],
+        sum(file.seconds for file in learned),
         [(file.chapters, None) for file in learned],
         repeated_lines(learned),
     )

@@ -95,6 +95,7 @@ from dedup.normalize.repeated_lines import (
     LearnedFile,
     LearnPass,
     chapters_of,
+    distinct_chapters,
     line_counts_of,
     line_entries,
     merged_learned,
@@ -190,11 +191,13 @@ class KeptOnWorkers:
         chapters too: held here, every document's title among them, they grew with the
         dump and left the allocator's pools in pieces once let go of (docs/performance.md)."""
         if not files:
-            return LearnPass([], [], {})
+            return LearnPass(0.0, [], {})
         engine = self.engine
-        learned: list[LearnedFile] = []
+        seconds = 0.0
         chapters: list[tuple[Any, slice | None]] = []
-        batches: list[list[LearnedFile]] = []
+        # Each batch's distinct chapters by source: not each file's records, held until the
+        # last file, which left the allocator's pools in pieces (1.3 KB a file: docs/performance.md)
+        distinct: list[dict[str, npt.NDArray[np.int64]]] = []
         kept: list[Future[Any] | None] = engine.holding([])
         results = engine.map_keeping(
             count_line_keys,
@@ -207,17 +210,17 @@ class KeptOnWorkers:
         )
         batch: list[LearnedFile] = []
         for result, keep in progress(results, "learn site lines", "file", len(files), self.shown):
-            learned.append(result)
             batch.append(result)
+            seconds += result.seconds
             if keep:
                 line_counts, batch_chapters = keep
                 inputs = itertools.accumulate((len(file.chapters) for file in batch), initial=0)
                 chapters += [(batch_chapters, slice(a, b)) for a, b in itertools.pairwise(inputs)]
-                batches.append(batch)
+                distinct.append(distinct_chapters(batch))
                 kept.append(line_counts)
                 batch = []
-        first = FirstChapters.of(batches)
-        del batches
+        first = FirstChapters.of(distinct)
+        del distinct
         tasks = shuffled(
             engine,
             kept,
@@ -230,7 +233,7 @@ class KeptOnWorkers:
         )
         kept.clear()
         found = concatenated(list(self.results(tasks, "site lines")), np.int64)
-        return LearnPass(learned, chapters, first.repeated(found))
+        return LearnPass(seconds, chapters, first.repeated(found))
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""

@@ -6,7 +6,7 @@ source repeats often enough to be dropped."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -59,7 +59,7 @@ class LearnPass:
     """The learn pass over some files: what it found in each, in order; each one's chapters
     as the main pass's task for it is given them; and the lines each source repeats."""
 
-    files: list[LearnedFile]
+    seconds: float  # spent reading and learning from the files, summed
     # Per file, the chapters its main-pass task is given and which of them are the file's:
     # its own and None; on a cluster, the future of its batch's (kept on a worker, not here:
     # chapters_of) and the file's slice of them.
@@ -281,6 +281,12 @@ def merged_learned(files: list[LearnedFile]) -> LearnedFile:
     )
 
 
+def distinct_chapters(files: list[LearnedFile]) -> dict[str, npt.NDArray[np.int64]]:
+    """Of files learned from (a batch's, as handed back: :func:`without_keys_or_chapters`),
+    each source's distinct chapters' hashes, in the order the worker keeps their keys."""
+    return {source: lines.chapters for source, lines in merged_learned(files).line_counts.items()}
+
+
 def line_counts_of(learned: LearnedFile) -> LineCounts:
     """Each source's chapters and the line keys of each (what a cluster's worker keeps)."""
     return learned.line_counts
@@ -321,12 +327,12 @@ class FirstChapters:
     needed: npt.NDArray[np.int64]
 
     @classmethod
-    def of(cls, batches: Sequence[Sequence[LearnedFile]]) -> FirstChapters:
-        """From each batch's files as handed back (:func:`without_keys_or_chapters`)."""
+    def of(cls, batches: Sequence[Mapping[str, npt.NDArray[np.int64]]]) -> FirstChapters:
+        """From each batch's distinct chapters (:func:`distinct_chapters`)."""
         held: dict[str, list[tuple[int, npt.NDArray[np.int64]]]] = {}
-        for batch, files in enumerate(batches):
-            for source, lines in merged_learned(list(files)).line_counts.items():
-                held.setdefault(source, []).append((batch, lines.chapters))
+        for batch, by_source in enumerate(batches):
+            for source, hashes in by_source.items():
+                held.setdefault(source, []).append((batch, hashes))
         first: list[dict[str, npt.NDArray[np.bool_]]] = [{} for _batch in batches]
         needed = np.empty(len(held), dtype=np.int64)
         for number, (source, source_batches) in enumerate(held.items()):
