@@ -335,14 +335,13 @@ class InputFile:
 
 class InputFiles(Sequence[InputFile]):
     """The report's entries of the files read, in order, held as columns: an ``InputFile``
-    is made when one is asked for. As objects, an entry a file cost this process some 400 B
-    (its object, two dictionaries, their numbers), and once unpickled among each file's
-    other results, held where those were let go of, as much again in the allocator's pools
-    it could not hand back (a dump of a page a file lists millions: docs/performance.md).
-    Here an entry is its path (a string the caller holds already, as its file's), a few
-    numbers and its normalization's counts; the names (sources, formats, encodings, the
-    counts' names) are held once each; warnings and per-source counts, which few entries
-    have, by entry."""
+    is made when one is asked for. As objects (an object, two dictionaries and their
+    numbers an entry), unpickled among each file's other results and kept where those were
+    let go of, they cost this process as much again in the allocator's pools it could not
+    hand back (a dump of a page a file lists millions: docs/performance.md). Here an entry
+    is its path (a string the caller holds already, as its file's), a few numbers and its
+    normalization's counts; the names (sources, formats, encodings, the counts' names) are
+    held once each; warnings and per-source counts, which few entries have, by entry."""
 
     def __init__(self, entries: Iterable[InputFile] = ()) -> None:
         self._paths: list[str] = []

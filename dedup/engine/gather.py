@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -325,14 +325,16 @@ def prepare_all(
         config,
         [tasks[task][1] for task in apart],
     )
-    learned = dict(zip(apart, learn_pass.chapters, strict=True))
+    # Each task's chapters, if the learn pass found them, and which of them are its file's.
+    given: list[tuple[Any, slice | None]] = [((), None)] * len(tasks)
+    for task, chapters in zip(apart, learn_pass.chapters, strict=True):
+        given[task] = chapters
     timer.add("learn-lines", learn_pass.seconds)
     repeated = {**learn_pass.repeated, **known}
     del learn_pass
     # A copy of a text a worker already handed back comes back empty (see dedup.engine.copies).
     scan = new_scan()
     kept = on_workers if each is None else None
-    given = [learned.pop(task, ((), None)) for task in range(len(tasks))]
     arguments = (
         [files[number] for number, _part in tasks],
         repeat(config),

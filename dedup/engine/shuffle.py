@@ -195,8 +195,8 @@ class KeptOnWorkers:
         engine = self.engine
         seconds = 0.0
         chapters: list[tuple[Any, slice | None]] = []
-        # Each batch's distinct chapters by source: not each file's records, held until the
-        # last file, which left the allocator's pools in pieces (1.3 KB a file: docs/performance.md)
+        # Each batch's distinct chapters by source, taken as the batch completes: not each
+        # file's record, held until the last file (LearnPass)
         distinct: list[dict[str, npt.NDArray[np.int64]]] = []
         kept: list[Future[Any] | None] = engine.holding([])
         results = engine.map_keeping(

@@ -56,8 +56,10 @@ class LearnedFile:
 
 @dataclass(frozen=True, slots=True)
 class LearnPass:
-    """The learn pass over some files: what it found in each, in order; each one's chapters
-    as the main pass's task for it is given them; and the lines each source repeats."""
+    """The learn pass over some files: the time it took; each one's chapters as the main
+    pass's task for it is given them, in order; and the lines each source repeats. Nothing
+    else a file: a record of each, held until the last, grew with the dump (a dump of a
+    page a file) and left the allocator's pools in pieces."""
 
     seconds: float  # spent reading and learning from the files, summed
     # Per file, the chapters its main-pass task is given and which of them are the file's:
