@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import itertools
 import json
 import os
 import pty
@@ -260,14 +259,7 @@ def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
     from dedup.config import ScanConfig
     from dedup.engine.base import engine_for
     from dedup.engine.gather import learned_lines
-    from dedup.engine.tasks import count_line_keys
     from dedup.normalize.line_keys import line_key
-    from dedup.normalize.repeated_lines import (
-        chapters_of,
-        line_counts_of,
-        merged_learned,
-        without_keys_or_chapters,
-    )
     from dedup.read import discover_inputs
     from tests.conftest import SLOGAN
 
@@ -292,16 +284,7 @@ def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
                 isinstance(held, Future) == (name == "dask") for held, _ in found[name].chapters
             )
             if kept is not None:  # each source's chapters come back, not their line keys
-                handed = engine.map_keeping(
-                    count_line_keys,
-                    (line_counts_of, chapters_of),
-                    without_keys_or_chapters,
-                    merged_learned,
-                    files,
-                    itertools.repeat(config),
-                    [None] * len(files),
-                )
-                for file, _kept in handed:
+                for file, _kept in kept.learn_tasks(files, config, [None] * len(files)):
                     assert all(
                         len(lines.chapters) and not len(lines.pair_keys)
                         for lines in file.line_counts.values()

@@ -199,15 +199,7 @@ class KeptOnWorkers:
         # file's record, held until the last file (LearnPass)
         distinct: list[dict[str, npt.NDArray[np.int64]]] = []
         kept: list[Future[Any] | None] = engine.holding([])
-        results = engine.map_keeping(
-            count_line_keys,
-            (line_counts_of, chapters_of),
-            without_keys_or_chapters,
-            merged_learned,
-            files,
-            itertools.repeat(config),
-            parts,
-        )
+        results = self.learn_tasks(files, config, parts)
         batch: list[LearnedFile] = []
         for result, keep in progress(results, "learn site lines", "file", len(files), self.shown):
             batch.append(result)
@@ -234,6 +226,23 @@ class KeptOnWorkers:
         kept.clear()
         found = concatenated(list(self.results(tasks, "site lines")), np.int64)
         return LearnPass(seconds, chapters, first.repeated(found))
+
+    def learn_tasks(
+        self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
+    ) -> Iterator[tuple[LearnedFile, tuple[Future[Any], ...]]]:
+        """The learn pass's tasks over ``files``: each file as handed back (each source's
+        distinct chapters, without their line keys or the chapters found), in order, and
+        with the last of each batch the futures of its line keys and chapters, which the
+        workers keep."""
+        return self.engine.map_keeping(
+            count_line_keys,
+            (line_counts_of, chapters_of),
+            without_keys_or_chapters,
+            merged_learned,
+            files,
+            itertools.repeat(config),
+            parts,
+        )
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
