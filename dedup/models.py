@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import operator
+from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -333,7 +334,53 @@ class InputFile:
         return self.passages_by_source or {self.source: self.passages}
 
 
-class InputFiles(Sequence[InputFile]):
+class AppendedRows(Sequence[R]):
+    """Records appended one at a time and held as columns by a subclass, which makes a
+    record when one is asked for (``_row``). Names many records share (sources, formats)
+    are held once each, by number (``_number``). It equals a sequence of the same records,
+    as an ``EqualAsRecords`` table does."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, int] = {}  # every name, by its number in _named
+        self._named: list[str] = []
+
+    def _number(self, name: str) -> int:
+        number = self._names.get(name)
+        if number is None:
+            number = self._names[name] = len(self._named)
+            self._named.append(name)
+        return number
+
+    @abstractmethod
+    def _row(self, row: int) -> R:
+        """Record ``row`` (0 to len - 1) made from the columns."""
+
+    @overload
+    def __getitem__(self, index: int) -> R: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[R, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> R | tuple[R, ...]:
+        if isinstance(index, slice):
+            return tuple(self._row(row) for row in range(len(self))[index])
+        return self._row(range(len(self))[index])  # an IndexError past the end, as a tuple's
+
+    def __iter__(self) -> Iterator[R]:
+        return (self._row(row) for row in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(map(operator.eq, self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # appended to: not a key
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} rows)"
+
+
+class InputFiles(AppendedRows[InputFile]):
     """The report's entries of the files read, in order, held as columns: an ``InputFile``
     is made when one is asked for. As objects (an object, two dictionaries and their
     numbers an entry), unpickled among each file's other results and kept where those were
@@ -344,9 +391,8 @@ class InputFiles(Sequence[InputFile]):
     held once each; warnings and per-source counts, which few entries have, by entry."""
 
     def __init__(self, entries: Iterable[InputFile] = ()) -> None:
+        super().__init__()
         self._paths: list[str] = []
-        self._names: dict[str, int] = {}  # every name, by its number in _named
-        self._named: list[str] = []
         self._codes = array.array("i")  # source, format, encoding: numbers in _named
         self._counts = array.array("q")  # records, chapters, passages
         # The normalization's counts, by entry: its names' tuple (a number in _orders)
@@ -384,26 +430,10 @@ class InputFiles(Sequence[InputFile]):
                 for name, count in entry.passages_by_source.items()
             }
 
-    def _number(self, name: str) -> int:
-        number = self._names.get(name)
-        if number is None:
-            number = self._names[name] = len(self._named)
-            self._named.append(name)
-        return number
-
     def __len__(self) -> int:
         return len(self._paths)
 
-    @overload
-    def __getitem__(self, index: int) -> InputFile: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[InputFile, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> InputFile | tuple[InputFile, ...]:
-        if isinstance(index, slice):
-            return tuple(self[row] for row in range(len(self))[index])
-        row = range(len(self))[index]  # an IndexError past the end, as a tuple's
+    def _row(self, row: int) -> InputFile:
         named = self._named
         source, file_format, encoding = self._codes[3 * row : 3 * row + 3]
         records, chapters, passages = self._counts[3 * row : 3 * row + 3]
@@ -424,23 +454,10 @@ class InputFiles(Sequence[InputFile]):
             dict(self._by_source.get(row, {})),
         )
 
-    def __iter__(self) -> Iterator[InputFile]:
-        return (self[row] for row in range(len(self)))
-
-    def __eq__(self, other: object) -> bool:  # as EqualAsRecords: a tuple of them too
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(other) == len(self) and all(map(operator.eq, self, other))
-
-    __hash__ = None  # type: ignore[assignment]  # appended to: not a key
-
     def totals(self) -> tuple[int, int, int]:
         """Records, chapters and passages of all the entries."""
         counts = self._counts
         return sum(counts[0::3]), sum(counts[1::3]), sum(counts[2::3])
-
-    def __repr__(self) -> str:
-        return f"InputFiles({len(self)} files)"
 
 
 @dataclass(frozen=True, slots=True)

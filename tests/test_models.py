@@ -440,7 +440,7 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
     (tmp_path / "records.jsonl").write_text(
         "".join(json.dumps(record) + "\n" for record in records), "utf-8"
     )
-    files = discover_inputs([str(samples)])[0] + discover_inputs([str(tmp_path)])[0]
+    files = [*discover_inputs([str(samples)])[0], *discover_inputs([str(tmp_path)])[0]]
     config = ScanConfig(source_fields=("site",))
     entries = [
         entry

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import gzip
 import json
 import os
 from pathlib import Path
@@ -10,7 +12,7 @@ import pytest
 
 from dedup.config import ScanConfig
 from dedup.errors import InputPathError
-from dedup.read import discover_inputs, read_file
+from dedup.read import FoundFile, FoundFiles, discover_inputs, read_file
 
 
 def _dump(tmp_path: Path, seed_simplified: str) -> Path:
@@ -42,6 +44,49 @@ def test_order_of_paths_does_not_matter(tmp_path: Path, seed_simplified: str) ->
     two = discover_inputs([str(root / "site-a"), str(root / "site-b")])
     assert one == two
     assert [file.path for file in one[0]] == sorted(file.path for file in one[0])
+
+
+def test_found_files_are_held_as_columns_and_read_back_as_found(
+    tmp_path: Path, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _dump(tmp_path, seed_simplified)
+    (root / "site-b" / "ch2.txt.gz").write_bytes(gzip.compress(seed_simplified.encode("utf-8")))
+    # A name that is not UTF-8 is shown otherwise than the filesystem's name of it.
+    odd = os.path.join(os.fsencode(root / "site-b"), b"\xff\xfe.txt")
+    with open(odd, "wb") as file:
+        file.write(seed_simplified.encode("utf-8"))
+    monkeypatch.chdir(root)
+
+    def objects() -> int:
+        gc.collect()
+        return sum(type(held) is FoundFile for held in gc.get_objects())
+
+    before = objects()
+    found, skipped = discover_inputs(["."])
+    assert skipped == [] and isinstance(found, FoundFiles)
+    assert objects() == before  # a file is made when asked for, and let go of
+    by_name = {Path(file.fs_path).name: file for file in found}
+    assert len(found) == 5
+    assert sorted(by_name) == ["ch1.txt", "ch2.txt.gz", "loose.txt", "\udcff\udcfe.txt"]
+    assert (by_name["ch2.txt.gz"].format, by_name["ch2.txt.gz"].compression) == ("txt", ".gz")
+    assert (by_name["loose.txt"].format, by_name["loose.txt"].compression) == ("txt", None)
+    assert by_name["loose.txt"].source == root.name
+    weird = by_name["\udcff\udcfe.txt"]
+    assert weird.fs_path != weird.path and os.path.exists(weird.fs_path)
+    for file in found:
+        status = os.stat(file.fs_path)
+        assert file.stamp == (status.st_size, status.st_mtime_ns)
+
+    # Made of FoundFile records again (a cleaned copy's entries have no stamp, and no path on
+    # the filesystem), it is those records, as a tuple of them would be.
+    records = [*found, FoundFile("copy/a.zip!b.txt", "copy", "txt", "", None)]
+    table = FoundFiles(records)
+    assert table == tuple(records) and list(records) == list(table) and table == FoundFiles(table)
+    assert table[-1] == records[-1] and table[-1].stamp is None and table[-1].fs_path == ""
+    assert table[1:3] == tuple(records[1:3]) and table[::-1] == tuple(reversed(records))
+    assert table != FoundFiles(records[:-1])
+    with pytest.raises(IndexError):
+        table[len(records)]
 
 
 def test_missing_path_is_an_error_naming_it(tmp_path: Path) -> None:

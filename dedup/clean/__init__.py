@@ -33,7 +33,7 @@ from dedup.display import shown, unshown
 from dedup.errors import ConfigError, ReportFolderError
 from dedup.models import Report, Skipped
 from dedup.pipeline import path_list, scan_files
-from dedup.read import FoundFile, discover_inputs
+from dedup.read import FoundFile, FoundFiles, discover_inputs
 from dedup.read.discover import CLEAN_MARKER, REMOVED_CSV, REMOVED_JSONL
 from dedup.read.location import is_plain_file, is_url, open_input, read_all, size_of
 from dedup.read.zip import outer_path
@@ -217,7 +217,7 @@ def clean_from_report(
     ]
     present = [real for real in on_disk.values() if real is not None]
     found, _skipped = discover_inputs(present, config.follow_links)
-    found = [dataclasses.replace(f, source=sources.get(f.path, f.source)) for f in found]
+    found = FoundFiles(dataclasses.replace(f, source=sources.get(f.path, f.source)) for f in found)
     common = os.path.commonpath([os.path.abspath(path) for path in paths])
     root = common if len(paths) > 1 or os.path.isdir(common) else os.path.dirname(common)
     roots = [_as_given(root, paths)]

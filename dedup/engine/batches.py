@@ -9,7 +9,7 @@ chapter (pages of ten-odd KB, as many sites are scraped) is tens of thousands of
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from dedup.read import FoundFile
 from dedup.read.slices import FileSlice
@@ -52,3 +52,27 @@ def _call_bytes(call: tuple[Any, ...]) -> int | None:
         if isinstance(value, FoundFile):
             return None if value.stamp is None else value.stamp[0]
     return None
+
+
+class EachMade(Sequence[T]):
+    """``make(number)`` for each number below ``count``, made when it is asked for: a pass's
+    argument of a value a call (a file, its chapters), which the engine makes each call of
+    when it hands it over rather than holding them all while the pass runs (a crawl of a
+    page a file has millions)."""
+
+    def __init__(self, count: int, make: Callable[[int], T]) -> None:
+        self._count, self._make = count, make
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._make(number) for number in range(self._count)[index]]
+        return self._make(range(self._count)[index])

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import gc
 import importlib.util
+import itertools
 import logging
 import multiprocessing
 import multiprocessing.process
@@ -38,7 +39,7 @@ from concurrent.futures import CancelledError
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
@@ -348,64 +349,52 @@ class DaskEngine:
 
     def _submit(
         self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
-    ) -> tuple[list[tuple[Any, ...]], list[Future[Any] | None]]:
+    ) -> tuple[_Calls, list[Future[Any] | None]]:
         """The calls, and a task for each, handed to the scheduler now (earlier calls first,
         as the results are taken in order)."""
-        calls, sent = self._calls(arguments)
+        calls = self._calls(arguments)
         tasks: list[Future[Any] | None] = [
-            self._submitted(_task, function, *call, priority=-number)
-            for number, call in enumerate(sent)
+            self._submitted(_task, function, *calls.sent(number), priority=-number)
+            for number in range(len(calls))
         ]
         self._tasks.append(tasks)
         return calls, tasks
 
     def _submit_batches(
         self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
-    ) -> tuple[list[tuple[Any, ...]], list[range], list[Future[Any] | None]]:
+    ) -> tuple[_Calls, list[range], list[Future[Any] | None]]:
         """The calls, their batches (:func:`~dedup.engine.batches.file_batches`) and a
         task for each batch, handed to the scheduler now (earlier batches first, as the
         results are taken in order)."""
-        calls, sent = self._calls(arguments)
+        calls = self._calls(arguments)
         batches = file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_THREAD)
         tasks: list[Future[Any] | None] = [
-            self._submitted(_batch_task, function, sent[batch.start : batch.stop], priority=-n)
+            self._submitted(_batch_task, function, calls.batch_sent(batch), priority=-n)
             for n, batch in enumerate(batches)
         ]
         self._tasks.append(tasks)
         return calls, batches, tasks
 
-    def _calls(
-        self, arguments: Sequence[Iterable[Any]]
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """The calls of ``arguments``, each value as the workers get it, and the same as they
-        are sent: a value given to many calls (the config, the lines each source repeats)
-        scattered to the workers once, its future in its place."""
+    def _calls(self, arguments: Sequence[Iterable[Any]]) -> _Calls:
+        """The calls of ``arguments``: a value given to every call (``itertools.repeat``:
+        the config, the lines each source repeats) is made for the workers once, and one
+        they do not get with each task is scattered to them once, its future in its place."""
         from distributed import Future
 
         assert self.client is not None, "DaskEngine used outside its with block"
-        as_sent: dict[int, Any] = {}  # one config given to every call, made once for them
-        calls = [
-            tuple(_for_workers(value, as_sent) for value in call)
-            for call in zip(*arguments, strict=False)
-        ]
-        shared: dict[int, Any] = {}
-        seen: set[int] = set()
-        for call in calls:
-            for value in call:
-                # (a future, of what a worker keeps, is on the workers already)
-                if not isinstance(value, (*_SENT_WITH_EACH, Future)) and id(value) in seen:
-                    shared.setdefault(id(value), value)
-                seen.add(id(value))
+        calls = _Calls(arguments)
+        shared = {
+            place: value
+            for place, value in calls.same.items()
+            if not isinstance(value, (*_SENT_WITH_EACH, Future))
+        }
         # In a list: scatter takes a dict (the lines each source repeats) as its items.
-        keys = list(shared)
         sent = (
-            self.client.scatter([shared[key] for key in keys], broadcast=True, hash=False)
-            if keys
-            else []
+            self.client.scatter(list(shared.values()), broadcast=True, hash=False) if shared else []
         )
-        scattered = dict(zip(keys, sent, strict=True))
         self._tasks.append(list(sent))  # let go of at the end
-        return calls, [tuple(scattered.get(id(value), value) for value in call) for call in calls]
+        calls.scattered = dict(zip(shared, sent, strict=True))
+        return calls
 
     def _submitted(self, *task: Any, priority: int) -> Future[Any]:
         assert self.client is not None
@@ -414,7 +403,7 @@ class DaskEngine:
     def _batch_taken(
         self,
         function: Callable[..., T],
-        calls: list[tuple[Any, ...]],
+        calls: _Calls,
         batches: list[range],
         tasks: list[Future[Any] | None],
         number: int,
@@ -424,23 +413,22 @@ class DaskEngine:
         task = tasks[number]
         assert task is not None, "a task's result taken twice"
         tasks[number] = None
-        batch = calls[batches[number].start : batches[number].stop]
         try:
             results: list[T] = self._result_of(task)
             return results
         except _NotOnWorker as missing:
             self._not_on_worker(missing)
-            return [function(*_here(call)) for call in batch]
+            return [function(*_here(calls[call])) for call in batches[number]]
 
     def _taken(
         self,
         function: Callable[..., T],
-        calls: list[tuple[Any, ...]],
+        calls: _Calls,
         tasks: list[Future[Any] | None],
         number: int,
     ) -> T:
         """The result of call ``number``, its task then let go."""
-        task, call = tasks[number], calls[number]
+        task = tasks[number]
         assert task is not None, "a task's result taken twice"
         tasks[number] = None
         try:
@@ -448,7 +436,7 @@ class DaskEngine:
             return result
         except _NotOnWorker as missing:
             self._not_on_worker(missing)
-            return function(*_here(call))
+            return function(*_here(calls[number]))
 
     @staticmethod
     def _not_on_worker(missing: _NotOnWorker) -> None:
@@ -727,20 +715,66 @@ def named(function: Callable[..., Any]) -> str:
     return f"{function.__name__}-{uuid.uuid4()}"
 
 
-def _for_workers(value: Any, as_sent: dict[int, Any]) -> Any:
+def _for_workers(value: Any) -> Any:
     """An argument as a worker gets it: a file by its absolute path (a worker's working
-    folder is not this process's), the config without the scheduler. A value made for the
-    workers is made once (``as_sent``, by the given value's id): the same object in every
-    call, it is pickled once in a batch's task, not once a file, and held here once, not
-    once a file while the calls run. A file already by its absolute path goes as it is."""
+    folder is not this process's), the config without the scheduler. A file already by its
+    absolute path goes as it is."""
     if isinstance(value, FoundFile) and not is_url(value.fs_path):
         absolute = os.path.abspath(value.fs_path)
         return value if absolute == value.fs_path else replace(value, fs_path=absolute)
     if isinstance(value, ScanConfig):
-        if id(value) not in as_sent:
-            as_sent[id(value)] = value.for_workers()
-        return as_sent[id(value)]
+        return value.for_workers()
     return value
+
+
+class _Calls(Sequence[tuple[Any, ...]]):
+    """A pass's calls, each made when it is asked for, from its arguments: a sequence of a
+    value a call, or one value for every call (``itertools.repeat``), made for the workers
+    once (``same``, by the argument's place). Held as tuples while the pass ran, each
+    with a file made for the workers, they cost this process some 400 B a file (a crawl of
+    a page a file: millions, docs/performance.md); the client keeps nothing of a task it
+    has handed over."""
+
+    def __init__(self, arguments: Sequence[Iterable[Any]]) -> None:
+        self.same: dict[int, Any] = {}
+        self._each: dict[int, Sequence[Any]] = {}
+        for place, argument in enumerate(arguments):
+            if isinstance(argument, itertools.repeat):
+                self.same[place] = _for_workers(next(argument))
+            else:
+                self._each[place] = argument if isinstance(argument, Sequence) else list(argument)
+        self._places = len(arguments)
+        self._count = min((len(values) for values in self._each.values()), default=0)
+        self.scattered: dict[int, Future[Any]] = {}  # futures of the same values, by place
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Any, ...]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | list[tuple[Any, ...]]:
+        """Call ``index`` as the workers get it (its values themselves)."""
+        if isinstance(index, slice):
+            return [self[number] for number in range(self._count)[index]]
+        number = range(self._count)[index]
+        same, each = self.same, self._each
+        return tuple(
+            same[place] if place in same else _for_workers(each[place][number])
+            for place in range(self._places)
+        )
+
+    def sent(self, number: int) -> tuple[Any, ...]:
+        """Call ``number`` as it is sent: the values scattered to the workers by their
+        futures."""
+        call = self[number]
+        return tuple(self.scattered.get(place, value) for place, value in enumerate(call))
+
+    def batch_sent(self, numbers: range) -> list[tuple[Any, ...]]:
+        return [self.sent(number) for number in numbers]
 
 
 class _NotOnWorker(Exception):

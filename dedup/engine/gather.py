@@ -3,6 +3,8 @@ several files, then the main pass, each file's result merged as it arrives and l
 
 from __future__ import annotations
 
+import array
+import bisect
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,6 +21,7 @@ from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
+from dedup.engine.batches import EachMade
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
@@ -39,9 +42,7 @@ from dedup.normalize.repeated_lines import (
 )
 from dedup.offset_steps import StepPacker
 from dedup.progress import progress
-from dedup.read import (
-    FoundFile,
-)
+from dedup.read import FoundFile, FoundFiles
 from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
 from dedup.timing import StageTimer
 
@@ -113,8 +114,8 @@ class Prepared:
     spans: JoinedParts[SpanTable] = field(
         default_factory=lambda: JoinedParts(SpanTable.concatenate)
     )
-    files: list[FoundFile] = field(default_factory=list)
-    spans_per_file: list[int] = field(default_factory=list)
+    files: FoundFiles = field(default_factory=FoundFiles)  # each input's (an archive's: many)
+    spans_per_file: array.array[int] = field(default_factory=lambda: array.array("q"))
     normalized: list[TextRun] = field(default_factory=list)
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
         default_factory=lambda: JoinedParts(_joined_rows)
@@ -173,9 +174,10 @@ class Prepared:
         alignment = self.alignment.joined(PassageAlignment.empty())
         kept = self.kept
         spans = self.spans.joined(SpanTable.concatenate([]))
+        per_file = np.array(self.spans_per_file, dtype=np.int64)
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
-            file_first=(np.cumsum(self.spans_per_file, dtype=np.int64) - self.spans_per_file),
+            file_first=np.cumsum(per_file) - per_file,
             byte_spans=self.byte_spans.joined(np.empty((0, 2), dtype=np.int32)),
             texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
@@ -301,7 +303,7 @@ def prepare_all(
     if slices is None:
         with timer("read"):
             slices = file_slices(files, config, engine)
-    tasks = tasks_of(slices)
+    tasks = PassTasks.of(slices)
     learning = "repeated-lines" not in config.skip_steps
     # True: the file is learned from as it is prepared, in one read of it.
     at_once = read_once(files, config) if learning else [False] * len(files)
@@ -309,11 +311,14 @@ def prepare_all(
         once and file.source not in known and not parts
         for file, once, parts in zip(files, at_once, slices, strict=True)
     ]
-    apart = [
-        task
-        for task, (number, _part) in enumerate(tasks)
-        if learning and not at_once[number] and files[number].source not in known
-    ]
+    apart = array.array(
+        "q",
+        (
+            task
+            for task, number in enumerate(tasks.file)
+            if learning and not at_once[number] and files[number].source not in known
+        ),
+    )
     shown = config.show_progress
     # On a cluster, the workers keep the line keys of the learn pass, and then the
     # signatures (not for an index, which stores them).
@@ -321,53 +326,55 @@ def prepare_all(
     learn_pass = learned_lines(
         engine,
         on_workers,
-        [files[tasks[task][0]] for task in apart],
+        EachMade(len(apart), lambda task: files[tasks.file[apart[task]]]),
         config,
-        [tasks[task][1] for task in apart],
+        EachMade(len(apart), lambda task: tasks.part[apart[task]]),
     )
-    # Each task's chapters, if the learn pass found them, and which of them are its file's.
-    given: list[tuple[Any, slice | None]] = [((), None)] * len(tasks)
-    for task, chapters in zip(apart, learn_pass.chapters, strict=True):
-        given[task] = chapters
+    learned = learn_pass.chapters
+
+    def given(task: int) -> tuple[Any, slice | None]:
+        """A task's chapters, if the learn pass found them, and which of them are its file's."""
+        found = bisect.bisect_left(apart, task)
+        return learned[found] if found < len(apart) and apart[found] == task else ((), None)
+
     timer.add("learn-lines", learn_pass.seconds)
     repeated = {**learn_pass.repeated, **known}
     del learn_pass
     # A copy of a text a worker already handed back comes back empty (see dedup.engine.copies).
     scan = new_scan()
     kept = on_workers if each is None else None
+    # Each task's arguments made as the engine hands it over, not held while the pass runs.
+    count = len(tasks.file)
     arguments = (
-        [files[number] for number, _part in tasks],
+        EachMade(count, lambda task: files[tasks.file[task]]),
         repeat(config),
-        [at_once[number] for number, _part in tasks],
+        EachMade(count, lambda task: at_once[tasks.file[task]]),
         repeat(repeated),
-        [chapters for chapters, _within in given],
-        [
-            CopyFilter(scan, task) if engine.hands_back_texts_once else None
-            for task in range(len(tasks))
-        ],
-        [part for _number, part in tasks],
-        [within for _chapters, within in given],
+        EachMade(count, lambda task: given(task)[0]),
+        EachMade(
+            count,
+            lambda task: CopyFilter(scan, task) if engine.hands_back_texts_once else None,
+        ),
+        tasks.part,
+        EachMade(count, lambda task: given(task)[1]),
     )
     results = (
         kept.prepared(second_pass, *arguments)
         if kept is not None
         else ((result, None) for result in engine.map(second_pass, *arguments))
     )
-    del given
     prepared = Prepared(SignatureTable(config.num_perm), kept)
     # A worker hands a text back once (or, on a cluster, every time): the copies' texts other
     # workers handed back too are let go of here, with their seeds, as each file arrives (in
     # file order), so that this process holds each text once, whatever the workers did.
     # (Where the workers keep the texts, none comes back: nothing to let go of.)
     here = new_scan()
-    unit = "part" if len(tasks) > len(files) else "file"
+    unit = "part" if count > len(files) else "file"
     try:
         for number, (file, (result, runs)) in enumerate(
             zip(
                 files,
-                _by_file(
-                    progress(results, "read+fingerprint", unit, len(tasks), shown), slices, config
-                ),
+                _by_file(progress(results, "read+fingerprint", unit, count, shown), slices, config),
                 strict=True,
             )
         ):
@@ -407,10 +414,23 @@ def learned_lines(
     )
 
 
-def tasks_of(slices: Sequence[tuple[FileSlice, ...]]) -> list[tuple[int, FileSlice | None]]:
-    """A pass's tasks, given each file's slices: a file (its number, and None), or a slice of
-    one (its file's number, and the slice)."""
-    return [(number, part) for number, parts in enumerate(slices) for part in (parts or (None,))]
+@dataclass(frozen=True)
+class PassTasks:
+    """A pass's tasks: a file each (``file``, its number, and None in ``part``), or a slice
+    of one (its file's number, and the slice). As columns: a tuple a task, held while the
+    pass runs, cost some 80 B a file."""
+
+    file: array.array[int]
+    part: list[FileSlice | None]
+
+    @classmethod
+    def of(cls, slices: Sequence[tuple[FileSlice, ...]]) -> PassTasks:
+        """The tasks, given each file's slices."""
+        file, part = array.array("q"), list[FileSlice | None]()
+        for number, parts in enumerate(slices):
+            file.extend([number] * max(1, len(parts)))
+            part.extend(parts or (None,))
+        return cls(file, part)
 
 
 def file_slices(

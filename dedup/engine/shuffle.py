@@ -48,6 +48,7 @@ spans."""
 
 from __future__ import annotations
 
+import array
 import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -76,6 +77,7 @@ from dedup.documents import (
     seed_entries,
     summed_document_pairs,
 )
+from dedup.engine.batches import EachMade
 from dedup.engine.tasks import (
     PreparedFile,
     count_line_keys,
@@ -194,7 +196,9 @@ class KeptOnWorkers:
             return LearnPass(0.0, [], {})
         engine = self.engine
         seconds = 0.0
-        chapters: list[tuple[Any, slice | None]] = []
+        # Each file's chapters: its batch's future (by number) and its slice of them.
+        futures: list[Future[Any]] = []
+        batch_of, starts, stops = array.array("i"), array.array("q"), array.array("q")
         # Each batch's distinct chapters by source, taken as the batch completes: not each
         # file's record, held until the last file (LearnPass)
         distinct: list[dict[str, npt.NDArray[np.int64]]] = []
@@ -206,8 +210,11 @@ class KeptOnWorkers:
             seconds += result.seconds
             if keep:
                 line_counts, batch_chapters = keep
-                inputs = itertools.accumulate((len(file.chapters) for file in batch), initial=0)
-                chapters += [(batch_chapters, slice(a, b)) for a, b in itertools.pairwise(inputs)]
+                ends = list(itertools.accumulate((len(file.chapters) for file in batch), initial=0))
+                batch_of.extend([len(futures)] * len(batch))
+                starts.extend(ends[:-1])
+                stops.extend(ends[1:])
+                futures.append(batch_chapters)
                 distinct.append(distinct_chapters(batch))
                 kept.append(line_counts)
                 batch = []
@@ -225,6 +232,10 @@ class KeptOnWorkers:
         )
         kept.clear()
         found = concatenated(list(self.results(tasks, "site lines")), np.int64)
+        chapters = EachMade(
+            len(batch_of),
+            lambda file: (futures[batch_of[file]], slice(starts[file], stops[file])),
+        )
         return LearnPass(seconds, chapters, first.repeated(found))
 
     def learn_tasks(

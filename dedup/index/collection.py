@@ -29,7 +29,8 @@ import numpy.typing as npt
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
 from dedup.config import ScanConfig
 from dedup.engine.base import engine_for
-from dedup.engine.gather import file_slices, learned_lines, prepare_all, tasks_of
+from dedup.engine.batches import EachMade
+from dedup.engine.gather import PassTasks, file_slices, learned_lines, prepare_all
 from dedup.engine.tasks import PreparedFile, PreparedInput
 from dedup.errors import IndexFileError
 from dedup.fingerprint import SignatureTable
@@ -37,7 +38,7 @@ from dedup.index.store import IndexStore, NewFile, Store, StoredFile
 from dedup.models import PairTable, Passage, Report, Skipped
 from dedup.normalize.repeated_lines import RepeatedLines
 from dedup.pipeline import path_list, scan_files
-from dedup.read import FoundFile, discover_inputs, file_stamp
+from dedup.read import FoundFile, FoundFiles, discover_inputs, file_stamp
 from dedup.read.location import open_input, read_all
 from dedup.read.slices import most_tasks
 from dedup.read.zip import outer_path
@@ -154,7 +155,7 @@ def add(
     config = config or ScanConfig()
     found, skipped = discover_inputs(path_list(paths), config.follow_links)
     if source is not None:
-        found = [dataclasses.replace(file, source=source) for file in found]
+        found = FoundFiles(dataclasses.replace(file, source=source) for file in found)
     made = not os.path.exists(index)
     try:
         with IndexStore(index, create=True) as store:
@@ -210,13 +211,13 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
     (while the workers prepare the next)."""
     with engine_for(config, most_tasks(files, config)) as engine:
         slices = file_slices(files, config, engine)  # a large JSON Lines file in slices
-        tasks = tasks_of(slices)
+        tasks = PassTasks.of(slices)
         learned = learned_lines(
             engine,
             engine.kept_on_workers(config.show_progress),
-            [files[number] for number, _part in tasks],
+            EachMade(len(tasks.file), lambda task: files[tasks.file[task]]),
             config,
-            [part for _number, part in tasks],
+            tasks.part,
         ).repeated
         if "repeated-lines" in config.skip_steps:
             learned = {}
@@ -426,7 +427,7 @@ def query(
     config = dataclasses.replace(config or ScanConfig(), every_pair=True)
     found, skipped = discover_inputs(path_list(paths), config.follow_links)
     if source is not None:
-        found = [dataclasses.replace(file, source=source) for file in found]
+        found = FoundFiles(dataclasses.replace(file, source=source) for file in found)
     queried = {file.path for file in found}
     with IndexStore(index) as store:
         config = as_built(store, config)

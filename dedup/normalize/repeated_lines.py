@@ -65,7 +65,7 @@ class LearnPass:
     # Per file, the chapters its main-pass task is given and which of them are the file's:
     # its own and None; on a cluster, the future of its batch's (kept on a worker, not here:
     # chapters_of) and the file's slice of them.
-    chapters: list[tuple[Any, slice | None]]
+    chapters: Sequence[tuple[Any, slice | None]]
     repeated: RepeatedLines
 
 

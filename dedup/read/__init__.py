@@ -20,7 +20,7 @@ from dedup.read.decode import (
     decode_stream,
     detect_encoding,
 )
-from dedup.read.discover import FoundFile, discover_inputs, file_stamp
+from dedup.read.discover import FoundFile, FoundFiles, discover_inputs, file_stamp
 from dedup.read.epub import documents_from_epub
 from dedup.read.html import visible_text
 from dedup.read.jsonl import (
@@ -39,6 +39,7 @@ from dedup.read.txt import documents_from_text, documents_from_text_stream
 __all__ = [
     "RECORD_FORMATS",
     "FoundFile",
+    "FoundFiles",
     "ReadResult",
     "discover_inputs",
     "file_stamp",

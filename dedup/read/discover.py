@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import array
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from dedup.display import shown
 from dedup.errors import InputPathError
-from dedup.models import Skipped
+from dedup.models import AppendedRows, Skipped
 from dedup.read.location import is_url, open_input, url_files, url_stamp
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
@@ -44,6 +45,53 @@ class FoundFile:
     compression: str | None = None
     # (size, modification time in ns) when found: a later read can tell the file has changed
     stamp: tuple[int, int] | None = None
+
+
+class FoundFiles(AppendedRows[FoundFile]):
+    """Found files, in order, held as columns: a ``FoundFile`` is made when one is asked
+    for. A crawl of a page a file finds millions, and as objects, each with its stamp's
+    tuple and numbers, they would cost some 260 bytes a file besides its path, for the
+    whole scan (docs/performance.md). Here a file is its path, a few numbers (its source,
+    format and compression named once each) and its stamp; its path on the filesystem
+    only where it is not the same."""
+
+    def __init__(self, files: Iterable[FoundFile] = ()) -> None:
+        super().__init__()
+        self._paths: list[str] = []
+        self._fs_paths: dict[int, str] = {}
+        self._codes = array.array("i")  # source, format, compression (-1: none)
+        self._stamps = array.array("q")  # size, time (0, 0 where unstamped)
+        self._unstamped: set[int] = set()
+        for file in files:
+            self.append(file)
+
+    def append(self, file: FoundFile) -> None:
+        row = len(self._paths)
+        self._paths.append(file.path)
+        if file.fs_path != file.path:
+            self._fs_paths[row] = file.fs_path
+        compression = -1 if file.compression is None else self._number(file.compression)
+        self._codes.extend((self._number(file.source), self._number(file.format), compression))
+        if file.stamp is None:
+            self._unstamped.add(row)
+        self._stamps.extend(file.stamp or (0, 0))
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def _row(self, row: int) -> FoundFile:
+        named = self._named
+        source, file_format, compression = self._codes[3 * row : 3 * row + 3]
+        path = self._paths[row]
+        size, time = self._stamps[2 * row : 2 * row + 2]
+        return FoundFile(
+            path,
+            named[source],
+            named[file_format],
+            self._fs_paths.get(row, path),
+            None if compression < 0 else named[compression],
+            None if row in self._unstamped else (size, time),
+        )
 
 
 def _display(path: PurePath | str) -> str:
@@ -98,7 +146,7 @@ _REPORT_LEFT_OUT = "a report dedup wrote: left out (its tables are not a source)
 
 def discover_inputs(
     paths: Iterable[str], follow_links: bool = False
-) -> tuple[list[FoundFile], list[Skipped]]:
+) -> tuple[FoundFiles, list[Skipped]]:
     """List every file under ``paths`` in a fixed order, whatever order the paths were given in.
 
     A path that does not exist is the user's mistake and stops the scan; a bad file inside a
@@ -128,13 +176,14 @@ def discover_inputs(
             raise InputPathError(
                 f"{shown(given)}: no such file or folder; check the path and try again"
             ) from error
-        if root.is_dir():
-            entries = _walk(root, skipped, follow_links)
-        else:
-            entries = [(root, _parent_name(root))]
+        entries: Iterable[tuple[Path, str]] = (
+            _walk(root, skipped, follow_links) if root.is_dir() else [(root, _parent_name(root))]
+        )
         for file, source in entries:
             _add(file, source, found, skipped)
-    return sorted(found.values()), sorted(skipped.values(), key=lambda entry: entry.path)
+    return FoundFiles(sorted(found.values())), sorted(
+        skipped.values(), key=lambda entry: entry.path
+    )
 
 
 def _skip(skipped: dict[str, Skipped], path: Path | str, reason: str) -> None:
@@ -142,8 +191,11 @@ def _skip(skipped: dict[str, Skipped], path: Path | str, reason: str) -> None:
     skipped[where] = Skipped(where, reason)
 
 
-def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[tuple[Path, str]]:
-    entries: list[tuple[Path, str]] = []
+def _walk(
+    root: Path, skipped: dict[str, Skipped], follow_links: bool
+) -> Iterator[tuple[Path, str]]:
+    """The files under ``root`` with their sources, a folder at a time (a crawl of a page a
+    file has millions: their paths are not all held at once)."""
     inside = os.path.realpath(root)
     seen_folders = {inside}
 
@@ -204,8 +256,7 @@ def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> list[t
                     "pass --follow-links to read it",
                 )
                 continue
-            entries.append((file, _source_for(root, file)))
-    return entries
+            yield file, _source_for(root, file)
 
 
 def _is_link(path: Path) -> bool:
@@ -313,6 +364,7 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
     # One string for what is the same (a dump of a page a file holds tens of thousands).
     fs_path = str(file)
     fs_path = where if fs_path == where else fs_path
+    real = fs_path if real == fs_path else real  # the key below, held until the last file
     stamp = file_stamp(real)
     candidate = FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp)
     # The same file reached by two names (a link to it, or two given paths) is read once,
