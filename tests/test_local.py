@@ -3,9 +3,21 @@ that ran it, however the scan ended."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+from itertools import repeat
+from pathlib import Path
+
+import pytest
+
+from dedup.config import ScanConfig
+from dedup.engine import local
+from dedup.engine.batches import PassCalls, file_batches
+from dedup.engine.local import LocalEngine
+from dedup.read import FoundFile, discover_inputs
+from dedup.read.slices import planned_slices
 
 # A worker dies as one killed while it sends its result: half a message left in the result
 # pipe. The scan stops with an error (the result never came); then the process must end.
@@ -43,3 +55,26 @@ def test_a_worker_killed_while_it_sends_a_result_leaves_no_process_waiting() -> 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "reader waiting: False"
+
+
+def test_a_pass_hands_its_batches_to_the_pool_as_earlier_ones_are_taken(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool holds a task's calls until its results come back: a pass handed over at
+    once held a call a file (a file made for each, some 300-400 B) while it ran. Here
+    one batch goes ahead of the one taken, so only its calls are made and held."""
+    monkeypatch.setattr(local, "_BATCHES_AHEAD", 1)
+    config = ScanConfig(jobs=2)
+    found = discover_inputs([str(samples)])[0]  # each file made when it is asked for
+    first = file_batches(PassCalls([found, repeat(config)]), 2, local._BATCH_BYTES, 8)[0]
+    assert len(first) < len(found)
+
+    def files_held() -> int:
+        gc.collect()
+        return sum(type(held) is FoundFile for held in gc.get_objects())
+
+    with LocalEngine(config, len(found)) as engine:
+        held = files_held()
+        results = engine.map(planned_slices, found, repeat(config))
+        assert files_held() - held == len(first)
+        assert list(results) == [planned_slices(file, config) for file in found]

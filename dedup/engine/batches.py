@@ -8,7 +8,8 @@ chapter (pages of ten-odd KB, as many sites are scraped) is tens of thousands of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
 
 from dedup.read import FoundFile
@@ -76,3 +77,47 @@ class EachMade(Sequence[T]):
         if isinstance(index, slice):
             return [self._make(number) for number in range(self._count)[index]]
         return self._make(range(self._count)[index])
+
+
+class PassCalls(Sequence[tuple[Any, ...]]):
+    """A pass's calls, each made when it is asked for from its arguments: a sequence of a
+    value a call, or one value for every call (``itertools.repeat``: ``same``, by the
+    argument's place), each value as the tasks get it (:meth:`_made`). An engine makes a
+    batch's calls as it hands the batch over: held as tuples while the pass ran, with a
+    file each, they cost this process some 300-400 B a file (a crawl of a page a file has
+    millions)."""
+
+    def __init__(self, arguments: Sequence[Iterable[Any]]) -> None:
+        self.same: dict[int, Any] = {}
+        self._each: dict[int, Sequence[Any]] = {}
+        for place, argument in enumerate(arguments):
+            if isinstance(argument, itertools.repeat):
+                self.same[place] = self._made(next(argument))
+            else:
+                self._each[place] = argument if isinstance(argument, Sequence) else list(argument)
+        self._places = len(arguments)
+        self._count = min((len(values) for values in self._each.values()), default=0)
+
+    @staticmethod
+    def _made(value: Any) -> Any:
+        """``value`` as a task gets it."""
+        return value
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Any, ...]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | list[tuple[Any, ...]]:
+        if isinstance(index, slice):
+            return [self[number] for number in range(self._count)[index]]
+        number = range(self._count)[index]
+        same, each = self.same, self._each
+        return tuple(
+            same[place] if place in same else self._made(each[place][number])
+            for place in range(self._places)
+        )

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import gc
 import importlib.util
-import itertools
 import logging
 import multiprocessing
 import multiprocessing.process
@@ -39,14 +38,14 @@ from concurrent.futures import CancelledError
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from dedup.config import ScanConfig
 from dedup.engine import lifetime
 from dedup.engine.base import in_threads
-from dedup.engine.batches import file_batches
+from dedup.engine.batches import PassCalls, file_batches
 from dedup.engine.lifetime import die_with_parent
 from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
@@ -727,45 +726,17 @@ def _for_workers(value: Any) -> Any:
     return value
 
 
-class _Calls(Sequence[tuple[Any, ...]]):
-    """A pass's calls, each made when it is asked for, from its arguments: a sequence of a
-    value a call, or one value for every call (``itertools.repeat``), made for the workers
-    once (``same``, by the argument's place). Held as tuples while the pass ran, each
-    with a file made for the workers, they cost this process some 400 B a file (a crawl of
-    a page a file: millions, docs/performance.md); the client keeps nothing of a task it
-    has handed over."""
+class _Calls(PassCalls):
+    """A pass's calls as the workers get them (a file by its absolute path, the config
+    without the scheduler), and as they are sent: the values scattered to the workers by
+    their futures (``scattered``, by the argument's place). The client keeps nothing of a
+    task it has handed over, so a call is made as its batch is (docs/performance.md)."""
+
+    _made = staticmethod(_for_workers)
 
     def __init__(self, arguments: Sequence[Iterable[Any]]) -> None:
-        self.same: dict[int, Any] = {}
-        self._each: dict[int, Sequence[Any]] = {}
-        for place, argument in enumerate(arguments):
-            if isinstance(argument, itertools.repeat):
-                self.same[place] = _for_workers(next(argument))
-            else:
-                self._each[place] = argument if isinstance(argument, Sequence) else list(argument)
-        self._places = len(arguments)
-        self._count = min((len(values) for values in self._each.values()), default=0)
-        self.scattered: dict[int, Future[Any]] = {}  # futures of the same values, by place
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[Any, ...]]: ...
-
-    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | list[tuple[Any, ...]]:
-        """Call ``index`` as the workers get it (its values themselves)."""
-        if isinstance(index, slice):
-            return [self[number] for number in range(self._count)[index]]
-        number = range(self._count)[index]
-        same, each = self.same, self._each
-        return tuple(
-            same[place] if place in same else _for_workers(each[place][number])
-            for place in range(self._places)
-        )
+        super().__init__(arguments)
+        self.scattered: dict[int, Future[Any]] = {}
 
     def sent(self, number: int) -> tuple[Any, ...]:
         """Call ``number`` as it is sent: the values scattered to the workers by their

@@ -7,8 +7,10 @@ interrupt or an error stops them at once rather than when their file is done."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from types import TracebackType
@@ -27,7 +29,7 @@ from dedup.documents import (
     verified_between,
 )
 from dedup.engine.base import in_threads
-from dedup.engine.batches import calls_in_batch, file_batches
+from dedup.engine.batches import PassCalls, calls_in_batch, file_batches
 from dedup.engine.lifetime import die_with_parent
 from dedup.fingerprint import signatures
 from dedup.kernels.jit import compiled_before
@@ -128,16 +130,21 @@ class LocalEngine:
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
         """``map`` in the workers (small files' calls in batches, a task each:
         :func:`~dedup.engine.batches.file_batches`), or here when there are none. Results in
-        order; the tasks are handed to the workers at once."""
+        order; the first tasks are handed to the workers before this returns, and each
+        later batch, its calls made then, as an earlier one's results are taken."""
         if self.pool is None:
             return map(function, *arguments)
-        calls = list(zip(*arguments, strict=False))
-        batches = file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_WORKER)
-        tasks = [
-            self.pool.submit(calls_in_batch, function, calls[batch.start : batch.stop])
-            for batch in batches
-        ]
-        return _in_order(tasks)
+        pool = self.pool
+        calls = PassCalls(arguments)
+        batches = iter(file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_WORKER))
+        tasks: deque[Future[list[T]]] = deque()
+
+        def hand_over(count: int) -> None:
+            for batch in itertools.islice(batches, count):
+                tasks.append(pool.submit(calls_in_batch, function, calls[batch.start : batch.stop]))
+
+        hand_over(_BATCHES_AHEAD)
+        return _in_order(tasks, hand_over)
 
     def kept_on_workers(self, shown: bool) -> None:
         """None: the workers hand signatures and texts back (this process uses them on its
@@ -180,16 +187,21 @@ class LocalEngine:
 # KB takes to prepare (docs/performance.md).
 _BATCH_BYTES = 1_000_000
 _BATCHES_PER_WORKER = 8
+# Batches handed to the pool ahead of the one whose results are taken: the pool holds a
+# task's calls until its results come back, so all of a pass's at once would hold a call a
+# file. This many (some 256 MB of small files) keep the workers busy past a large file.
+_BATCHES_AHEAD = 256
 
 
-def _in_order(tasks: list[Future[list[T]]]) -> Iterator[T]:
+def _in_order(tasks: deque[Future[list[T]]], hand_over: Callable[[int], None]) -> Iterator[T]:
     """The results of ``tasks``' calls, in order, each task let go of once taken (its
-    results are a batch of files'); the tasks not yet run are cancelled should the caller
-    stop early."""
-    tasks.reverse()
+    results are a batch of files') and another handed over in its place; the tasks not yet
+    run are cancelled should the caller stop early."""
     try:
         while tasks:
-            yield from tasks.pop().result()
+            results = tasks.popleft().result()
+            hand_over(1)
+            yield from results
     finally:
         for task in tasks:
             task.cancel()
