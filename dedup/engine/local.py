@@ -188,9 +188,11 @@ class LocalEngine:
 _BATCH_BYTES = 1_000_000
 _BATCHES_PER_WORKER = 8
 # Batches handed to the pool ahead of the one whose results are taken: the pool holds a
-# task's calls until its results come back, so all of a pass's at once would hold a call a
-# file. This many (some 256 MB of small files) keep the workers busy past a large file.
-_BATCHES_AHEAD = 256
+# task's calls until its results come back, and the results of those done until they are
+# taken (an index add, slower than its workers, piled them up), so all of a pass's at once
+# held a call a file and results without bound. This many (some 32 MB of small files)
+# keep the other workers busy while one prepares a large file (docs/performance.md).
+_BATCHES_AHEAD = 32
 
 
 def _in_order(tasks: deque[Future[list[T]]], hand_over: Callable[[int], None]) -> Iterator[T]:
