@@ -391,13 +391,39 @@ def test_the_config_and_a_files_absolute_path_are_not_made_again_for_each_call(
         assert list(results) == [()] * len(relative)
     sent_files = [file for file, _config in calls]
     assert sent_files[: len(absolute)] == absolute
-    assert all(sent is file for sent, file in zip(sent_files, absolute, strict=False))
+    assert all(
+        sent.fs_path is file.fs_path for sent, file in zip(sent_files, absolute, strict=False)
+    )
     assert [file.fs_path for file in sent_files[len(absolute) :]] == [
         file.fs_path for file in absolute
     ]
     assert not any(os.path.isabs(file.fs_path) for file in relative)
     configs = {id(sent_config) for _file, sent_config in calls}
     assert len(configs) == 1 and calls[0][1].scheduler is None and config.scheduler
+
+
+def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
+    cluster: Cluster, samples: Path, tmp_path: Path
+) -> None:
+    """Pickling a string that is not all ASCII stores its UTF-8 in it for as long as it
+    lives; a found file's path lives for the whole scan, so the workers get a copy."""
+    from itertools import repeat
+
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
+    from dedup.read import discover_inputs
+    from dedup.read.slices import planned_slices
+
+    folder = tmp_path / "起点"
+    folder.mkdir()
+    (folder / "第一章.txt").write_bytes((samples / "site-qidian/000.txt").read_bytes())
+    found = discover_inputs([str(tmp_path)])[0]
+    path = found[0].path
+    size = sys.getsizeof(path)
+    config = ScanConfig(scheduler=cluster.address)
+    with DaskEngine(config) as engine:
+        assert list(engine.map(planned_slices, found, repeat(config))) == [()]
+    assert not path.isascii() and found[0].path is path and sys.getsizeof(path) == size
 
 
 def test_workers_read_fsspec_urls(cluster: Cluster, samples: Path) -> None:

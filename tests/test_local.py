@@ -7,6 +7,7 @@ import gc
 import os
 import subprocess
 import sys
+import time
 from itertools import repeat
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def test_a_worker_killed_while_it_sends_a_result_leaves_no_process_waiting() -> 
 
 
 def test_a_pass_hands_its_batches_to_the_pool_as_earlier_ones_are_taken(
-    samples: Path, monkeypatch: pytest.MonkeyPatch
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pool holds a task's calls until its results come back: a pass handed over at
     once held a call a file (a file made for each, some 300-400 B) while it ran. Here
@@ -73,8 +74,42 @@ def test_a_pass_hands_its_batches_to_the_pool_as_earlier_ones_are_taken(
         gc.collect()
         return sum(type(held) is FoundFile for held in gc.get_objects())
 
+    gate = tmp_path / "go"
     with LocalEngine(config, len(found)) as engine:
         held = files_held()
-        results = engine.map(planned_slices, found, repeat(config))
+        results = engine.map(_planned_once_opened, found, repeat(config), repeat(gate))
+        # The batch's task waits for the gate: else its results could be back and its calls
+        # let go of before they are counted.
         assert files_held() - held == len(first)
+        gate.touch()
         assert list(results) == [planned_slices(file, config) for file in found]
+
+
+def _planned_once_opened(file: FoundFile, config: ScanConfig, gate: Path) -> object:
+    """``planned_slices`` of ``file`` once ``gate`` exists (at most half a minute on)."""
+    for _ in range(3000):
+        if gate.exists():
+            break
+        time.sleep(0.01)
+    return planned_slices(file, config)
+
+
+def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
+    samples: Path, tmp_path: Path
+) -> None:
+    """Pickling a string that is not all ASCII stores its UTF-8 in it for as long as it
+    lives, and a found file's path lives for the whole scan (its report entry and its
+    documents share it): the workers get a copy, and the path held here stays its size."""
+    folder = tmp_path / "起点"
+    folder.mkdir()
+    (folder / "第一章.txt").write_bytes((samples / "site-qidian/000.txt").read_bytes())
+    found = discover_inputs([str(tmp_path)])[0]
+    path = found[0].path
+    assert not path.isascii()
+    size = sys.getsizeof(path)
+    config = ScanConfig(jobs=2)
+    with LocalEngine(config, 2) as engine:
+        planned = list(engine.map(planned_slices, found, repeat(config)))
+        read_back = list(engine.in_any_order(planned_slices, found, repeat(config)))
+    assert planned == [planned_slices(found[0], config)] and read_back == [(0, planned[0])]
+    assert found[0].path is path and sys.getsizeof(path) == size

@@ -100,8 +100,9 @@ class PassCalls(Sequence[tuple[Any, ...]]):
 
     @staticmethod
     def _made(value: Any) -> Any:
-        """``value`` as a task gets it."""
-        return value
+        """``value`` as a task gets it: a found file with paths of its own
+        (:meth:`~dedup.read.FoundFile.to_send`)."""
+        return value.to_send() if isinstance(value, FoundFile) else value
 
     def __len__(self) -> int:
         return self._count

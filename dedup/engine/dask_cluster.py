@@ -717,10 +717,11 @@ def named(function: Callable[..., Any]) -> str:
 def _for_workers(value: Any) -> Any:
     """An argument as a worker gets it: a file by its absolute path (a worker's working
     folder is not this process's), the config without the scheduler. A file already by its
-    absolute path goes as it is."""
-    if isinstance(value, FoundFile) and not is_url(value.fs_path):
-        absolute = os.path.abspath(value.fs_path)
-        return value if absolute == value.fs_path else replace(value, fs_path=absolute)
+    absolute path goes as it is, with paths of its own (``FoundFile.to_send``)."""
+    if isinstance(value, FoundFile):
+        sent = value.to_send()
+        absolute = sent.fs_path if is_url(sent.fs_path) else os.path.abspath(sent.fs_path)
+        return sent if absolute == sent.fs_path else replace(sent, fs_path=absolute)
     if isinstance(value, ScanConfig):
         return value.for_workers()
     return value

@@ -167,7 +167,7 @@ class LocalEngine:
             return enumerate(map(function, *arguments))
         futures = {
             self.pool.submit(function, *call): number
-            for number, call in enumerate(zip(*arguments, strict=False))
+            for number, call in enumerate(PassCalls(arguments))
         }
         return ((futures[future], future.result()) for future in as_completed(futures))
 

@@ -46,6 +46,20 @@ class FoundFile:
     # (size, modification time in ns) when found: a later read can tell the file has changed
     stamp: tuple[int, int] | None = None
 
+    def to_send(self) -> FoundFile:
+        """This file with paths of its own, to pickle for a worker: pickling a string that
+        is not all ASCII stores its UTF-8 in it for as long as it lives, and a found file's
+        path lives for the whole scan (its entry and documents share it): some 70 B a file
+        of a crawl of a page a file (docs/performance.md)."""
+        path = _own_copy(self.path)
+        fs_path = path if self.fs_path == self.path else _own_copy(self.fs_path)
+        return FoundFile(path, self.source, self.format, fs_path, self.compression, self.stamp)
+
+
+def _own_copy(text: str) -> str:
+    """``text`` as a string no one else holds (an ASCII string's UTF-8 is itself: as it is)."""
+    return text if text.isascii() else "".join((text[:1], text[1:]))
+
 
 class FoundFiles(AppendedRows[FoundFile]):
     """Found files, in order, held as columns: a ``FoundFile`` is made when one is asked
