@@ -93,15 +93,20 @@ def test_the_records_of_each_file_share_the_strings_this_process_holds(
     sources = {file.source: file.source for file in files}
     assert all(file.source is sources[file.source] for file in files)
     assert all(file.fs_path is file.path for file in files)
-    prepared = Prepared(SignatureTable(config.num_perm))
-    for file in files[:40]:
+    prepared = Prepared(SignatureTable(config.num_perm), found=files)
+    for number, file in enumerate(files[:40]):
         result = pickle.loads(pickle.dumps(prepare_file(file, config, {})))  # as from a worker
         (item,) = result.inputs
         assert item.entry is not None and item.entry.path is not file.path
-        prepared.add(file, result)
+        prepared.add(number, result)
         entry = prepared.inputs[-1]
         assert entry == item.entry  # the same values
         assert entry.path is file.path
+    # Each input's file is the found file, by its number among them: not a row again.
+    assert list(prepared.files) == list(files[:40]) and prepared.file_numbers.tolist() == [
+        *range(40)
+    ]
+    assert all(held.path is file.path for held, file in zip(prepared.files, files, strict=False))
     names = [name for entry in prepared.inputs for name in entry.normalization]
     names += [entry.source for entry in prepared.inputs]
     assert len(names) > 40 and len({id(name) for name in names}) == len(set(names))

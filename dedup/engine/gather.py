@@ -42,7 +42,7 @@ from dedup.normalize.repeated_lines import (
 )
 from dedup.offset_steps import StepPacker
 from dedup.progress import progress
-from dedup.read import FoundFile, FoundFiles
+from dedup.read import FoundFile
 from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
 from dedup.timing import StageTimer
 
@@ -114,7 +114,10 @@ class Prepared:
     spans: JoinedParts[SpanTable] = field(
         default_factory=lambda: JoinedParts(SpanTable.concatenate)
     )
-    files: FoundFiles = field(default_factory=FoundFiles)  # each input's (an archive's: many)
+    found: Sequence[FoundFile] = ()  # the scan's files
+    # Of each input (an archive's: many), its file's number in ``found``: as a table of
+    # its own, a file's row again (some 40 B a file of a crawl of a page a file).
+    file_numbers: array.array[int] = field(default_factory=lambda: array.array("q"))
     spans_per_file: array.array[int] = field(default_factory=lambda: array.array("q"))
     normalized: list[TextRun] = field(default_factory=list)
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
@@ -134,9 +137,16 @@ class Prepared:
     seeds: SeedKeys = field(default_factory=SeedKeys)
     count: int = 0  # passages so far
 
-    def add(self, file: FoundFile, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
-        """A file's passages, after those of the files before it; ``runs``: what the workers
-        keep of it."""
+    @property
+    def files(self) -> Sequence[FoundFile]:
+        """Each input's file, in order (an archive's inputs: its file each)."""
+        found, numbers = self.found, self.file_numbers
+        return EachMade(len(numbers), lambda row: found[numbers[row]])
+
+    def add(self, number: int, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
+        """File ``number``'s passages, after those of the files before it; ``runs``: what
+        the workers keep of it."""
+        file = self.found[number]
         if self.kept is not None:
             self.kept.add(runs)
         for item in result.inputs:
@@ -158,7 +168,7 @@ class Prepared:
                 )
             self.count += len(item.passages)
             self.spans.append(_documents_sharing_strings(item.passages, file))
-            self.files.append(file)
+            self.file_numbers.append(number)
             self.spans_per_file.append(len(item.passages))
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
@@ -363,7 +373,7 @@ def prepare_all(
         if kept is not None
         else ((result, None) for result in engine.map(second_pass, *arguments))
     )
-    prepared = Prepared(SignatureTable(config.num_perm), kept)
+    prepared = Prepared(SignatureTable(config.num_perm), kept, found=files)
     # A worker hands a text back once (or, on a cluster, every time): the copies' texts other
     # workers handed back too are let go of here, with their seeds, as each file arrives (in
     # file order), so that this process holds each text once, whatever the workers did.
@@ -381,7 +391,7 @@ def prepare_all(
             if kept is None:  # else no text came back
                 result = _without_copies(result, CopyFilter(here, number))
             if each is None:
-                prepared.add(file, result, runs)
+                prepared.add(number, result, runs)
             else:
                 each(file, result)
             for stage, seconds in result.seconds.items():
