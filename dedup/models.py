@@ -394,14 +394,14 @@ class InputFiles(AppendedRows[InputFile]):
         super().__init__()
         self._paths: list[str] = []
         self._codes = array.array("i")  # source, format, encoding: numbers in _named
-        self._counts = array.array("q")  # records, chapters, passages
+        self._counts = array.array("i")  # records, chapters, passages (_extended)
         # The normalization's counts, by entry: its names' tuple (a number in _orders)
         # and its counts, from _count_starts[entry]
         self._orders: dict[tuple[int, ...], int] = {}
         self._ordered: list[tuple[int, ...]] = []
         self._order = array.array("i")
         self._count_starts = array.array("q", [0])
-        self._normalization = array.array("q")
+        self._normalization = array.array("i")
         self._warnings: dict[int, tuple[str, ...]] = {}
         self._by_source: dict[int, dict[str, int]] = {}
         for entry in entries:
@@ -415,12 +415,12 @@ class InputFiles(AppendedRows[InputFile]):
         self._codes.extend(
             self._number(name) for name in (entry.source, entry.format, entry.encoding)
         )
-        self._counts.extend((entry.records, entry.chapters, entry.passages))
+        self._counts = _extended(self._counts, (entry.records, entry.chapters, entry.passages))
         names = tuple(self._number(name) for name in entry.normalization)
         self._order.append(self._orders.setdefault(names, len(self._orders)))
         if len(self._ordered) < len(self._orders):
             self._ordered.append(names)
-        self._normalization.extend(entry.normalization.values())
+        self._normalization = _extended(self._normalization, entry.normalization.values())
         self._count_starts.append(len(self._normalization))
         if entry.warnings:
             self._warnings[row] = entry.warnings
@@ -458,6 +458,20 @@ class InputFiles(AppendedRows[InputFile]):
         """Records, chapters and passages of all the entries."""
         counts = self._counts
         return sum(counts[0::3]), sum(counts[1::3]), sum(counts[2::3])
+
+
+def _extended(numbers: array.array[int], values: Iterable[int]) -> array.array[int]:
+    """``numbers`` with ``values`` after them: four bytes each while every one fits (a
+    file's counts, of millions of files: some 30 B a file less), eight once one does not."""
+    values = tuple(values)
+    before = len(numbers)
+    try:
+        numbers.extend(values)
+    except OverflowError:
+        del numbers[before:]  # those appended before the one that did not fit
+        numbers = array.array("q", numbers)
+        numbers.extend(values)
+    return numbers
 
 
 @dataclass(frozen=True, slots=True)

@@ -472,3 +472,18 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
         sum(entry.chapters for entry in entries),
         sum(entry.passages for entry in entries),
     )
+    # Counts are held in four bytes each while they fit; a file past them (a count of
+    # characters of a file of gigabytes) widens the table, the entries read back the same.
+    assert table._counts.itemsize == table._normalization.itemsize == 4
+    step = next(iter(entries[0].normalization))
+    huge = replace(
+        entries[0],
+        passages=2**31,
+        normalization={**entries[0].normalization, step: 2**40},
+    )
+    table.append(huge)
+    table.append(entries[1])
+    assert list(table) == [*entries, huge, entries[1]]
+    assert (
+        table.totals()[2] == sum(entry.passages for entry in entries) + 2**31 + entries[1].passages
+    )
