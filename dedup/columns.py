@@ -269,6 +269,15 @@ def _numbered(file: npt.NDArray[np.int64], record: npt.NDArray[np.int64]) -> npt
     return np.asarray((dense.reshape(-1) << 32) | shifted, dtype=np.int64)
 
 
+def run_column(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+    """``values`` (a document, chapter or title a run) in four bytes each; more than 2**31
+    of them in one table is an error rather than numbers wrapped round."""
+    column = values.astype(np.int32)
+    if not np.array_equal(column, values):
+        raise OverflowError("a table of passages past 2**31 documents, chapters or titles")
+    return column
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SpanTable(ColumnTable[PassageSpan]):
     """The spans of many passages as columns: what workers hand back and what a scan keeps for
@@ -287,9 +296,11 @@ class SpanTable(ColumnTable[PassageSpan]):
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
     run_first: npt.NDArray[np.int64]
-    run_document: npt.NDArray[np.int64]  # run -> index into documents
-    run_chapter: npt.NDArray[np.int64]  # -1 where the run is in no numbered chapter
-    run_title: npt.NDArray[np.int64]  # run -> index into titles
+    # Four bytes a run each (run_column): a dump of a record a page has a run or two a
+    # record, and the driver holds them all.
+    run_document: npt.NDArray[np.int32]  # run -> index into documents
+    run_chapter: npt.NDArray[np.int32]  # -1 where the run is in no numbered chapter
+    run_title: npt.NDArray[np.int32]  # run -> index into titles
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
     held: HeldSpanEnds | None = None
@@ -337,7 +348,14 @@ class SpanTable(ColumnTable[PassageSpan]):
         )
         first = np.flatnonzero(changed).astype(np.int64)
         return cls(
-            documents, titles, first, document[first], chapter[first], title[first], start, end
+            documents,
+            titles,
+            first,
+            run_column(document[first]),
+            run_column(chapter[first]),
+            run_column(title[first]),
+            start,
+            end,
         )
 
     @classmethod
@@ -378,8 +396,8 @@ class SpanTable(ColumnTable[PassageSpan]):
         rows = 0
         for table, in_documents in zip(tables, document_index, strict=True):
             title_index = [titles.setdefault(t, len(titles)) for t in table.titles.values()]
-            document_runs.append(in_documents[table.run_document])
-            title_runs.append(np.array(title_index, dtype=np.int64)[table.run_title])
+            document_runs.append(run_column(in_documents[table.run_document]))
+            title_runs.append(run_column(np.array(title_index, dtype=np.int64)[table.run_title]))
             firsts.append(table.run_first + rows)
             rows += len(table)
         counted = [table.held is not None for table in tables if len(table)]
@@ -389,9 +407,9 @@ class SpanTable(ColumnTable[PassageSpan]):
             documents,
             Strings.of(tuple(titles)),
             concatenated(firsts, np.int64),
-            concatenated(document_runs, np.int64),
-            concatenated([table.run_chapter for table in tables], np.int64),
-            concatenated(title_runs, np.int64),
+            concatenated(document_runs, np.int32),
+            concatenated([table.run_chapter for table in tables], np.int32),
+            concatenated(title_runs, np.int32),
             concatenated([table.start for table in tables], np.int64),
             concatenated([table.end for table in tables], np.int64),
             CountedRows(rows) if any(counted) else None,
@@ -403,12 +421,12 @@ class SpanTable(ColumnTable[PassageSpan]):
 
     def document_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The document (an index into ``documents``) of each of ``rows``."""
-        return self.run_document[self.run_of(rows)]
+        return self.run_document[self.run_of(rows)].astype(np.int64)
 
     def row_documents(self) -> npt.NDArray[np.int64]:
         """The document of every row, for looking up more rows than the table holds (the
         candidate pairs' ends: a gather costs a fifth of a search there)."""
-        return np.repeat(self.run_document, self.run_sizes())
+        return np.repeat(self.run_document.astype(np.int64), self.run_sizes())
 
     def run_sizes(self) -> npt.NDArray[np.int64]:
         """The rows of each run."""
@@ -438,8 +456,8 @@ class SpanTable(ColumnTable[PassageSpan]):
         ``ids``), as columns: Passage field name -> one value per row."""
         run = self.run_of(rows)
         # the documents and titles of these rows alone, each made once
-        named, document = np.unique(self.run_document[run], return_inverse=True)
-        titled, title = np.unique(self.run_title[run], return_inverse=True)
+        named, document = np.unique(self.run_document[run].astype(np.int64), return_inverse=True)
+        titled, title = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
 
         def per_row(values: Sequence[Any]) -> list[Any]:
             taken: list[Any] = objects(values)[document.reshape(-1)].tolist()
@@ -472,14 +490,16 @@ class SpanTable(ColumnTable[PassageSpan]):
         """A table of ``rows`` alone, holding only the documents and titles they use (small to
         send to a worker)."""
         run = self.run_of(rows)
-        documents, document = np.unique(self.run_document[run], return_inverse=True)
-        titles, title = np.unique(self.run_title[run], return_inverse=True)
+        documents, document = np.unique(
+            self.run_document[run].astype(np.int64), return_inverse=True
+        )
+        titles, title = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
         start, end = self.ends_of(rows)
         return SpanTable.in_runs(
             self.documents.take(documents),
             self.titles.take(titles),
             document.reshape(-1).astype(np.int64),
-            self.run_chapter[run],
+            self.run_chapter[run].astype(np.int64),
             title.reshape(-1).astype(np.int64),
             start,
             end,
@@ -489,8 +509,8 @@ class SpanTable(ColumnTable[PassageSpan]):
         self, rows: npt.NDArray[np.int64]
     ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
         run = self.run_of(rows)
-        named, document_of = np.unique(self.run_document[run], return_inverse=True)
-        titled, title_of = np.unique(self.run_title[run], return_inverse=True)
+        named, document_of = np.unique(self.run_document[run].astype(np.int64), return_inverse=True)
+        titled, title_of = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
         documents, titles = self.documents.columns(named), self.titles.values(titled)
         starts, ends = self.ends_of(rows)
         for document, chapter, title, start, end in zip(

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.columns import DocumentKeys, SpanTable, Strings
+from dedup.columns import DocumentKeys, SpanTable, Strings, run_column
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.models import Chapter, Document, DocumentKey
@@ -68,8 +68,8 @@ class InputWindows:
         sizes = np.array([len(windows.texts) for windows, *_rest in self.chapters], np.int64)
         held = np.flatnonzero(sizes)  # a chapter too short for a passage holds no run
 
-        def each(values: list[int]) -> npt.NDArray[np.int64]:
-            return np.array(values, dtype=np.int64)[held]
+        def each(values: list[int]) -> npt.NDArray[np.int32]:
+            return run_column(np.array(values, dtype=np.int64)[held])
 
         document = [documents.setdefault(key, len(documents)) for _w, key, _c, _t in self.chapters]
         title = [titles.setdefault(title, len(titles)) for _w, _k, _c, title in self.chapters]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.columns import DocumentKeys, SpanTable, Strings
+from dedup.columns import DocumentKeys, SpanTable, Strings, run_column
 from dedup.config import ScanConfig
 from dedup.engine import tasks
 from dedup.models import DocumentKey, InputFiles, PassageSpan
@@ -65,6 +65,14 @@ def test_a_table_holds_a_document_chapter_and_title_once_a_run_of_passages(
     # rows taken in any order keep their own run's document, chapter and title
     backwards = rows[::-3]
     assert list(joined.take(backwards)) == [spans[i] for i in backwards.tolist()]
+    # A run's document, chapter and title are four bytes each (the driver holds a run or
+    # two a record of a dump of a record a page); past them, an error rather than wrapped.
+    for table in (joined, joined.take(backwards), *tables):
+        columns = (table.run_document, table.run_chapter, table.run_title)
+        assert {column.dtype for column in columns} == {np.dtype(np.int32)}
+    with pytest.raises(OverflowError):
+        run_column(np.array([0, 2**31], dtype=np.int64))
+    assert run_column(np.array([-1, 2**31 - 1])).tolist() == [-1, 2**31 - 1]
 
 
 def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: Path) -> None:
