@@ -117,6 +117,16 @@ class Strings:
         )
 
 
+def int32_column(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+    """``values`` (indexes into a table's names, documents or titles, chapter numbers) in
+    four bytes each: a table of a dump's passages holds some a run or a document, millions
+    of them on the driver. Past 2**31, an error rather than numbers wrapped round."""
+    column = values.astype(np.int32)
+    if not np.array_equal(column, values):
+        raise OverflowError("a table of passages past 2**31 names, documents, chapters or titles")
+    return column
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DocumentKeys:
     """The keys of many documents (their source, path, record and record id: a
@@ -126,8 +136,8 @@ class DocumentKeys:
     costs some 150 bytes, and a dump of a page a record has millions (issue 21)."""
 
     names: tuple[str, ...]
-    source: npt.NDArray[np.int64]
-    path: npt.NDArray[np.int64]
+    source: npt.NDArray[np.int32]  # four bytes each (int32_column), as the runs' columns
+    path: npt.NDArray[np.int32]
     record: npt.NDArray[np.int64]
     record_ids: Strings
 
@@ -147,8 +157,8 @@ class DocumentKeys:
         ).reshape(-1, 3)
         return cls(
             tuple(names),
-            columns[:, 0].copy(),
-            columns[:, 1].copy(),
+            int32_column(columns[:, 0]),
+            int32_column(columns[:, 1]),
             columns[:, 2].copy(),
             Strings.of([record_id for _source, _path, _record, record_id in keys]),
         )
@@ -247,8 +257,8 @@ class DocumentKeys:
         record_ids = Strings.concatenate([part.record_ids for part in parts])
         joined = cls(
             tuple(names),
-            every[kept, 0],
-            every[kept, 1],
+            int32_column(every[kept, 0]),
+            int32_column(every[kept, 1]),
             every[kept, 2],
             record_ids if kept.all() else record_ids.take(np.flatnonzero(kept)),
         )
@@ -257,7 +267,9 @@ class DocumentKeys:
         return joined, [inverse[low:high] for low, high in pairwise(bounds)]
 
 
-def _numbered(file: npt.NDArray[np.int64], record: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def _numbered(
+    file: npt.NDArray[np.int32] | npt.NDArray[np.int64], record: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
     """A number for each (file, record), equal where both are: sorting one number is an
     order of magnitude faster than sorting rows (a large JSON Lines file's slices joined
     hold millions of records of one path; a dump of a record a page, millions of paths)."""
@@ -267,15 +279,6 @@ def _numbered(file: npt.NDArray[np.int64], record: npt.NDArray[np.int64]) -> npt
         _pairs, row = np.unique(np.stack((file, record), axis=1), axis=0, return_inverse=True)
         return np.asarray(row.reshape(-1), dtype=np.int64)
     return np.asarray((dense.reshape(-1) << 32) | shifted, dtype=np.int64)
-
-
-def run_column(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
-    """``values`` (a document, chapter or title a run) in four bytes each; more than 2**31
-    of them in one table is an error rather than numbers wrapped round."""
-    column = values.astype(np.int32)
-    if not np.array_equal(column, values):
-        raise OverflowError("a table of passages past 2**31 documents, chapters or titles")
-    return column
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -296,7 +299,7 @@ class SpanTable(ColumnTable[PassageSpan]):
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
     run_first: npt.NDArray[np.int64]
-    # Four bytes a run each (run_column): a dump of a record a page has a run or two a
+    # Four bytes a run each (int32_column): a dump of a record a page has a run or two a
     # record, and the driver holds them all.
     run_document: npt.NDArray[np.int32]  # run -> index into documents
     run_chapter: npt.NDArray[np.int32]  # -1 where the run is in no numbered chapter
@@ -351,9 +354,9 @@ class SpanTable(ColumnTable[PassageSpan]):
             documents,
             titles,
             first,
-            run_column(document[first]),
-            run_column(chapter[first]),
-            run_column(title[first]),
+            int32_column(document[first]),
+            int32_column(chapter[first]),
+            int32_column(title[first]),
             start,
             end,
         )
@@ -396,8 +399,8 @@ class SpanTable(ColumnTable[PassageSpan]):
         rows = 0
         for table, in_documents in zip(tables, document_index, strict=True):
             title_index = [titles.setdefault(t, len(titles)) for t in table.titles.values()]
-            document_runs.append(run_column(in_documents[table.run_document]))
-            title_runs.append(run_column(np.array(title_index, dtype=np.int64)[table.run_title]))
+            document_runs.append(int32_column(in_documents[table.run_document]))
+            title_runs.append(int32_column(np.array(title_index, dtype=np.int64)[table.run_title]))
             firsts.append(table.run_first + rows)
             rows += len(table)
         counted = [table.held is not None for table in tables if len(table)]

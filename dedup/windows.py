@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.columns import DocumentKeys, SpanTable, Strings, run_column
+from dedup.columns import DocumentKeys, SpanTable, Strings, int32_column
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.models import Chapter, Document, DocumentKey
@@ -69,7 +69,7 @@ class InputWindows:
         held = np.flatnonzero(sizes)  # a chapter too short for a passage holds no run
 
         def each(values: list[int]) -> npt.NDArray[np.int32]:
-            return run_column(np.array(values, dtype=np.int64)[held])
+            return int32_column(np.array(values, dtype=np.int64)[held])
 
         document = [documents.setdefault(key, len(documents)) for _w, key, _c, _t in self.chapters]
         title = [titles.setdefault(title, len(titles)) for _w, _k, _c, title in self.chapters]

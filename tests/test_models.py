@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.columns import DocumentKeys, SpanTable, Strings, run_column
+from dedup.columns import DocumentKeys, SpanTable, Strings, int32_column
 from dedup.config import ScanConfig
 from dedup.engine import tasks
 from dedup.models import DocumentKey, InputFiles, PassageSpan
@@ -71,8 +71,8 @@ def test_a_table_holds_a_document_chapter_and_title_once_a_run_of_passages(
         columns = (table.run_document, table.run_chapter, table.run_title)
         assert {column.dtype for column in columns} == {np.dtype(np.int32)}
     with pytest.raises(OverflowError):
-        run_column(np.array([0, 2**31], dtype=np.int64))
-    assert run_column(np.array([-1, 2**31 - 1])).tolist() == [-1, 2**31 - 1]
+        int32_column(np.array([0, 2**31], dtype=np.int64))
+    assert int32_column(np.array([-1, 2**31 - 1])).tolist() == [-1, 2**31 - 1]
 
 
 def test_rows_taken_from_a_table_keep_their_spans_and_become_passages(samples: Path) -> None:
@@ -403,6 +403,11 @@ def test_document_keys_joined_hold_each_document_once(
     assert list(joined) == list(dict.fromkeys(key for part in parts for key in part))
     for part, place in zip(parts, places, strict=True):
         assert joined.columns(place) == part
+    # A document's source and path are four bytes each (the driver holds a key a record of
+    # a dump of a record a page), its record eight (a file's records may pass 32 bits).
+    for table in (joined, joined.take(places[0]), DocumentKeys.of(parts[0])):
+        assert table.source.dtype == table.path.dtype == np.int32
+        assert table.record.dtype == np.int64
 
 
 def _key(source: str, path: str, record: int | None) -> DocumentKey:
