@@ -79,11 +79,24 @@ class Strings:
 
     @classmethod
     def of(cls, values: Sequence[str | None]) -> Strings:
+        if all(value is None for value in values):
+            return cls.none(len(values))
         sizes = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
         bounds = np.zeros(len(values) + 1, dtype=np.int64)
         np.cumsum(sizes, out=bounds[1:])
         absent = np.fromiter((v is None for v in values), np.bool_, len(values))
         return cls("".join(v for v in values if v is not None), bounds, absent)
+
+    @classmethod
+    def none(cls, count: int) -> Strings:
+        """``count`` Nones, held in a few bytes (read-only arrays of one value seen ``count``
+        times): a dump whose records have no id of their own would otherwise keep a bound
+        and a flag a record, of millions."""
+        return cls(
+            "",
+            np.broadcast_to(np.zeros(1, dtype=np.int64), count + 1),
+            np.broadcast_to(np.ones(1, dtype=np.bool_), count),
+        )
 
     def __len__(self) -> int:
         return len(self.absent)
@@ -105,6 +118,8 @@ class Strings:
     @classmethod
     def concatenate(cls, parts: Sequence[Strings]) -> Strings:
         """The strings of ``parts`` one after the other."""
+        if not any(part.joined for part in parts) and all(part.absent.all() for part in parts):
+            return cls.none(sum(len(part) for part in parts))
         bounds = [np.zeros(1, dtype=np.int64)]
         chars = 0
         for part in parts:

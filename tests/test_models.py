@@ -383,6 +383,30 @@ def test_document_keys_as_columns_are_the_keys_they_were_made_of(samples: Path) 
     assert list(Strings.concatenate([ids, Strings.of([]), ids]).values()) == 2 * ids.values()
 
 
+def test_strings_all_missing_are_held_in_a_few_bytes_and_read_back() -> None:
+    """A dump whose records have no id of their own keeps no bound nor flag a record (a
+    dump of a record a page: millions), made so, joined, or unpickled from a worker and
+    joined; a table with one string is held as strings are."""
+    import pickle
+    import tracemalloc
+
+    from_worker = pickle.loads(pickle.dumps(Strings.of([None] * 1000)))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        missing = Strings.of([None] * 1_000_000)
+        joined = Strings.concatenate([missing, Strings.of([None] * 10), from_worker, missing])
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 10_000
+    assert len(joined) == 2_001_010 and joined[0] is None and joined[len(joined) - 1] is None
+    assert joined.values(np.array([0, 1_000_005, 2_001_009])) == [None, None, None]
+    assert joined.take(np.array([3, 4])).values() == [None, None]
+    mixed = Strings.concatenate([Strings.of([None, None]), Strings.of(["甲", None, ""])])
+    assert mixed.values() == [None, None, "甲", None, ""] and mixed[2] == "甲"
+
+
 @pytest.mark.parametrize("far", [0, 1 << 33])
 @pytest.mark.parametrize("cuts", [(0,), (10, 11, 40), (1, 2, 3, 30)])
 def test_document_keys_joined_hold_each_document_once(
