@@ -474,11 +474,10 @@ class SpanTable(ColumnTable[PassageSpan]):
         ``ids``), as columns: Passage field name -> one value per row."""
         run = self.run_of(rows)
         # the documents and titles of these rows alone, each made once
-        named, document = np.unique(self.run_document[run].astype(np.int64), return_inverse=True)
-        titled, title = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
+        named, document, titled, title = self._used_by(run)
 
         def per_row(values: Sequence[Any]) -> list[Any]:
-            taken: list[Any] = objects(values)[document.reshape(-1)].tolist()
+            taken: list[Any] = objects(values)[document].tolist()
             return taken
 
         sources, paths, records, record_ids = (
@@ -498,7 +497,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             "path": per_row(paths),
             "record": per_row(records),
             "chapter": list(map({-1: None}.get, chapters, chapters)),  # -1: no numbered chapter
-            "title": objects(self.titles.values(titled))[title.reshape(-1)].tolist(),
+            "title": objects(self.titles.values(titled))[title].tolist(),
             "start": starts,
             "end": ends,
             "record_id": per_row(record_ids),
@@ -508,33 +507,40 @@ class SpanTable(ColumnTable[PassageSpan]):
         """A table of ``rows`` alone, holding only the documents and titles they use (small to
         send to a worker)."""
         run = self.run_of(rows)
-        documents, document = np.unique(
-            self.run_document[run].astype(np.int64), return_inverse=True
-        )
-        titles, title = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
+        documents, document, titles, title = self._used_by(run)
         start, end = self.ends_of(rows)
         return SpanTable.in_runs(
             self.documents.take(documents),
             self.titles.take(titles),
-            document.reshape(-1).astype(np.int64),
+            document,
             self.run_chapter[run].astype(np.int64),
-            title.reshape(-1).astype(np.int64),
+            title,
             start,
             end,
         )
+
+    def _used_by(
+        self, run: npt.NDArray[np.int64]
+    ) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+    ]:
+        """The documents and the titles of the runs ``run`` names, each once (as indexes, in
+        order), and where each of ``run`` finds its document and its title among them."""
+        named, document = np.unique(self.run_document[run].astype(np.int64), return_inverse=True)
+        titled, title = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
+        return named, document.reshape(-1), titled, title.reshape(-1)
 
     def _columns(
         self, rows: npt.NDArray[np.int64]
     ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
         run = self.run_of(rows)
-        named, document_of = np.unique(self.run_document[run].astype(np.int64), return_inverse=True)
-        titled, title_of = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
+        named, document_of, titled, title_of = self._used_by(run)
         documents, titles = self.documents.columns(named), self.titles.values(titled)
         starts, ends = self.ends_of(rows)
         for document, chapter, title, start, end in zip(
-            document_of.reshape(-1).tolist(),
+            document_of.tolist(),
             self.run_chapter[run].tolist(),
-            title_of.reshape(-1).tolist(),
+            title_of.tolist(),
             starts.tolist(),
             ends.tolist(),
             strict=True,
