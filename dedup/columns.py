@@ -20,6 +20,7 @@ from dedup.models import (
     CutPassage,
     DocumentKey,
     MatchedDocument,
+    PackedPaths,
     PassageSpan,
     made_in_bulk,
 )
@@ -142,15 +143,47 @@ def int32_column(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
     return column
 
 
+class ScanNames(PackedPaths):
+    """The names of a scan's documents (their sources and paths), each once, numbered as the
+    files come: the driver's document keys of all the files share them, where a table a file
+    would hold a string of its path (some 190 bytes a file of a crawl of a page a file,
+    issue 21), and joined tables need not number them again. Paths are held packed
+    (``PackedPaths``); a path is looked for among its own file's only, since no other file
+    has it, and the other names (sources: few) among all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._others: dict[str, int] = {}
+        self._file = -1
+        self._file_paths: dict[str, int] = {}  # file _file's
+
+    def numbers(
+        self, names: Sequence[str], used_as_path: npt.NDArray[np.bool_], file: int
+    ) -> npt.NDArray[np.int64]:
+        """The number here of each of ``names``, a table's of file ``file`` (those
+        ``used_as_path`` its documents' paths)."""
+        if file != self._file:
+            self._file, self._file_paths = file, {}
+        numbers = np.empty(len(names), dtype=np.int64)
+        for row, (name, is_path) in enumerate(zip(names, used_as_path.tolist(), strict=True)):
+            known = self._file_paths if is_path else self._others
+            number = known.get(name)
+            if number is None:
+                number = known[name] = self.append(name)
+            numbers[row] = number
+        return numbers
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DocumentKeys:
     """The keys of many documents (their source, path, record and record id: a
     :data:`~dedup.models.DocumentKey` each) as columns: a document's source and path are
-    indexes into ``names`` (a file's path, and the few sources, are shared by its records),
-    its record a number (-1: none), its record id one of ``record_ids``. A tuple a record
-    costs some 150 bytes, and a dump of a page a record has millions (issue 21)."""
+    indexes into ``names`` (a file's path, and the few sources, are shared by its records;
+    the driver's tables of a scan share one ``ScanNames``), its record a number (-1: none),
+    its record id one of ``record_ids``. A tuple a record costs some 150 bytes, and a dump
+    of a page a record has millions (issue 21)."""
 
-    names: tuple[str, ...]
+    names: Sequence[str]
     source: npt.NDArray[np.int32]  # four bytes each (int32_column), as the runs' columns
     path: npt.NDArray[np.int32]
     record: npt.NDArray[np.int64]
@@ -209,10 +242,16 @@ class DocumentKeys:
         ]
 
     def take(self, indexes: npt.NDArray[np.int64]) -> DocumentKeys:
+        """The keys ``indexes``, holding only the names they use (a table taken is sent to
+        the workers, and a scan's names are those of all its files)."""
+        source, path = self.source[indexes], self.path[indexes]
+        used, inverse = np.unique(np.concatenate((source, path)), return_inverse=True)
+        names = self.names
+        renumbered = int32_column(inverse.reshape(-1).astype(np.int64))
         return DocumentKeys(
-            self.names,
-            self.source[indexes],
-            self.path[indexes],
+            tuple(names[name] for name in used.tolist()),
+            renumbered[: len(source)],
+            renumbered[len(source) :],
             self.record[indexes],
             self.record_ids.take(indexes),
         )
@@ -222,11 +261,18 @@ class DocumentKeys:
         record)."""
         return _numbered(self.path, self.record)
 
-    def renamed(self, names: tuple[str, ...]) -> DocumentKeys:
-        """The keys with ``names`` (equal strings, held elsewhere already) for their own."""
-        if names != self.names:
-            raise ValueError("renamed to other names")
-        return replace(self, names=names)
+    def named_in(self, names: ScanNames, file: int) -> DocumentKeys:
+        """The keys with ``names`` for their own, their names numbered there (``file``: the
+        number of the file they are of)."""
+        used_as_path = np.zeros(len(self.names), dtype=np.bool_)
+        used_as_path[self.path] = True
+        numbers = names.numbers(self.names, used_as_path, file)
+        return replace(
+            self,
+            names=names,
+            source=int32_column(numbers[self.source]),
+            path=int32_column(numbers[self.path]),
+        )
 
     @classmethod
     def concatenate(
@@ -235,14 +281,24 @@ class DocumentKeys:
         """The keys of ``parts`` one after the other, each once (a document that goes on from
         one part into the next, a large file's pieces, is one), with where each part's keys
         are in them."""
-        names: dict[str, int] = {}
-        source, path = [], []
-        for part in parts:
-            renumbered = np.array(
-                [names.setdefault(name, len(names)) for name in part.names], dtype=np.int64
-            )
-            source.append(renumbered[part.source])
-            path.append(renumbered[part.path])
+        shared_names = parts[0].names if parts else ()
+        source: list[npt.NDArray[np.int64]] = []
+        path: list[npt.NDArray[np.int64]] = []
+        if all(part.names is shared_names for part in parts):
+            # numbered alike already (the driver's tables of a scan, in one ScanNames)
+            names: Sequence[str] = shared_names
+            source = [part.source.astype(np.int64) for part in parts]
+            path = [part.path.astype(np.int64) for part in parts]
+        else:
+            numbers: dict[str, int] = {}
+            for part in parts:
+                renumbered = np.array(
+                    [numbers.setdefault(name, len(numbers)) for name in part.names],
+                    dtype=np.int64,
+                )
+                source.append(renumbered[part.source])
+                path.append(renumbered[part.path])
+            names = tuple(numbers)
         every = np.stack(
             (
                 concatenated(source, np.int64),
@@ -255,14 +311,15 @@ class DocumentKeys:
         # than one part holds (a large file's pieces or slices) can be in two; each is one
         # whatever record id it is given (one made from its record), in the order first seen.
         first_of = np.arange(len(every), dtype=np.int64)
-        files = np.bincount(
-            concatenated([np.unique(rows) for rows in path], np.int64), minlength=len(names)
+        held, holders = np.unique(
+            concatenated([np.unique(rows) for rows in path], np.int64),
+            return_counts=True,
         )
-        shared = np.flatnonzero(files[every[:, 1]] > 1)
+        shared = np.flatnonzero(np.isin(every[:, 1], held[holders > 1]))
         if len(shared):
-            source, path, record = every[shared].T
+            shared_source, shared_path, shared_record = every[shared].T
             _keys, first, inverse = np.unique(
-                _numbered(path * len(names) + source, record),
+                _numbered(shared_path * len(names) + shared_source, shared_record),
                 return_index=True,
                 return_inverse=True,
             )
@@ -271,7 +328,7 @@ class DocumentKeys:
         place = np.cumsum(kept) - 1
         record_ids = Strings.concatenate([part.record_ids for part in parts])
         joined = cls(
-            tuple(names),
+            names,
             int32_column(every[kept, 0]),
             int32_column(every[kept, 1]),
             every[kept, 2],

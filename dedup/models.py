@@ -380,19 +380,58 @@ class AppendedRows(Sequence[R]):
         return f"{type(self).__name__}({len(self)} rows)"
 
 
+class PackedPaths(AppendedRows[str]):
+    """Strings (paths, mostly) appended one at a time and held packed: each one's folder (up
+    to its last ``/``) by number, held once, and the rest as UTF-8 in one buffer. A Python
+    string of a path with a Chinese book's name in it costs some 190 bytes; a crawl of a page
+    a file holds millions of paths, a few thousand folders (issue 21: the driver's memory).
+    String ``i`` is made again when asked for (an equal string, not the same one)."""
+
+    def __init__(self, strings: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._folders: dict[str, int] = {}
+        self._folder_names: list[str] = []
+        self._folder = array.array("i")
+        self._packed = bytearray()
+        self._ends = array.array("q", [0])
+        for string in strings:
+            self.append(string)
+
+    def append(self, string: str) -> int:
+        """``string`` after the others; its number."""
+        cut = string.rfind("/") + 1
+        folder = string[:cut]
+        number = self._folders.get(folder)
+        if number is None:
+            number = self._folders[folder] = len(self._folder_names)
+            self._folder_names.append(folder)
+        self._folder.append(number)
+        # surrogatepass: a string of a name that is not UTF-8 comes back as it was
+        self._packed += string[cut:].encode("utf-8", "surrogatepass")
+        self._ends.append(len(self._packed))
+        return len(self._folder) - 1
+
+    def __len__(self) -> int:
+        return len(self._folder)
+
+    def _row(self, row: int) -> str:
+        name = self._packed[self._ends[row] : self._ends[row + 1]].decode("utf-8", "surrogatepass")
+        return self._folder_names[self._folder[row]] + name
+
+
 class InputFiles(AppendedRows[InputFile]):
     """The report's entries of the files read, in order, held as columns: an ``InputFile``
     is made when one is asked for. As objects (an object, two dictionaries and their
     numbers an entry), unpickled among each file's other results and kept where those were
     let go of, they cost this process as much again in the allocator's pools it could not
     hand back (a dump of a page a file lists millions: docs/performance.md). Here an entry
-    is its path (a string the caller holds already, as its file's), a few numbers and its
-    normalization's counts; the names (sources, formats, encodings, the counts' names) are
-    held once each; warnings and per-source counts, which few entries have, by entry."""
+    is its path (packed, ``PackedPaths``), a few numbers and its normalization's counts; the
+    names (sources, formats, encodings, the counts' names) are held once each; warnings and
+    per-source counts, which few entries have, by entry."""
 
     def __init__(self, entries: Iterable[InputFile] = ()) -> None:
         super().__init__()
-        self._paths: list[str] = []
+        self._paths = PackedPaths()
         self._codes = array.array("i")  # source, format, encoding: numbers in _named
         self._counts = array.array("i")  # records, chapters, passages (_extended)
         # The normalization's counts, by entry: its names' tuple (a number in _orders)
@@ -407,11 +446,9 @@ class InputFiles(AppendedRows[InputFile]):
         for entry in entries:
             self.append(entry)
 
-    def append(self, entry: InputFile, path: str | None = None) -> None:
-        """``entry`` after the others; ``path``: its path, as a string the caller holds (a
-        worker's entry is unpickled with a string of its own)."""
-        row = len(self._paths)
-        self._paths.append(entry.path if path is None else path)
+    def append(self, entry: InputFile) -> None:
+        """``entry`` after the others."""
+        row = self._paths.append(entry.path)
         self._codes.extend(
             self._number(name) for name in (entry.source, entry.format, entry.encoding)
         )

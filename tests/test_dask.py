@@ -406,7 +406,8 @@ def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
     cluster: Cluster, samples: Path, tmp_path: Path
 ) -> None:
     """Pickling a string that is not all ASCII stores its UTF-8 in it for as long as it
-    lives; a found file's path lives for the whole scan, so the workers get a copy."""
+    lives; a caller's found file (a list of them, held for the whole scan) keeps its path,
+    so the workers get a copy."""
     from itertools import repeat
 
     from dedup.config import ScanConfig
@@ -417,7 +418,7 @@ def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
     folder = tmp_path / "起点"
     folder.mkdir()
     (folder / "第一章.txt").write_bytes((samples / "site-qidian/000.txt").read_bytes())
-    found = discover_inputs([str(tmp_path)])[0]
+    found = list(discover_inputs([str(tmp_path)])[0])
     path = found[0].path
     size = sys.getsizeof(path)
     config = ScanConfig(scheduler=cluster.address)

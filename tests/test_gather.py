@@ -75,17 +75,18 @@ def test_a_clusters_workers_keep_each_passages_length_and_lead_and_hand_back_non
             assert passage_count(back) == passage_count(result)
 
 
-def test_the_records_of_each_file_share_the_strings_this_process_holds(
+def test_the_records_of_each_file_hold_its_path_packed_and_its_names_once(
     mirror_dump: Path,
 ) -> None:
     """A dump of a page a file is tens of thousands of files, each with its found file, its
     entry in the report and its documents' keys: unpickled from a worker, each would hold
-    strings of its own. The entry's and the documents' path and source are the found
-    file's, and a value named by many (a source, a format, a count's name) is one string
-    (the entries are columns: models.InputFiles)."""
+    strings of its own. Their paths are held packed (models.PackedPaths), the documents'
+    names once for the whole scan (columns.ScanNames: a path, and each source), and a value
+    named by many (a source, a format, a count's name) is one string (the entries are
+    columns: models.InputFiles)."""
     import pickle
 
-    from dedup.engine.gather import Prepared, _documents_sharing_strings
+    from dedup.engine.gather import Prepared
     from dedup.fingerprint import SignatureTable
 
     config = ScanConfig()
@@ -94,26 +95,24 @@ def test_the_records_of_each_file_share_the_strings_this_process_holds(
     assert all(file.source is sources[file.source] for file in files)
     assert all(file.fs_path is file.path for file in files)
     prepared = Prepared(SignatureTable(config.num_perm), found=files)
+    tables = []
     for number, file in enumerate(files[:40]):
         result = pickle.loads(pickle.dumps(prepare_file(file, config, {})))  # as from a worker
         (item,) = result.inputs
-        assert item.entry is not None and item.entry.path is not file.path
+        tables.append(item.passages)
         prepared.add(number, result)
-        entry = prepared.inputs[-1]
-        assert entry == item.entry  # the same values
-        assert entry.path is file.path
+        assert prepared.inputs[-1] == item.entry  # the same values
     # Each input's file is the found file, by its number among them: not a row again.
     assert list(prepared.files) == list(files[:40]) and prepared.file_numbers.tolist() == [
         *range(40)
     ]
-    assert all(held.path is file.path for held, file in zip(prepared.files, files, strict=False))
     names = [name for entry in prepared.inputs for name in entry.normalization]
     names += [entry.source for entry in prepared.inputs]
     assert len(names) > 40 and len({id(name) for name in names}) == len(set(names))
     spans = prepared.spans.joined(SpanTable.concatenate([]))
-    by_path = {file.path: file for file in files}
-    assert len(spans.documents) >= 40
-    for source, path, _record, _record_id in spans.documents:
-        assert path is by_path[path].path and source is by_path[path].source
-    table = prepare_file(files[0], config, {}).inputs[0].passages
-    assert list(_documents_sharing_strings(table, files[0]).documents) == list(table.documents)
+    assert list(spans.documents) == [key for table in tables for key in table.documents]
+    # The joined documents' names are the scan's, each path and source once.
+    assert spans.documents.names is prepared.names
+    assert sorted(prepared.names) == sorted(
+        {file.path for file in files[:40]} | {file.source for file in files[:40]}
+    )

@@ -98,12 +98,13 @@ def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
     samples: Path, tmp_path: Path
 ) -> None:
     """Pickling a string that is not all ASCII stores its UTF-8 in it for as long as it
-    lives, and a found file's path lives for the whole scan (its report entry and its
-    documents share it): the workers get a copy, and the path held here stays its size."""
+    lives, and a caller may hold its found files for the whole scan (a list of them; a
+    ``FoundFiles`` makes each one's path afresh): the workers get a copy, and the path held
+    here stays its size."""
     folder = tmp_path / "起点"
     folder.mkdir()
     (folder / "第一章.txt").write_bytes((samples / "site-qidian/000.txt").read_bytes())
-    found = discover_inputs([str(tmp_path)])[0]
+    found = list(discover_inputs([str(tmp_path)])[0])
     path = found[0].path
     assert not path.isascii()
     size = sys.getsizeof(path)

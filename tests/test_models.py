@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -12,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup.columns import DocumentKeys, SpanTable, Strings, int32_column
+from dedup.columns import DocumentKeys, ScanNames, SpanTable, Strings, int32_column
 from dedup.config import ScanConfig
 from dedup.engine import tasks
-from dedup.models import DocumentKey, InputFiles, PassageSpan
+from dedup.models import DocumentKey, InputFiles, PackedPaths, PassageSpan
 from dedup.read import discover_inputs
 
 
@@ -432,6 +433,80 @@ def test_document_keys_joined_hold_each_document_once(
     for table in (joined, joined.take(places[0]), DocumentKeys.of(parts[0])):
         assert table.source.dtype == table.path.dtype == np.int32
         assert table.record.dtype == np.int64
+    # Named in one scan's names (the driver's tables, a file's pieces), the parts join to
+    # the same keys without being numbered again; a table taken holds only its own names.
+    names = ScanNames()
+    named = [DocumentKeys.of(part).named_in(names, 0) for part in parts]
+    assert [list(table) for table in named] == parts
+    joined_here, places_here = DocumentKeys.concatenate(named)
+    assert joined_here.names is names and list(joined_here) == list(joined)
+    assert [place.tolist() for place in places_here] == [place.tolist() for place in places]
+    taken = joined_here.take(places_here[0])
+    assert taken.columns() == parts[0] and isinstance(taken.names, tuple)
+    assert sorted(taken.names) == sorted({n for key in parts[0] for n in key[:2]})
+    assert taken.source.dtype == taken.path.dtype == np.int32
+
+
+def test_scan_names_hold_each_name_once_and_paths_packed(samples: Path) -> None:
+    """The scan's names: each file's paths numbered among its own, the sources among all;
+    the same name comes back as the same number, every name reads back as it came, and a
+    crawl's paths (a few folders, many pages) are held in a few dozen bytes each rather than
+    the some 190 of a string."""
+    keys = _keys_of(samples)
+    names = ScanNames()
+    first = DocumentKeys.of(keys).named_in(names, 0)
+    again = DocumentKeys.of(keys).named_in(names, 0)
+    assert list(first) == list(again) == keys
+    assert np.array_equal(first.path, again.path) and np.array_equal(first.source, again.source)
+    assert sorted(names) == sorted({n for key in keys for n in key[:2]})
+    # Another file: its paths are its own (no other file has them), its sources shared.
+    other = [
+        (source, f"另一站/{path}", record, record_id) for source, path, record, record_id in keys
+    ]
+    second = DocumentKeys.of(other).named_in(names, 1)
+    assert list(second) == other and np.array_equal(second.source, first.source)
+    assert not set(second.path.tolist()) & set(first.path.tolist())
+    # A name that is a document's source in one table and a path in another is both.
+    odd = DocumentKeys.of([(keys[0][1], "甲站/第一回.txt", None, None)]).named_in(names, 2)
+    assert list(odd) == [(keys[0][1], "甲站/第一回.txt", None, None)]
+    pages = [
+        f"{folder}/{page:05}.txt"
+        for folder in sorted(set(k[1] for k in keys))
+        for page in range(5000)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number, page in enumerate(pages):
+            DocumentKeys.of([("甲站", page, None, None)]).named_in(names, 3 + number)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 40 * len(pages)
+    assert list(names[-len(pages) :]) == pages
+
+
+def test_packed_paths_read_back_as_appended() -> None:
+    """Paths appended come back equal, whatever they hold: a folder many share, one of their
+    own, none, a name that is not UTF-8 (a surrogate, as ``os.fsdecode`` makes), an empty
+    one."""
+    paths = [
+        "起点/斗破苍穹/第一章.txt",
+        "起点/斗破苍穹/第二章.txt",
+        "/tmp/站/a/b/",
+        "dump.jsonl",
+        "",
+        "bad/\udcff名.txt",
+        "起点/斗破苍穹/第一章.txt",
+        "archive.zip/內文/第三回.txt",
+    ]
+    packed = PackedPaths(paths)
+    assert list(packed) == paths and len(packed) == len(paths)
+    assert [packed[row] for row in range(-len(paths), 0)] == paths
+    assert packed[2:5] == tuple(paths[2:5])
+    assert packed.append("新/路径") == len(paths) and packed[-1] == "新/路径"
+    with pytest.raises(IndexError):
+        packed[len(paths) + 1]
 
 
 def _key(source: str, path: str, record: int | None) -> DocumentKey:
@@ -458,6 +533,13 @@ def test_joined_document_keys_are_the_keys_of_all_parts_each_once(
     joined, places = DocumentKeys.concatenate([DocumentKeys.of(part) for part in parts])
     assert list(joined) == list(dict.fromkeys(key for part in parts for key in part))
     assert [joined.columns(place) for place in places] == parts
+    # the same, the parts named in one scan's names first (as a file's pieces are)
+    names = ScanNames()
+    named, named_places = DocumentKeys.concatenate(
+        [DocumentKeys.of(part).named_in(names, 0) for part in parts]
+    )
+    assert list(named) == list(joined)
+    assert [place.tolist() for place in named_places] == [place.tolist() for place in places]
     # a text (a path's record) numbered alike in every document of it, and only there
     texts = [(path, record) for _source, path, record, _id in joined]
     numbered = set(zip(joined.texts().tolist(), texts, strict=True))
@@ -469,7 +551,7 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
 ) -> None:
     """A scan's entries of its files, held as columns, read back as the entries appended:
     normalization counts in each entry's own order, warnings, passages a source a record
-    names, paths the caller's own strings."""
+    names, paths held packed."""
     records = [
         {"site": "a", "text": seed_simplified[:2000]},
         {"site": "b", "text": seed_traditional[:2000] + "\udc00"},  # a warning
@@ -491,14 +573,14 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
     reordered = replace(entries[0], normalization=dict(reversed(entries[0].normalization.items())))
     entries.append(reordered)
     table = InputFiles()
-    paths = [str(entry.path) for entry in entries]
-    for entry, path in zip(entries, paths, strict=True):
-        table.append(entry, path)
+    for entry in entries:
+        table.append(entry)
     assert list(table) == entries and len(table) == len(entries)
     assert [table[row] for row in range(-len(entries), 0)] == entries
     assert list(table[-1].normalization) == list(reordered.normalization)
     assert table[1:3] == tuple(entries[1:3])
-    assert all(table[row].path is paths[row] for row in range(len(table)))
+    assert isinstance(table._paths, PackedPaths)
+    assert [entry.path for entry in table] == [entry.path for entry in entries]
     assert table == tuple(entries) and tuple(entries) == table and table == InputFiles(entries)
     assert table != tuple(entries[:-1])
     assert table != (*entries[:-1], replace(reordered, passages=reordered.passages + 1))

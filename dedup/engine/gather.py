@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import array
 import bisect
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -17,7 +16,7 @@ import numpy.typing as npt
 from dedup.arrays import runs_of
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
-from dedup.columns import SpanTable
+from dedup.columns import ScanNames, SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
@@ -115,6 +114,7 @@ class Prepared:
         default_factory=lambda: JoinedParts(SpanTable.concatenate)
     )
     found: Sequence[FoundFile] = ()  # the scan's files
+    names: ScanNames = field(default_factory=ScanNames)  # of the documents of all the files
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
     # its own, a file's row again (some 40 B a file of a crawl of a page a file).
     file_numbers: array.array[int] = field(default_factory=lambda: array.array("q"))
@@ -146,7 +146,6 @@ class Prepared:
     def add(self, number: int, result: PreparedFile, runs: Sequence[Run] = ()) -> None:
         """File ``number``'s passages, after those of the files before it; ``runs``: what
         the workers keep of it."""
-        file = self.found[number]
         if self.kept is not None:
             self.kept.add(runs)
         for item in result.inputs:
@@ -167,14 +166,16 @@ class Prepared:
                     )
                 )
             self.count += len(item.passages)
-            self.spans.append(_documents_sharing_strings(item.passages, file))
+            spans = item.passages
+            self.spans.append(
+                replace(spans, documents=spans.documents.named_in(self.names, number))
+            )
             self.file_numbers.append(number)
             self.spans_per_file.append(len(item.passages))
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
             if item.entry is not None:
-                entry = item.entry
-                self.inputs.append(entry, file.path if entry.path == file.path else None)
+                self.inputs.append(item.entry)
             if item.skipped is not None:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
@@ -483,18 +484,6 @@ def _by_file(
             continue
         joined = joined_slices([result for result, _run in taken], config)
         yield joined, runs if passage_count(joined) == sum(run[0] for run in runs) else []
-
-
-def _documents_sharing_strings(spans: SpanTable, file: FoundFile) -> SpanTable:
-    """``spans`` with its documents' path and source those of ``file`` where they are the
-    same, another name (a source a record names) interned: unpickled, each would be a string
-    of its own, and this process holds a table a file (a dump of a page a file: tens of
-    thousands) until they are joined."""
-    names = tuple(
-        file.source if name == file.source else file.path if name == file.path else sys.intern(name)
-        for name in spans.documents.names
-    )
-    return replace(spans, documents=spans.documents.renamed(names))
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

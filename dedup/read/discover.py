@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 
 from dedup.display import shown
 from dedup.errors import InputPathError
-from dedup.models import AppendedRows, Skipped
+from dedup.models import AppendedRows, PackedPaths, Skipped
 from dedup.read.location import is_url, open_input, url_files, url_stamp
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
@@ -48,9 +48,10 @@ class FoundFile:
 
     def to_send(self) -> FoundFile:
         """This file with paths of its own, to pickle for a worker: pickling a string that
-        is not all ASCII stores its UTF-8 in it for as long as it lives, and a found file's
-        path lives for the whole scan (its entry and documents share it): some 70 B a file
-        of a crawl of a page a file (docs/performance.md)."""
+        is not all ASCII stores its UTF-8 in it for as long as it lives, and a caller may
+        hold its found files for the whole scan (a list of them: ``FoundFiles`` makes each
+        one's strings afresh), some 70 B a file of a crawl of a page a file
+        (docs/performance.md)."""
         path = _own_copy(self.path)
         fs_path = path if self.fs_path == self.path else _own_copy(self.fs_path)
         return FoundFile(path, self.source, self.format, fs_path, self.compression, self.stamp)
@@ -65,13 +66,13 @@ class FoundFiles(AppendedRows[FoundFile]):
     """Found files, in order, held as columns: a ``FoundFile`` is made when one is asked
     for. A crawl of a page a file finds millions, and as objects, each with its stamp's
     tuple and numbers, they would cost some 260 bytes a file besides its path, for the
-    whole scan (docs/performance.md). Here a file is its path, a few numbers (its source,
-    format and compression named once each) and its stamp; its path on the filesystem
-    only where it is not the same."""
+    whole scan (docs/performance.md). Here a file is its path (packed, ``PackedPaths``), a
+    few numbers (its source, format and compression named once each) and its stamp; its
+    path on the filesystem only where it is not the same."""
 
     def __init__(self, files: Iterable[FoundFile] = ()) -> None:
         super().__init__()
-        self._paths: list[str] = []
+        self._paths = PackedPaths()
         self._fs_paths: dict[int, str] = {}
         self._codes = array.array("i")  # source, format, compression (-1: none)
         self._stamps = array.array("q")  # size, time (0, 0 where unstamped)
@@ -80,8 +81,7 @@ class FoundFiles(AppendedRows[FoundFile]):
             self.append(file)
 
     def append(self, file: FoundFile) -> None:
-        row = len(self._paths)
-        self._paths.append(file.path)
+        row = self._paths.append(file.path)
         if file.fs_path != file.path:
             self._fs_paths[row] = file.fs_path
         compression = -1 if file.compression is None else self._number(file.compression)
