@@ -393,7 +393,7 @@ class PackedPaths(AppendedRows[str]):
         self._folder_names: list[str] = []
         self._folder = array.array("i")
         self._packed = bytearray()
-        self._ends = array.array("q", [0])
+        self._ends = array.array("i", [0])  # four bytes each while they fit (extended)
         for string in strings:
             self.append(string)
 
@@ -408,7 +408,7 @@ class PackedPaths(AppendedRows[str]):
         self._folder.append(number)
         # surrogatepass: a string of a name that is not UTF-8 comes back as it was
         self._packed += string[cut:].encode("utf-8", "surrogatepass")
-        self._ends.append(len(self._packed))
+        self._ends = extended(self._ends, (len(self._packed),))
         return len(self._folder) - 1
 
     def __len__(self) -> int:
@@ -433,13 +433,13 @@ class InputFiles(AppendedRows[InputFile]):
         super().__init__()
         self._paths = PackedPaths()
         self._codes = array.array("i")  # source, format, encoding: numbers in _named
-        self._counts = array.array("i")  # records, chapters, passages (_extended)
+        self._counts = array.array("i")  # records, chapters, passages (extended)
         # The normalization's counts, by entry: its names' tuple (a number in _orders)
         # and its counts, from _count_starts[entry]
         self._orders: dict[tuple[int, ...], int] = {}
         self._ordered: list[tuple[int, ...]] = []
         self._order = array.array("i")
-        self._count_starts = array.array("q", [0])
+        self._count_starts = array.array("i", [0])
         self._normalization = array.array("i")
         self._warnings: dict[int, tuple[str, ...]] = {}
         self._by_source: dict[int, dict[str, int]] = {}
@@ -452,13 +452,13 @@ class InputFiles(AppendedRows[InputFile]):
         self._codes.extend(
             self._number(name) for name in (entry.source, entry.format, entry.encoding)
         )
-        self._counts = _extended(self._counts, (entry.records, entry.chapters, entry.passages))
+        self._counts = extended(self._counts, (entry.records, entry.chapters, entry.passages))
         names = tuple(self._number(name) for name in entry.normalization)
         self._order.append(self._orders.setdefault(names, len(self._orders)))
         if len(self._ordered) < len(self._orders):
             self._ordered.append(names)
-        self._normalization = _extended(self._normalization, entry.normalization.values())
-        self._count_starts.append(len(self._normalization))
+        self._normalization = extended(self._normalization, entry.normalization.values())
+        self._count_starts = extended(self._count_starts, (len(self._normalization),))
         if entry.warnings:
             self._warnings[row] = entry.warnings
         if entry.passages_by_source:
@@ -497,9 +497,10 @@ class InputFiles(AppendedRows[InputFile]):
         return sum(counts[0::3]), sum(counts[1::3]), sum(counts[2::3])
 
 
-def _extended(numbers: array.array[int], values: Iterable[int]) -> array.array[int]:
+def extended(numbers: array.array[int], values: Iterable[int]) -> array.array[int]:
     """``numbers`` with ``values`` after them: four bytes each while every one fits (a
-    file's counts, of millions of files: some 30 B a file less), eight once one does not."""
+    file's counts or numbers, of millions of files: some 30 B a file less), eight once one
+    does not."""
     values = tuple(values)
     before = len(numbers)
     try:

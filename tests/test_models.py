@@ -594,6 +594,7 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
     # Counts are held in four bytes each while they fit; a file past them (a count of
     # characters of a file of gigabytes) widens the table, the entries read back the same.
     assert table._counts.itemsize == table._normalization.itemsize == 4
+    assert table._count_starts.itemsize == 4
     step = next(iter(entries[0].normalization))
     huge = replace(
         entries[0],

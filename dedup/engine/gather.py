@@ -32,7 +32,7 @@ from dedup.engine.tasks import (
     second_pass,
 )
 from dedup.fingerprint import HeldSignatures, SignatureTable
-from dedup.models import InputFiles, Skipped
+from dedup.models import InputFiles, Skipped, extended
 from dedup.normalize.repeated_lines import (
     LearnPass,
     RepeatedLines,
@@ -117,8 +117,9 @@ class Prepared:
     names: ScanNames = field(default_factory=ScanNames)  # of the documents of all the files
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
     # its own, a file's row again (some 40 B a file of a crawl of a page a file).
-    file_numbers: array.array[int] = field(default_factory=lambda: array.array("q"))
-    spans_per_file: array.array[int] = field(default_factory=lambda: array.array("q"))
+    # both four bytes each while they fit (models.extended)
+    file_numbers: array.array[int] = field(default_factory=lambda: array.array("i"))
+    spans_per_file: array.array[int] = field(default_factory=lambda: array.array("i"))
     normalized: list[TextRun] = field(default_factory=list)
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
         default_factory=lambda: JoinedParts(_joined_rows)
@@ -170,8 +171,8 @@ class Prepared:
             self.spans.append(
                 replace(spans, documents=spans.documents.named_in(self.names, number))
             )
-            self.file_numbers.append(number)
-            self.spans_per_file.append(len(item.passages))
+            self.file_numbers = extended(self.file_numbers, (number,))
+            self.spans_per_file = extended(self.spans_per_file, (len(item.passages),))
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
             if item.entry is not None:
