@@ -282,61 +282,58 @@ class DocumentKeys:
         one part into the next, a large file's pieces, is one), with where each part's keys
         are in them."""
         shared_names = parts[0].names if parts else ()
-        source: list[npt.NDArray[np.int64]] = []
-        path: list[npt.NDArray[np.int64]] = []
         if all(part.names is shared_names for part in parts):
             # numbered alike already (the driver's tables of a scan, in one ScanNames)
             names: Sequence[str] = shared_names
-            source = [part.source.astype(np.int64) for part in parts]
-            path = [part.path.astype(np.int64) for part in parts]
+            source = concatenated([part.source for part in parts], np.int32)
+            paths = [part.path for part in parts]
         else:
             numbers: dict[str, int] = {}
+            sources, paths = [], []
             for part in parts:
-                renumbered = np.array(
-                    [numbers.setdefault(name, len(numbers)) for name in part.names],
-                    dtype=np.int64,
+                renumbered = int32_column(
+                    np.array(
+                        [numbers.setdefault(name, len(numbers)) for name in part.names],
+                        dtype=np.int64,
+                    )
                 )
-                source.append(renumbered[part.source])
-                path.append(renumbered[part.path])
+                sources.append(renumbered[part.source])
+                paths.append(renumbered[part.path])
             names = tuple(numbers)
-        every = np.stack(
-            (
-                concatenated(source, np.int64),
-                concatenated(path, np.int64),
-                concatenated([part.record for part in parts], np.int64),
-            ),
-            axis=1,
-        )
+            source = concatenated(sources, np.int32)
+        path = concatenated(paths, np.int32)
+        record = concatenated([part.record for part in parts], np.int64)
+        record_ids = Strings.concatenate([part.record_ids for part in parts])
+        bounds = np.cumsum([0] + [len(part) for part in parts]).tolist()
         # A part holds each of its documents once, so only a document of a file that more
         # than one part holds (a large file's pieces or slices) can be in two; each is one
         # whatever record id it is given (one made from its record), in the order first seen.
-        first_of = np.arange(len(every), dtype=np.int64)
         held, holders = np.unique(
-            concatenated([np.unique(rows) for rows in path], np.int64),
-            return_counts=True,
+            concatenated([np.unique(rows) for rows in paths], np.int32), return_counts=True
         )
-        shared = np.flatnonzero(np.isin(every[:, 1], held[holders > 1]))
-        if len(shared):
-            shared_source, shared_path, shared_record = every[shared].T
-            _keys, first, inverse = np.unique(
-                _numbered(shared_path * len(names) + shared_source, shared_record),
-                return_index=True,
-                return_inverse=True,
-            )
-            first_of[shared] = shared[first][inverse.reshape(-1)]
-        kept = first_of == np.arange(len(every))
+        shared = np.flatnonzero(np.isin(path, held[holders > 1]))
+        if not len(shared):  # the usual join: every document in one part
+            return cls(names, source, path, record, record_ids), [
+                np.arange(low, high, dtype=np.int64) for low, high in pairwise(bounds)
+            ]
+        first_of = np.arange(len(path), dtype=np.int64)
+        _keys, first, inverse = np.unique(
+            _numbered(path[shared].astype(np.int64) * len(names) + source[shared], record[shared]),
+            return_index=True,
+            return_inverse=True,
+        )
+        first_of[shared] = shared[first][inverse.reshape(-1)]
+        kept = first_of == np.arange(len(path))
         place = np.cumsum(kept) - 1
-        record_ids = Strings.concatenate([part.record_ids for part in parts])
         joined = cls(
             names,
-            int32_column(every[kept, 0]),
-            int32_column(every[kept, 1]),
-            every[kept, 2],
+            source[kept],
+            path[kept],
+            record[kept],
             record_ids if kept.all() else record_ids.take(np.flatnonzero(kept)),
         )
-        inverse = place[first_of]
-        bounds = np.cumsum([0] + [len(part) for part in parts]).tolist()
-        return joined, [inverse[low:high] for low, high in pairwise(bounds)]
+        at = place[first_of]
+        return joined, [at[low:high] for low, high in pairwise(bounds)]
 
 
 def _numbered(

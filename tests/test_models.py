@@ -46,6 +46,32 @@ def test_concatenated_tables_share_documents_and_titles(samples: Path) -> None:
     assert list(SpanTable.concatenate([])) == []
 
 
+def test_a_chapter_cut_between_two_tables_is_one_document_with_its_title(samples: Path) -> None:
+    """A large file comes in pieces, a table each, and a chapter may go on from one into the
+    next: joined, the run after the cut has the document and the title of the run before
+    it (so the two are one document), though the tables' titles are not numbered again."""
+    for table in _spans_of(samples):
+        sizes = table.run_sizes()
+        titled = [
+            run
+            for run in range(len(sizes))
+            if sizes[run] > 1 and table.titles[int(table.run_title[run])] is not None
+        ]
+        if titled:
+            break
+    else:
+        raise AssertionError("no titled chapter of two passages in the samples")
+    cut = int(table.run_first[titled[-1]]) + 1
+    halves = [table.take(np.arange(cut)), table.take(np.arange(cut, len(table)))]
+    joined = SpanTable.concatenate(halves)
+    assert list(joined) == list(table)
+    after = int(np.searchsorted(joined.run_first, cut))
+    assert joined.run_first[after] == cut
+    assert joined.run_title[after] == joined.run_title[after - 1]
+    assert joined.run_document[after] == joined.run_document[after - 1]
+    assert len(joined.documents) == len(table.documents)
+
+
 def test_a_table_holds_a_document_chapter_and_title_once_a_run_of_passages(
     samples: Path,
 ) -> None:
