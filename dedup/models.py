@@ -433,14 +433,15 @@ class InputFiles(AppendedRows[InputFile]):
         super().__init__()
         self._paths = PackedPaths()
         self._codes = array.array("i")  # source, format, encoding: numbers in _named
-        self._counts = array.array("i")  # records, chapters, passages (extended)
-        # The normalization's counts, by entry: its names' tuple (a number in _orders)
-        # and its counts, from _count_starts[entry]
+        # Each entry's records, chapters and passages, then its normalization's counts, a
+        # few bytes each (_varints: most are small), from _count_starts[entry]; the names
+        # of its normalization's counts as their tuple, a number in _orders.
+        self._counts = bytearray()
+        self._count_starts = array.array("i", [0])  # four bytes each while they fit
         self._orders: dict[tuple[int, ...], int] = {}
         self._ordered: list[tuple[int, ...]] = []
         self._order = array.array("i")
-        self._count_starts = array.array("i", [0])
-        self._normalization = array.array("i")
+        self._totals = [0, 0, 0]
         self._warnings: dict[int, tuple[str, ...]] = {}
         self._by_source: dict[int, dict[str, int]] = {}
         for entry in entries:
@@ -452,13 +453,17 @@ class InputFiles(AppendedRows[InputFile]):
         self._codes.extend(
             self._number(name) for name in (entry.source, entry.format, entry.encoding)
         )
-        self._counts = extended(self._counts, (entry.records, entry.chapters, entry.passages))
+        records, chapters, passages = entry.records, entry.chapters, entry.passages
+        self._counts += _varints((records, chapters, passages, *entry.normalization.values()))
+        self._count_starts = extended(self._count_starts, (len(self._counts),))
+        totals = self._totals
+        totals[0] += records
+        totals[1] += chapters
+        totals[2] += passages
         names = tuple(self._number(name) for name in entry.normalization)
         self._order.append(self._orders.setdefault(names, len(self._orders)))
         if len(self._ordered) < len(self._orders):
             self._ordered.append(names)
-        self._normalization = extended(self._normalization, entry.normalization.values())
-        self._count_starts = extended(self._count_starts, (len(self._normalization),))
         if entry.warnings:
             self._warnings[row] = entry.warnings
         if entry.passages_by_source:
@@ -473,8 +478,9 @@ class InputFiles(AppendedRows[InputFile]):
     def _row(self, row: int) -> InputFile:
         named = self._named
         source, file_format, encoding = self._codes[3 * row : 3 * row + 3]
-        records, chapters, passages = self._counts[3 * row : 3 * row + 3]
-        counts = self._normalization[self._count_starts[row] : self._count_starts[row + 1]]
+        records, chapters, passages, *counts = _read_varints(
+            self._counts[self._count_starts[row] : self._count_starts[row + 1]]
+        )
         return InputFile(
             self._paths[row],
             named[source],
@@ -493,8 +499,36 @@ class InputFiles(AppendedRows[InputFile]):
 
     def totals(self) -> tuple[int, int, int]:
         """Records, chapters and passages of all the entries."""
-        counts = self._counts
-        return sum(counts[0::3]), sum(counts[1::3]), sum(counts[2::3])
+        records, chapters, passages = self._totals
+        return records, chapters, passages
+
+
+def _varints(numbers: Iterable[int]) -> bytes:
+    """``numbers`` in as few bytes as they need: seven bits a byte, its high bit set on all
+    but a number's last (a negative number odd, ``2 * -n - 1``). A file's counts are mostly
+    under a few thousand: two bytes, where an array of them takes four or eight."""
+    out = bytearray()
+    for value in numbers:
+        number = value << 1 if value >= 0 else (~value << 1) | 1
+        while number > 0x7F:
+            out.append(number & 0x7F | 0x80)
+            number >>= 7
+        out.append(number)
+    return bytes(out)
+
+
+def _read_varints(data: bytes | bytearray) -> list[int]:
+    """The numbers ``_varints`` wrote into ``data``."""
+    numbers = []
+    number = shift = 0
+    for byte in data:
+        number |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+            continue
+        numbers.append(~(number >> 1) if number & 1 else number >> 1)
+        number = shift = 0
+    return numbers
 
 
 def extended(numbers: array.array[int], values: Iterable[int]) -> array.array[int]:

@@ -617,9 +617,12 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
         sum(entry.chapters for entry in entries),
         sum(entry.passages for entry in entries),
     )
-    # Counts are held in four bytes each while they fit; a file past them (a count of
-    # characters of a file of gigabytes) widens the table, the entries read back the same.
-    assert table._counts.itemsize == table._normalization.itemsize == 4
+    # Counts are held in the few bytes each needs (under 16,384: two), where an array
+    # took four each; a file past 32 bits (a count of characters of a file of gigabytes),
+    # or a count below zero, reads back the same.
+    held = [count for e in entries for count in (e.records, e.chapters, e.passages)]
+    held += [count for e in entries for count in e.normalization.values()]
+    assert len(table._counts) <= 2 * len(held) and max(held) < 2**13
     assert table._count_starts.itemsize == 4
     step = next(iter(entries[0].normalization))
     huge = replace(
@@ -627,9 +630,13 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
         passages=2**31,
         normalization={**entries[0].normalization, step: 2**40},
     )
+    odd = replace(entries[1], chapters=-1)
     table.append(huge)
-    table.append(entries[1])
-    assert list(table) == [*entries, huge, entries[1]]
-    assert (
-        table.totals()[2] == sum(entry.passages for entry in entries) + 2**31 + entries[1].passages
+    table.append(odd)
+    assert list(table) == [*entries, huge, odd]
+    assert table[-2].normalization[step] == 2**40 and table[-1].chapters == -1
+    assert table.totals() == (
+        sum(entry.records for entry in entries) + huge.records + odd.records,
+        sum(entry.chapters for entry in entries) + huge.chapters - 1,
+        sum(entry.passages for entry in entries) + 2**31 + odd.passages,
     )
