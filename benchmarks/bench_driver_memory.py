@@ -16,7 +16,11 @@ prints the growth between them a passage: issue 21 asks that the driver's memory
 with the passages. ``--engine dask`` (the default) starts a ``dask scheduler`` and ``--jobs``
 single-thread ``dask worker`` processes for each dump, as a cluster's driver sees them
 (``dask-local`` runs the scheduler in the driver's process, whose records of the tasks
-count there too). Figures are printed, never asserted.
+count there too). With ``--traced`` the driver runs under ``tracemalloc`` (slower, and its
+own records add to the RSS): it prints what Python allocated in all at the stop and at the
+peak so far, and between two dumps the growth a file of each line of code that allocated
+what is still held (the largest first), which says what each file costs and where.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tracemalloc
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -55,8 +60,28 @@ def _peak_mib() -> float:
 _STOPS = {"candidates": ("find_candidates", 3), "spans": ("original_spans", 2)}
 
 
+def _traced(found: dict[str, Any]) -> None:
+    """What ``tracemalloc`` saw allocated and still held, by line of code, into ``found``."""
+    root = str(Path(__file__).resolve().parents[1]) + os.sep
+    lines: dict[str, int] = {}
+    for stat in tracemalloc.take_snapshot().statistics("lineno"):
+        frame = stat.traceback[0]
+        name = frame.filename.removeprefix(root)
+        if "site-packages" + os.sep in name:
+            name = name.split("site-packages" + os.sep, 1)[1]
+        lines[f"{name}:{frame.lineno}"] = stat.size
+    found["traced_lines"] = lines
+    found["traced_mib"], found["traced_peak_mib"] = (
+        size / 2**20 for size in tracemalloc.get_traced_memory()
+    )
+
+
+def _files_in(dump: str) -> int:
+    return sum(len(files) for _folder, _folders, files in os.walk(dump))
+
+
 def _probe(
-    dump: str, engine: str, jobs: int, scheduler: str | None, stop_at: str
+    dump: str, engine: str, jobs: int, scheduler: str | None, stop_at: str, traced: bool
 ) -> dict[str, Any]:
     """The scan of ``dump`` in this process, stopped at ``stop_at``."""
     import numpy as np
@@ -75,6 +100,8 @@ def _probe(
     def instead(*arguments: Any, **_options: Any) -> Any:
         found["peak_mib"] = _peak_mib()  # before this probe's own look at the arrays
         gc.collect()
+        if traced:
+            _traced(found)
         release_freed_memory()
         found["passages"] = count = len(arguments[counted])
         found["resident_mib"] = _resident_mib()
@@ -94,6 +121,8 @@ def _probe(
         raise _Stop
 
     setattr(pipeline, call, instead)
+    if traced:
+        tracemalloc.start(1)
     try:
         if scheduler is None:
             dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
@@ -110,12 +139,20 @@ def main() -> None:
     parser.add_argument("--engine", default="dask", choices=("local", "dask-local", "dask"))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--stop-at", default="candidates", choices=sorted(_STOPS))
+    parser.add_argument(
+        "--traced", action="store_true", help="what Python allocated, by line (tracemalloc)"
+    )
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.probe:  # the child: one dump
         found = _probe(
-            options.dumps[0], options.engine, options.jobs, options.scheduler, options.stop_at
+            options.dumps[0],
+            options.engine,
+            options.jobs,
+            options.scheduler,
+            options.stop_at,
+            options.traced,
         )
         print(json.dumps(found))
         return
@@ -123,6 +160,7 @@ def main() -> None:
     for dump in options.dumps:
         command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
         command += ["--jobs", str(options.jobs), "--stop-at", options.stop_at]
+        command += ["--traced"] if options.traced else []
         with tempfile.TemporaryDirectory() as folder:
             processes = []
             if options.engine == "dask":
@@ -133,6 +171,7 @@ def main() -> None:
             finally:
                 stop_cluster(processes)
         result = json.loads(done.stdout.strip().splitlines()[-1])
+        result["files"] = _files_in(dump)
         results.append(result)
         print(
             f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB "
@@ -143,6 +182,11 @@ def main() -> None:
             print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
         of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
         print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
+        if options.traced:
+            print(
+                f"  traced: {result['traced_mib']:.1f} MiB held, "
+                f"{result['traced_peak_mib']:.1f} MiB at the peak so far"
+            )
     for one, other in pairwise(results):
         more = other["passages"] - one["passages"]
         grown = (other["resident_mib"] - one["resident_mib"]) * 2**20 / more
@@ -151,6 +195,26 @@ def main() -> None:
             f"growth from {one['passages']:,} to {other['passages']:,} passages: "
             f"{grown:.0f} B a passage (the peak so far: {peak:.0f} B a passage)"
         )
+        if options.traced:
+            _print_traced_growth(one, other)
+
+
+def _print_traced_growth(one: dict[str, Any], other: dict[str, Any]) -> None:
+    files = other["files"] - one["files"]
+    if files <= 0:
+        return
+    before, after = one["traced_lines"], other["traced_lines"]
+    grown = sorted(
+        ((after.get(line, 0) - before.get(line, 0)) / files, line) for line in {*before, *after}
+    )
+    held = (other["traced_mib"] - one["traced_mib"]) * 2**20 / files
+    peak = (other["traced_peak_mib"] - one["traced_peak_mib"]) * 2**20 / files
+    print(
+        f"traced growth from {one['files']:,} to {other['files']:,} files: {held:.1f} B a file "
+        f"held ({peak:.1f} B a file at the peak so far); by line:"
+    )
+    for per_file, line in reversed(grown[-12:]):
+        print(f"  {per_file:7.1f} B a file  {line}")
 
 
 if __name__ == "__main__":
