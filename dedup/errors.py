@@ -5,6 +5,7 @@
   - ``InputPathError``: a path given to read does not exist or cannot be used.
   - ``ReportFolderError``: the report cannot be written where asked.
   - ``IndexFileError``: an index file that cannot be opened, made or used.
+  - ``ScratchSpaceError``: the scan's temporary tables cannot be written (a full disk).
   - ``EngineError``: the engine cannot run the scan's tasks (a Dask scheduler out of reach,
     a file a worker cannot see, the dask extra not installed).
   - ``ReadError``: one input cannot be read. A scan never stops for it: the input is listed
@@ -40,6 +41,10 @@ class ReportFolderError(DedupError):
 
 class IndexFileError(DedupError):
     """An index file that cannot be opened, made or used with these options."""
+
+
+class ScratchSpaceError(DedupError):
+    """The temporary file of the scan's tables of its files cannot be written (TMPDIR)."""
 
 
 class EngineError(DedupError):

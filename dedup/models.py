@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import operator
+import struct
 from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,6 +23,8 @@ from typing import Any, ClassVar, Generic, Literal, TextIO, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
+
+from dedup.spool import RowSpool
 
 R = TypeVar("R")
 
@@ -335,14 +338,19 @@ class InputFile:
 
 
 class AppendedRows(Sequence[R]):
-    """Records appended one at a time and held as columns by a subclass, which makes a
-    record when one is asked for (``_row``). Names many records share (sources, formats)
-    are held once each, by number (``_number``). It equals a sequence of the same records,
-    as an ``EqualAsRecords`` table does."""
+    """Records appended one at a time, each kept as a row of bytes in a ``RowSpool`` (on
+    disk, a block at a time: the driver keeps a row a file, and a crawl of a page a file has
+    millions) and made again when one is asked for (``_row``). A row is a few numbers and a
+    path (``_append_row``): the numbers four bytes each where all fit, else eight
+    (``_packed_numbers``), the path's folder (up to its last ``/``) by number and the rest
+    as UTF-8. Names many records
+    share (sources, formats, folders) are held once each, by number (``_number``). It equals
+    a sequence of the same records, as an ``EqualAsRecords`` table does."""
 
     def __init__(self) -> None:
         self._names: dict[str, int] = {}  # every name, by its number in _named
         self._named: list[str] = []
+        self._rows = RowSpool()
 
     def _number(self, name: str) -> int:
         number = self._names.get(name)
@@ -351,9 +359,26 @@ class AppendedRows(Sequence[R]):
             self._named.append(name)
         return number
 
+    def _append_row(self, numbers: Sequence[int], path: str) -> int:
+        """A row of ``numbers`` and ``path``; its number."""
+        cut = path.rfind("/") + 1
+        head = _packed_numbers((*numbers, self._number(path[:cut])))
+        # surrogatepass: a path of a name that is not UTF-8 comes back as it was
+        return self._rows.append(head + path[cut:].encode("utf-8", "surrogatepass"))
+
+    def _read_row(self, row: int) -> tuple[list[int], str]:
+        """The numbers and the path of row ``row``."""
+        data = self._rows[row]
+        numbers, at = _numbers_from(data)
+        folder = numbers.pop()
+        return numbers, self._named[folder] + data[at:].decode("utf-8", "surrogatepass")
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
     @abstractmethod
     def _row(self, row: int) -> R:
-        """Record ``row`` (0 to len - 1) made from the columns."""
+        """Record ``row`` (0 to len - 1) made from its row of bytes."""
 
     @overload
     def __getitem__(self, index: int) -> R: ...
@@ -381,66 +406,39 @@ class AppendedRows(Sequence[R]):
 
 
 class PackedPaths(AppendedRows[str]):
-    """Strings (paths, mostly) appended one at a time and held packed: each one's folder (up
-    to its last ``/``) by number, held once, and the rest as UTF-8 in one buffer. A Python
-    string of a path with a Chinese book's name in it costs some 190 bytes; a crawl of a page
-    a file holds millions of paths, a few thousand folders (issue 21: the driver's memory).
-    String ``i`` is made again when asked for (an equal string, not the same one)."""
+    """Strings (paths, mostly) appended one at a time and held as ``AppendedRows``' rows: a
+    Python string of a path with a Chinese book's name in it costs some 190 bytes, and a
+    crawl of a page a file holds millions of paths in a few thousand folders (issue 21: the
+    driver's memory). String ``i`` is made again when asked for (an equal string, not the
+    same one)."""
 
     def __init__(self, strings: Iterable[str] = ()) -> None:
         super().__init__()
-        self._folders: dict[str, int] = {}
-        self._folder_names: list[str] = []
-        self._folder = array.array("i")
-        self._packed = bytearray()
-        self._ends = array.array("i", [0])  # four bytes each while they fit (extended)
         for string in strings:
             self.append(string)
 
     def append(self, string: str) -> int:
         """``string`` after the others; its number."""
-        cut = string.rfind("/") + 1
-        folder = string[:cut]
-        number = self._folders.get(folder)
-        if number is None:
-            number = self._folders[folder] = len(self._folder_names)
-            self._folder_names.append(folder)
-        self._folder.append(number)
-        # surrogatepass: a string of a name that is not UTF-8 comes back as it was
-        self._packed += string[cut:].encode("utf-8", "surrogatepass")
-        self._ends = extended(self._ends, (len(self._packed),))
-        return len(self._folder) - 1
-
-    def __len__(self) -> int:
-        return len(self._folder)
+        return self._append_row((), string)
 
     def _row(self, row: int) -> str:
-        name = self._packed[self._ends[row] : self._ends[row + 1]].decode("utf-8", "surrogatepass")
-        return self._folder_names[self._folder[row]] + name
+        return self._read_row(row)[1]
 
 
 class InputFiles(AppendedRows[InputFile]):
-    """The report's entries of the files read, in order, held as columns: an ``InputFile``
-    is made when one is asked for. As objects (an object, two dictionaries and their
-    numbers an entry), unpickled among each file's other results and kept where those were
-    let go of, they cost this process as much again in the allocator's pools it could not
-    hand back (a dump of a page a file lists millions: docs/performance.md). Here an entry
-    is its path (packed, ``PackedPaths``), a few numbers and its normalization's counts; the
-    names (sources, formats, encodings, the counts' names) are held once each; warnings and
-    per-source counts, which few entries have, by entry."""
+    """The report's entries of the files read, in order, held as ``AppendedRows``' rows: an
+    ``InputFile`` is made when one is asked for. As objects (an object, two dictionaries and
+    their numbers an entry), unpickled among each file's other results and kept where those
+    were let go of, they cost this process as much again in the allocator's pools it could
+    not hand back (a dump of a page a file lists millions: docs/performance.md). Here an
+    entry is a row of its path and numbers: its source, format and encoding (named once
+    each), its records, chapters and passages, and its normalization's counts (their names'
+    tuple by number); warnings and per-source counts, which few entries have, by entry."""
 
     def __init__(self, entries: Iterable[InputFile] = ()) -> None:
         super().__init__()
-        self._paths = PackedPaths()
-        self._codes = array.array("i")  # source, format, encoding: numbers in _named
-        # Each entry's records, chapters and passages, then its normalization's counts, a
-        # few bytes each (_varints: most are small), from _count_starts[entry]; the names
-        # of its normalization's counts as their tuple, a number in _orders.
-        self._counts = bytearray()
-        self._count_starts = array.array("i", [0])  # four bytes each while they fit
         self._orders: dict[tuple[int, ...], int] = {}
         self._ordered: list[tuple[int, ...]] = []
-        self._order = array.array("i")
         self._totals = [0, 0, 0]
         self._warnings: dict[int, tuple[str, ...]] = {}
         self._by_source: dict[int, dict[str, int]] = {}
@@ -449,21 +447,18 @@ class InputFiles(AppendedRows[InputFile]):
 
     def append(self, entry: InputFile) -> None:
         """``entry`` after the others."""
-        row = self._paths.append(entry.path)
-        self._codes.extend(
-            self._number(name) for name in (entry.source, entry.format, entry.encoding)
-        )
+        codes = [self._number(name) for name in (entry.source, entry.format, entry.encoding)]
+        names = tuple(self._number(name) for name in entry.normalization)
+        order = self._orders.setdefault(names, len(self._orders))
+        if len(self._ordered) < len(self._orders):
+            self._ordered.append(names)
         records, chapters, passages = entry.records, entry.chapters, entry.passages
-        self._counts += _varints((records, chapters, passages, *entry.normalization.values()))
-        self._count_starts = extended(self._count_starts, (len(self._counts),))
+        counts = (records, chapters, passages, *entry.normalization.values())
+        row = self._append_row((*codes, order, *counts), entry.path)
         totals = self._totals
         totals[0] += records
         totals[1] += chapters
         totals[2] += passages
-        names = tuple(self._number(name) for name in entry.normalization)
-        self._order.append(self._orders.setdefault(names, len(self._orders)))
-        if len(self._ordered) < len(self._orders):
-            self._ordered.append(names)
         if entry.warnings:
             self._warnings[row] = entry.warnings
         if entry.passages_by_source:
@@ -472,17 +467,13 @@ class InputFiles(AppendedRows[InputFile]):
                 for name, count in entry.passages_by_source.items()
             }
 
-    def __len__(self) -> int:
-        return len(self._paths)
-
     def _row(self, row: int) -> InputFile:
         named = self._named
-        source, file_format, encoding = self._codes[3 * row : 3 * row + 3]
-        records, chapters, passages, *counts = _read_varints(
-            self._counts[self._count_starts[row] : self._count_starts[row + 1]]
+        (source, file_format, encoding, order, records, chapters, passages, *counts), path = (
+            self._read_row(row)
         )
         return InputFile(
-            self._paths[row],
+            path,
             named[source],
             named[file_format],
             named[encoding],
@@ -490,10 +481,7 @@ class InputFiles(AppendedRows[InputFile]):
             chapters,
             passages,
             self._warnings.get(row, ()),
-            {
-                named[name]: count
-                for name, count in zip(self._ordered[self._order[row]], counts, strict=True)
-            },
+            {named[name]: count for name, count in zip(self._ordered[order], counts, strict=True)},
             dict(self._by_source.get(row, {})),
         )
 
@@ -503,32 +491,29 @@ class InputFiles(AppendedRows[InputFile]):
         return records, chapters, passages
 
 
-def _varints(numbers: Iterable[int]) -> bytes:
-    """``numbers`` in as few bytes as they need: seven bits a byte, its high bit set on all
-    but a number's last (a negative number odd, ``2 * -n - 1``). A file's counts are mostly
-    under a few thousand: two bytes, where an array of them takes four or eight."""
-    out = bytearray()
-    for value in numbers:
-        number = value << 1 if value >= 0 else (~value << 1) | 1
-        while number > 0x7F:
-            out.append(number & 0x7F | 0x80)
-            number >>= 7
-        out.append(number)
-    return bytes(out)
+def _packed_numbers(numbers: Sequence[int]) -> bytes:
+    """``numbers`` as the bytes of a row: their count, then each in four bytes where all fit
+    (a file's counts, mostly), else in eight (its count's high bit set). One ``struct`` call
+    each way: a row is made as each file's task is, and read as each file's report entry is
+    written (a crawl of a page a file has millions)."""
+    count = len(numbers)
+    try:
+        return _layout(count, wide=False).pack(count, *numbers)
+    except struct.error:  # a number past 32 bits (a file's size or time, a count)
+        return _layout(count, wide=True).pack(count | 0x80, *numbers)
 
 
-def _read_varints(data: bytes | bytearray) -> list[int]:
-    """The numbers ``_varints`` wrote into ``data``."""
-    numbers = []
-    number = shift = 0
-    for byte in data:
-        number |= (byte & 0x7F) << shift
-        if byte & 0x80:
-            shift += 7
-            continue
-        numbers.append(~(number >> 1) if number & 1 else number >> 1)
-        number = shift = 0
-    return numbers
+def _numbers_from(data: bytes) -> tuple[list[int], int]:
+    """The numbers ``_packed_numbers`` put at the start of ``data``, and where they end."""
+    layout = _layout(data[0] & 0x7F, wide=data[0] >= 0x80)
+    return list(layout.unpack_from(data)[1:]), layout.size
+
+
+@functools.cache
+def _layout(count: int, wide: bool) -> struct.Struct:
+    if count > 0x7F:
+        raise ValueError(f"a row holds at most 127 numbers, not {count}")
+    return struct.Struct(f"<B{count}{'q' if wide else 'i'}")
 
 
 def extended(numbers: array.array[int], values: Iterable[int]) -> array.array[int]:

@@ -605,7 +605,6 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
     assert [table[row] for row in range(-len(entries), 0)] == entries
     assert list(table[-1].normalization) == list(reordered.normalization)
     assert table[1:3] == tuple(entries[1:3])
-    assert isinstance(table._paths, PackedPaths)
     assert [entry.path for entry in table] == [entry.path for entry in entries]
     assert table == tuple(entries) and tuple(entries) == table and table == InputFiles(entries)
     assert table != tuple(entries[:-1])
@@ -617,13 +616,12 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
         sum(entry.chapters for entry in entries),
         sum(entry.passages for entry in entries),
     )
-    # Counts are held in the few bytes each needs (under 16,384: two), where an array
-    # took four each; a file past 32 bits (a count of characters of a file of gigabytes),
-    # or a count below zero, reads back the same.
+    # An entry's row holds its numbers in four bytes each while they fit, where a Python
+    # int took 28; a file past 32 bits (a count of characters of a file of gigabytes), or a
+    # count below zero, reads back the same.
     held = [count for e in entries for count in (e.records, e.chapters, e.passages)]
     held += [count for e in entries for count in e.normalization.values()]
-    assert len(table._counts) <= 2 * len(held) and max(held) < 2**13
-    assert table._count_starts.itemsize == 4
+    assert max(held) < 2**13 and all(row[0] < 0x80 for row in table._rows)
     step = next(iter(entries[0].normalization))
     huge = replace(
         entries[0],
@@ -635,6 +633,7 @@ def test_input_files_as_columns_are_the_entries_they_were_made_of(
     table.append(odd)
     assert list(table) == [*entries, huge, odd]
     assert table[-2].normalization[step] == 2**40 and table[-1].chapters == -1
+    assert table._rows[-2][0] >= 0x80 and table._rows[-1][0] < 0x80  # eight bytes each, four
     assert table.totals() == (
         sum(entry.records for entry in entries) + huge.records + odd.records,
         sum(entry.chapters for entry in entries) + huge.chapters - 1,

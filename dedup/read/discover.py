@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import array
 import os
 import stat
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path, PurePath
 
 from dedup.display import shown
 from dedup.errors import InputPathError
-from dedup.models import AppendedRows, PackedPaths, Skipped
+from dedup.models import AppendedRows, Skipped
 from dedup.read.location import is_url, open_input, url_files, url_stamp
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
@@ -63,48 +62,39 @@ def _own_copy(text: str) -> str:
 
 
 class FoundFiles(AppendedRows[FoundFile]):
-    """Found files, in order, held as columns: a ``FoundFile`` is made when one is asked
-    for. A crawl of a page a file finds millions, and as objects, each with its stamp's
-    tuple and numbers, they would cost some 260 bytes a file besides its path, for the
-    whole scan (docs/performance.md). Here a file is its path (packed, ``PackedPaths``), a
-    few numbers (its source, format and compression named once each) and its stamp; its
-    path on the filesystem only where it is not the same."""
+    """Found files, in order, held as ``AppendedRows``' rows: a ``FoundFile`` is made when
+    one is asked for. A crawl of a page a file finds millions, and as objects, each with its
+    stamp's tuple and numbers, they would cost some 260 bytes a file besides its path, for
+    the whole scan (docs/performance.md). Here a file is a row of its path and a few numbers
+    (its source, format and compression named once each, its stamp); its path on the
+    filesystem only where it is not the same."""
 
     def __init__(self, files: Iterable[FoundFile] = ()) -> None:
         super().__init__()
-        self._paths = PackedPaths()
         self._fs_paths: dict[int, str] = {}
-        self._codes = array.array("i")  # source, format, compression (-1: none)
-        self._stamps = array.array("q")  # size, time (0, 0 where unstamped)
-        self._unstamped: set[int] = set()
         for file in files:
             self.append(file)
 
     def append(self, file: FoundFile) -> None:
-        row = self._paths.append(file.path)
+        compression = -1 if file.compression is None else self._number(file.compression)
+        codes = (self._number(file.source), self._number(file.format), compression)
+        # size and time, the time in seconds and nanoseconds: four bytes each while the
+        # size does (_packed_numbers)
+        stamp = () if file.stamp is None else (file.stamp[0], *divmod(file.stamp[1], 10**9))
+        row = self._append_row((*codes, *stamp), file.path)
         if file.fs_path != file.path:
             self._fs_paths[row] = file.fs_path
-        compression = -1 if file.compression is None else self._number(file.compression)
-        self._codes.extend((self._number(file.source), self._number(file.format), compression))
-        if file.stamp is None:
-            self._unstamped.add(row)
-        self._stamps.extend(file.stamp or (0, 0))
-
-    def __len__(self) -> int:
-        return len(self._paths)
 
     def _row(self, row: int) -> FoundFile:
         named = self._named
-        source, file_format, compression = self._codes[3 * row : 3 * row + 3]
-        path = self._paths[row]
-        size, time = self._stamps[2 * row : 2 * row + 2]
+        (source, file_format, compression, *stamp), path = self._read_row(row)
         return FoundFile(
             path,
             named[source],
             named[file_format],
             self._fs_paths.get(row, path),
             None if compression < 0 else named[compression],
-            None if row in self._unstamped else (size, time),
+            (stamp[0], stamp[1] * 10**9 + stamp[2]) if stamp else None,
         )
 
 

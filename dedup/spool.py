@@ -1,0 +1,157 @@
+"""Rows of bytes appended one at a time and kept, a block at a time, in an unnamed temporary
+file rather than in memory.
+
+The driver of a scan keeps a row a file for the whole scan: the files found, their entries in
+the report, the names of their documents. A crawl of a page a file has millions of files, and
+issue 21 asks that the driver's memory not grow with the input. These rows are written once
+and read back a few times (when a file's task is made, when the report is written), in order
+mostly, so a ``RowSpool`` holds in memory only the block being filled, the place of each
+block written (16 bytes a block of some 64 KiB: a thousand files or more) and the last few
+blocks read. The file has no name (``tempfile.TemporaryFile``): it is gone when the process
+ends, however it ends, and never shows in a folder.
+"""
+
+from __future__ import annotations
+
+import array
+import bisect
+import errno
+import os
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, ClassVar, overload
+
+from dedup.errors import ScratchSpaceError
+
+__all__ = ["RowSpool"]
+
+# Blocks read and kept, for rows read back out of order (a file's task made while another
+# pass's are): each is as large as a block.
+_BLOCKS_KEPT = 8
+
+
+class RowSpool(Sequence[bytes]):
+    """Rows of bytes, appended in order and read back by number."""
+
+    block_bytes: ClassVar[int] = 1 << 16  # a block is written once it holds this much
+
+    def __init__(self, rows: Iterable[bytes] = ()) -> None:
+        self._count = 0
+        self._data = bytearray()  # the block being filled
+        self._ends = array.array("I")  # the end of each of its rows in _data
+        self._firsts = array.array("q")  # the first row of each block written
+        self._places = array.array("q", [0])  # where each block written starts; the file's end
+        self._file: IO[bytes] | None = None
+        self._writer = os.getpid()
+        self._read: dict[int, tuple[array.array[int], bytes]] = {}
+        for row in rows:
+            self.append(row)
+
+    def append(self, row: bytes) -> int:
+        """``row`` after the others; its number."""
+        self._data += row
+        self._ends.append(len(self._data))
+        self._count += 1
+        if len(self._data) >= self.block_bytes:
+            self._write_block()
+        return self._count - 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[bytes, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | tuple[bytes, ...]:
+        if isinstance(index, slice):
+            return tuple(self._row(row) for row in range(self._count)[index])
+        return self._row(range(self._count)[index])  # an IndexError past the end
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (self._row(row) for row in range(self._count))
+
+    def __reduce__(self) -> tuple[type[RowSpool], tuple[list[bytes]]]:
+        # Another process cannot read this one's file: the rows themselves go.
+        return (type(self), (list(self),))
+
+    def _row(self, row: int) -> bytes:
+        filling = self._count - len(self._ends)
+        data: bytes | bytearray
+        if row >= filling:
+            ends, data, at = self._ends, self._data, row - filling
+        else:
+            block = bisect.bisect_right(self._firsts, row) - 1
+            ends, data = self._block(block)
+            at = row - self._firsts[block]
+        return bytes(data[ends[at - 1] if at else 0 : ends[at]])
+
+    def _block(self, block: int) -> tuple[array.array[int], bytes]:
+        found = self._read.get(block)
+        if found is None:
+            assert self._file is not None  # a block was written
+            start, end = self._places[block], self._places[block + 1]
+            data = _read_all(self._file.fileno(), end - start, start)
+            rows = int.from_bytes(data[:4], "little")
+            ends = array.array("I")
+            ends.frombytes(data[4 : 4 + 4 * rows])
+            found = (ends, data[4 + 4 * rows :])
+            if len(self._read) >= _BLOCKS_KEPT:
+                self._read.clear()  # no lock: threads may read, and a fork may copy a lock held
+            self._read[block] = found
+        return found
+
+    def _write_block(self) -> None:
+        block = len(self._ends).to_bytes(4, "little") + self._ends.tobytes() + self._data
+        try:
+            if self._file is None or self._writer != os.getpid():
+                self._open_own_file()
+            assert self._file is not None
+            _write_all(self._file.fileno(), block, self._places[-1])
+        except OSError as error:
+            full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+            hint = (
+                "free some space there, or set TMPDIR to a folder with room"
+                if full
+                else ("set TMPDIR to a folder you can write to")
+            )
+            raise ScratchSpaceError(
+                f"cannot write the scan's table of its files to {tempfile.gettempdir()} "
+                f"({error.strerror or error}); {hint} (it takes some 50 bytes a file scanned)"
+            ) from error
+        self._firsts.append(self._count - len(self._ends))
+        self._places.append(self._places[-1] + len(block))
+        self._data = bytearray()
+        self._ends = array.array("I")
+
+    def _open_own_file(self) -> None:
+        """A file of this process's own: a forked copy that appends must not write over the
+        blocks its parent writes after the fork in the file they share."""
+        written = self._file
+        self._file = tempfile.TemporaryFile(prefix="dedup-rows-")  # noqa: SIM115  # as long as self
+        weakref.finalize(self, self._file.close)
+        self._writer = os.getpid()
+        if written is not None:
+            end = self._places[-1]
+            _write_all(self._file.fileno(), _read_all(written.fileno(), end, 0), 0)
+
+
+def _write_all(descriptor: int, data: bytes | bytearray, place: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(descriptor, view, place)
+        view, place = view[written:], place + written
+
+
+def _read_all(descriptor: int, size: int, place: int) -> bytes:
+    parts = []
+    while size > 0:
+        part = os.pread(descriptor, size, place)
+        if not part:
+            raise OSError(f"the scan's temporary table ended {size} bytes early")
+        parts.append(part)
+        size, place = size - len(part), place + len(part)
+    return b"".join(parts)

@@ -1,0 +1,148 @@
+"""Rows kept on disk a block at a time (``dedup.spool.RowSpool``), and the tables of a row a
+file built on them: what they hold in memory, and that they read back what was appended."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dedup.cli import cli
+from dedup.errors import ScratchSpaceError
+from dedup.models import InputFile, InputFiles
+from dedup.read import discover_inputs
+from dedup.read.discover import FoundFiles
+from dedup.spool import RowSpool
+from tests.test_cli import _run_main
+
+
+def _rows(count: int) -> list[bytes]:
+    """Rows of every length from 0 to 40 bytes, as a file's row of a table is."""
+    pick = random.Random(21)
+    return [f"第{row}页".encode() + pick.randbytes(pick.randrange(30)) for row in range(count)]
+
+
+def test_rows_read_back_as_appended_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows come back as they were appended, by number in any order, from blocks written and
+    from the one being filled: an empty row, negative numbers, slices, an IndexError past
+    the end, the rows pickled (another process cannot read this one's file)."""
+    monkeypatch.setattr(RowSpool, "block_bytes", 200)
+    rows = [b"", *_rows(3000)]
+    spool = RowSpool()
+    for number, row in enumerate(rows):
+        assert spool.append(row) == number
+    assert len(spool) == len(rows) and list(spool) == rows
+    order = list(range(len(rows)))
+    random.Random(5).shuffle(order)
+    assert [spool[row] for row in order] == [rows[row] for row in order]
+    assert spool[-1] == rows[-1] and spool[-len(rows)] == b""
+    assert spool[10:2000:7] == tuple(rows[10:2000:7])
+    with pytest.raises(IndexError):
+        spool[len(rows)]
+    assert list(pickle.loads(pickle.dumps(spool))) == rows
+    assert spool._places[-1] > 100 * 200  # the rows were written to blocks
+
+
+def test_rows_are_held_on_disk_not_in_memory() -> None:
+    """Half a million rows of a file's size (12 MB) leave a few blocks in memory."""
+    rows = _rows(500_000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        spool = RowSpool(rows)
+        assert spool[123_456] == rows[123_456] and spool[-1] == rows[-1]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    size = sum(map(len, rows))
+    assert size > 10_000_000
+    assert held < 20 * RowSpool.block_bytes  # the one filled, the few read, the blocks' places
+    assert list(spool) == rows
+
+
+def test_a_forked_copy_that_appends_writes_a_file_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process forked while a spool is filled shares its file; rows it appends after go to
+    a file of its own, so that neither writes over the other's blocks."""
+    monkeypatch.setattr(RowSpool, "block_bytes", 100)
+    rows = _rows(400)
+    spool = RowSpool(rows[:200])
+    child = os.fork()
+    if child == 0:  # pragma: no cover  # the child reports by its exit status
+        try:
+            for row in reversed(rows[200:]):
+                spool.append(row)
+            good = list(spool) == rows[:200] + rows[200:][::-1]
+        finally:
+            os._exit(0 if good else 1)
+    for row in rows[200:]:
+        spool.append(row)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert list(spool) == rows
+
+
+def test_a_folder_that_cannot_hold_the_rows_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """TMPDIR a folder that is not there: the error names it and says what to do."""
+    monkeypatch.setattr(RowSpool, "block_bytes", 100)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    spool = RowSpool()
+    with pytest.raises(ScratchSpaceError, match=r"gone.*set TMPDIR to a folder you can write"):
+        for row in _rows(100):
+            spool.append(row)
+
+
+def test_tables_of_a_row_a_file_read_back_from_blocks(
+    monkeypatch: pytest.MonkeyPatch, samples: Path
+) -> None:
+    """The found files and the report's entries, written a few rows a block, read back as
+    the records they were made of."""
+    monkeypatch.setattr(RowSpool, "block_bytes", 64)
+    found = list(discover_inputs([str(samples)])[0]) * 40
+    files = FoundFiles(found)
+    assert list(files) == found and files[-3] == found[-3]
+    assert files._rows._places[-1] > 0
+
+
+def test_a_scan_with_its_tables_on_disk_writes_the_same_report(
+    monkeypatch: pytest.MonkeyPatch, samples: Path, tmp_path: Path
+) -> None:
+    """A scan whose tables of a row a file are written a row or two a block (as a crawl's
+    millions are) writes report.json byte for byte as one that held them in memory; with
+    TMPDIR where nothing can be written, it stops with a clear error and writes no report."""
+    runner = CliRunner()
+    args = ["scan", str(samples), "--quiet", "-j", "1"]
+    held = runner.invoke(cli, [*args, "-o", str(tmp_path / "held")])
+    assert held.exit_code == 0, held.output
+    monkeypatch.setattr(RowSpool, "block_bytes", 16)
+    spooled = runner.invoke(cli, [*args, "-o", str(tmp_path / "spooled")])
+    assert spooled.exit_code == 0, spooled.output
+    assert (tmp_path / "spooled" / "report.json").read_bytes() == (
+        tmp_path / "held" / "report.json"
+    ).read_bytes()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    status, errors = _run_main([*args, "-o", str(tmp_path / "failed")], monkeypatch)
+    assert status == 1
+    assert errors.startswith("dedup: error: cannot write the scan's table of its files to ")
+    assert "gone (No such file or directory); set TMPDIR to a folder you can write" in errors
+    assert not (tmp_path / "failed").exists()
+
+
+def test_input_files_read_back_from_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Report entries read back from written blocks equal those appended."""
+    monkeypatch.setattr(RowSpool, "block_bytes", 64)
+    entries = [
+        InputFile(f"站{n % 3}/书/第{n}页.txt", f"站{n % 3}", "txt", "utf-8", 1, n % 4, n, ())
+        for n in range(300)
+    ]
+    table = InputFiles(entries)
+    assert list(table) == entries and table._rows._places[-1] > 0
