@@ -120,7 +120,7 @@ class RowSpool(Sequence[bytes]):
             )
             raise ScratchSpaceError(
                 f"cannot write the scan's table of its files to {tempfile.gettempdir()} "
-                f"({error.strerror or error}); {hint} (it takes some 50 bytes a file scanned)"
+                f"({error.strerror or error}); {hint} (it takes some 120 bytes a file scanned)"
             ) from error
         self._firsts.append(self._count - len(self._ends))
         self._places.append(self._places[-1] + len(block))
