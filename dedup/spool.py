@@ -2,7 +2,8 @@
 file rather than in memory.
 
 The driver of a scan keeps a row a file for the whole scan: the files found, their entries in
-the report, the names of their documents. A crawl of a page a file has millions of files, and
+the report, the names of their documents (``RowSpool``), and where each run of passages is in
+its file's bytes (``ArraySpool``). A crawl of a page a file has millions of files, and
 issue 21 asks that the driver's memory not grow with the input. These rows are written once
 and read back a few times (when a file's task is made, when the report is written), in order
 mostly, so a ``RowSpool`` holds in memory only the block being filled, the place of each
@@ -16,15 +17,19 @@ from __future__ import annotations
 import array
 import bisect
 import errno
+import itertools
 import os
 import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, ClassVar, overload
+from typing import IO, Any, ClassVar, overload
+
+import numpy as np
+import numpy.typing as npt
 
 from dedup.errors import ScratchSpaceError
 
-__all__ = ["RowSpool"]
+__all__ = ["ArraySpool", "RowSpool"]
 
 # Blocks read and kept, for rows read back out of order (a file's task made while another
 # pass's are): each is as large as a block.
@@ -42,8 +47,7 @@ class RowSpool(Sequence[bytes]):
         self._ends = array.array("I")  # the end of each of its rows in _data
         self._firsts = array.array("q")  # the first row of each block written
         self._places = array.array("q", [0])  # where each block written starts; the file's end
-        self._file: IO[bytes] | None = None
-        self._writer = os.getpid()
+        self._scratch = _ScratchFile()
         self._read: dict[int, tuple[array.array[int], bytes]] = {}
         for row in rows:
             self.append(row)
@@ -92,9 +96,8 @@ class RowSpool(Sequence[bytes]):
     def _block(self, block: int) -> tuple[array.array[int], bytes]:
         found = self._read.get(block)
         if found is None:
-            assert self._file is not None  # a block was written
             start, end = self._places[block], self._places[block + 1]
-            data = _read_all(self._file.fileno(), end - start, start)
+            data = self._scratch.read(end - start, start)
             rows = int.from_bytes(data[:4], "little")
             ends = array.array("I")
             ends.frombytes(data[4 : 4 + 4 * rows])
@@ -106,37 +109,119 @@ class RowSpool(Sequence[bytes]):
 
     def _write_block(self) -> None:
         block = len(self._ends).to_bytes(4, "little") + self._ends.tobytes() + self._data
+        self._scratch.write(block)
+        self._firsts.append(self._count - len(self._ends))
+        self._places.append(self._scratch.size)
+        self._data = bytearray()
+        self._ends = array.array("I")
+
+
+class ArraySpool:
+    """Rows of an array (``columns`` numbers of one ``dtype`` each) appended in parts and
+    taken back by their numbers, kept as ``RowSpool``'s rows are: the block being filled in
+    memory, whole blocks in an unnamed temporary file. A row's place is its number times
+    its size, so nothing is held a block. For what the driver keeps of each run of passages
+    (where it is in its file's bytes) and reads back for the few it reports."""
+
+    block_bytes: ClassVar[int] = 1 << 16
+
+    def __init__(self, dtype: npt.DTypeLike, columns: int) -> None:
+        self._dtype = np.dtype(dtype)
+        self._columns = columns
+        self._row_bytes = self._dtype.itemsize * columns
+        self._rows_a_block = max(1, self.block_bytes // self._row_bytes)
+        self._count = 0
+        self._pending = bytearray()  # the rows not written yet: less than a block
+        self._scratch = _ScratchFile()
+
+    def append(self, rows: npt.NDArray[Any]) -> None:
+        """``rows`` (of ``columns`` numbers each) after the others."""
+        self._pending += np.ascontiguousarray(rows, dtype=self._dtype).tobytes()
+        self._count += len(rows)
+        block = self._rows_a_block * self._row_bytes
+        if len(self._pending) >= block:
+            whole = len(self._pending) // block * block
+            self._scratch.write(self._pending[:whole])
+            del self._pending[:whole]
+
+    def __len__(self) -> int:
+        return self._count
+
+    def take(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+        """Rows ``rows`` (0 to len - 1), as an array of ``columns`` columns: each block
+        they are in read once."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self._count):
+            raise IndexError(f"rows {rows.min()} to {rows.max()} of {self._count}")
+        taken = np.empty((len(rows), self._columns), dtype=self._dtype)
+        on_disk = self._scratch.size // self._row_bytes
+        each = self._rows_a_block
+        blocks = rows // each
+        order = np.argsort(blocks, kind="stable")
+        bounds = np.flatnonzero(np.diff(blocks[order], prepend=-1, append=-1))
+        for low, high in itertools.pairwise(bounds.tolist()):
+            at = order[low:high]
+            first = int(blocks[at[0]]) * each
+            if first >= on_disk:
+                data, first = bytes(self._pending), on_disk
+            else:
+                data = self._scratch.read(each * self._row_bytes, first * self._row_bytes)
+            block = np.frombuffer(data, dtype=self._dtype).reshape(-1, self._columns)
+            taken[at] = block[rows[at] - first]
+        return taken
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Another process cannot read this one's file: the rows themselves go.
+        return (_array_spool_of, (self._dtype, self._columns, self.take(np.arange(self._count))))
+
+
+def _array_spool_of(dtype: np.dtype[Any], columns: int, rows: npt.NDArray[Any]) -> ArraySpool:
+    spool = ArraySpool(dtype, columns)
+    spool.append(rows)
+    return spool
+
+
+class _ScratchFile:
+    """An unnamed temporary file, written at its end and read anywhere, made on the first
+    write; it is gone when the process ends, however it ends."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self._writer = os.getpid()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray) -> None:
         try:
             if self._file is None or self._writer != os.getpid():
                 self._open_own_file()
             assert self._file is not None
-            _write_all(self._file.fileno(), block, self._places[-1])
+            _write_all(self._file.fileno(), data, self.size)
         except OSError as error:
             full = error.errno in (errno.ENOSPC, errno.EDQUOT)
             hint = (
                 "free some space there, or set TMPDIR to a folder with room"
                 if full
-                else ("set TMPDIR to a folder you can write to")
+                else "set TMPDIR to a folder you can write to"
             )
             raise ScratchSpaceError(
                 f"cannot write the scan's table of its files to {tempfile.gettempdir()} "
                 f"({error.strerror or error}); {hint} (it takes some 120 bytes a file scanned)"
             ) from error
-        self._firsts.append(self._count - len(self._ends))
-        self._places.append(self._places[-1] + len(block))
-        self._data = bytearray()
-        self._ends = array.array("I")
+        self.size += len(data)
+
+    def read(self, size: int, place: int) -> bytes:
+        assert self._file is not None  # written before
+        return _read_all(self._file.fileno(), size, place)
 
     def _open_own_file(self) -> None:
-        """A file of this process's own: a forked copy that appends must not write over the
-        blocks its parent writes after the fork in the file they share."""
+        """A file of this process's own: a forked copy that appends must not write over what
+        its parent writes after the fork in the file they share."""
         written = self._file
         self._file = tempfile.TemporaryFile(prefix="dedup-rows-")  # noqa: SIM115  # as long as self
         weakref.finalize(self, self._file.close)
         self._writer = os.getpid()
         if written is not None:
-            end = self._places[-1]
-            _write_all(self._file.fileno(), _read_all(written.fileno(), end, 0), 0)
+            _write_all(self._file.fileno(), _read_all(written.fileno(), self.size, 0), 0)
 
 
 def _write_all(descriptor: int, data: bytes | bytearray, place: int) -> None:

@@ -10,6 +10,7 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -18,7 +19,7 @@ from dedup.errors import ScratchSpaceError
 from dedup.models import InputFile, InputFiles
 from dedup.read import discover_inputs
 from dedup.read.discover import FoundFiles
-from dedup.spool import RowSpool
+from dedup.spool import ArraySpool, RowSpool
 from tests.test_cli import _run_main
 
 
@@ -116,7 +117,7 @@ def test_tables_of_a_row_a_file_read_back_from_blocks(
 def test_a_scan_with_its_tables_on_disk_writes_the_same_report(
     monkeypatch: pytest.MonkeyPatch, samples: Path, tmp_path: Path
 ) -> None:
-    """A scan whose tables of a row a file are written a row or two a block (as a crawl's
+    """A scan whose tables of a row a file or a run are written a row or two a block (as a crawl's
     millions are) writes report.json byte for byte as one that held them in memory; with
     TMPDIR where nothing can be written, it stops with a clear error and writes no report."""
     runner = CliRunner()
@@ -124,6 +125,7 @@ def test_a_scan_with_its_tables_on_disk_writes_the_same_report(
     held = runner.invoke(cli, [*args, "-o", str(tmp_path / "held")])
     assert held.exit_code == 0, held.output
     monkeypatch.setattr(RowSpool, "block_bytes", 16)
+    monkeypatch.setattr(ArraySpool, "block_bytes", 16)  # the runs' bytes: two rows a block
     spooled = runner.invoke(cli, [*args, "-o", str(tmp_path / "spooled")])
     assert spooled.exit_code == 0, spooled.output
     assert (tmp_path / "spooled" / "report.json").read_bytes() == (
@@ -146,3 +148,44 @@ def test_input_files_read_back_from_blocks(monkeypatch: pytest.MonkeyPatch) -> N
     ]
     table = InputFiles(entries)
     assert list(table) == entries and table._rows._places[-1] > 0
+
+
+def test_array_rows_taken_back_as_appended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows appended in parts of any size (none, less than a block, many blocks) are taken
+    back by their numbers, in any order and repeated, from blocks written and from those
+    not written yet; a number past the end is an IndexError; pickled, the rows go."""
+    monkeypatch.setattr(ArraySpool, "block_bytes", 80)  # ten rows of two int32
+    pick = np.random.default_rng(8)
+    parts = [pick.integers(-(2**31), 2**31, size=(size, 2)) for size in (0, 3, 25, 1, 0, 64, 7)]
+    rows = np.concatenate(parts).astype(np.int32)
+    spool = ArraySpool(np.int32, 2)
+    for part in parts:
+        spool.append(part)
+    assert len(spool) == len(rows) == 100
+    wanted = np.concatenate([pick.permutation(len(rows)), [99, 0, 99, 95, 95]])
+    assert np.array_equal(spool.take(wanted), rows[wanted])
+    assert spool.take(np.empty(0, dtype=np.int64)).shape == (0, 2)
+    assert spool.take(np.array([98])).dtype == np.int32
+    with pytest.raises(IndexError):
+        spool.take(np.array([3, 100]))
+    with pytest.raises(IndexError):
+        spool.take(np.array([-1]))
+    again = pickle.loads(pickle.dumps(spool))
+    assert np.array_equal(again.take(np.arange(100)), rows)
+
+
+def test_array_rows_are_held_on_disk_not_in_memory() -> None:
+    """Two million rows of two int32 (16 MB) leave less than a block in memory."""
+    rows = np.arange(4_000_000, dtype=np.int32).reshape(-1, 2)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        spool = ArraySpool(np.int32, 2)
+        for low in range(0, len(rows), 30_000):
+            spool.append(rows[low : low + 30_000])
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * ArraySpool.block_bytes
+    picked = np.array([0, 1_999_999, 123_457, 65_536])
+    assert np.array_equal(spool.take(picked), rows[picked])

@@ -43,6 +43,7 @@ from dedup.offset_steps import StepPacker
 from dedup.progress import progress
 from dedup.read import FoundFile
 from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
+from dedup.spool import ArraySpool
 from dedup.timing import StageTimer
 
 if TYPE_CHECKING:
@@ -124,9 +125,9 @@ class Prepared:
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
         default_factory=lambda: JoinedParts(_joined_rows)
     )
-    byte_spans: JoinedParts[npt.NDArray[np.int32]] = field(
-        default_factory=lambda: JoinedParts(_joined_rows)
-    )
+    # where each run of spans is in its file's bytes, on disk (read back for the few the
+    # report names)
+    byte_spans: ArraySpool = field(default_factory=lambda: ArraySpool(np.int32, 2))
     inputs: InputFiles = field(default_factory=InputFiles)
     skipped: list[Skipped] = field(default_factory=list)
     too_short: int = 0
@@ -190,7 +191,7 @@ class Prepared:
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
             file_first=np.cumsum(per_file) - per_file,
-            byte_spans=self.byte_spans.joined(np.empty((0, 2), dtype=np.int32)),
+            byte_spans=self.byte_spans,
             texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
             if kept is None
@@ -210,8 +211,9 @@ class Prepared:
             ),
         )
         self.steps, self.seeds, self.count = StepPacker(), SeedKeys(), 0
-        for parts in (self.alignment, self.spans, self.byte_spans, self.hashes):
+        for parts in (self.alignment, self.spans, self.hashes):
             parts.clear()
+        self.byte_spans, self.spans_per_file = ArraySpool(np.int32, 2), array.array("i")
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
         self.kept = None
@@ -228,8 +230,8 @@ class Passages:
     spans: SpanTable  # where each passage is (on a cluster, its start and end on the workers)
     # The first passage of each of Prepared.files (of one holding none, the next file's).
     file_first: npt.NDArray[np.int64]
-    # Where each run of spans is in its file's bytes (PreparedInput.byte_spans).
-    byte_spans: npt.NDArray[np.int32]
+    # Where each run of spans is in its file's bytes (PreparedInput.byte_spans), on disk.
+    byte_spans: ArraySpool
     # Normalized texts (empty for a later copy of a text: see dedup.engine.copies), their two
     # hashes, and their MinHash signatures (none for those copies); on a cluster, texts,
     # hashes and signatures are kept by the workers (dedup.engine.shuffle).

@@ -175,7 +175,9 @@ def read_documents(
     table = replace(spans.take(first), end=spans.ends_of(last)[1])
     # A document is some runs of spans, one after another: its bytes are from its first
     # run's start to its last run's end.
-    at = np.column_stack((byte_spans[spans.run_of(first), 0], byte_spans[spans.run_of(last), 1]))
+    at = np.column_stack(
+        (byte_spans.take(spans.run_of(first))[:, 0], byte_spans.take(spans.run_of(last))[:, 1])
+    )
     at[(at == NOT_IN_BYTES).any(axis=1)] = NOT_IN_BYTES
     texts, changed = read_texts(
         table, at, passages.file_of(first), files, config, engine, "document texts"
