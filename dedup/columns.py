@@ -207,7 +207,7 @@ class DocumentKeys:
             tuple(names),
             int32_column(columns[:, 0]),
             int32_column(columns[:, 1]),
-            columns[:, 2].copy(),
+            record_column(columns[:, 2].copy()),
             Strings.of([record_id for _source, _path, _record, record_id in keys]),
         )
 
@@ -252,7 +252,7 @@ class DocumentKeys:
             tuple(names[name] for name in used.tolist()),
             renumbered[: len(source)],
             renumbered[len(source) :],
-            self.record[indexes],
+            record_column(self.record[indexes]),
             self.record_ids.take(indexes),
         )
 
@@ -272,6 +272,7 @@ class DocumentKeys:
             names=names,
             source=int32_column(numbers[self.source]),
             path=int32_column(numbers[self.path]),
+            record=record_column(self.record),  # held whole again when unpickled
         )
 
     @classmethod
@@ -302,7 +303,10 @@ class DocumentKeys:
             names = tuple(numbers)
             source = concatenated(sources, np.int32)
         path = concatenated(paths, np.int32)
-        record = concatenated([part.record for part in parts], np.int64)
+        if all(_no_records(part.record) for part in parts):
+            record = _none_records(sum(len(part.record) for part in parts))
+        else:
+            record = concatenated([part.record for part in parts], np.int64)
         record_ids = Strings.concatenate([part.record_ids for part in parts])
         bounds = np.cumsum([0] + [len(part) for part in parts]).tolist()
         # A part holds each of its documents once, so only a document of a file that more
@@ -329,11 +333,28 @@ class DocumentKeys:
             names,
             source[kept],
             path[kept],
-            record[kept],
+            record_column(record[kept]),
             record_ids if kept.all() else record_ids.take(np.flatnonzero(kept)),
         )
         at = place[first_of]
         return joined, [at[low:high] for low, high in pairwise(bounds)]
+
+
+def record_column(records: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Documents' records, or where none is a record (-1 each: a dump of text files, a
+    document a file or chapter) one -1 seen as many times, held in a few bytes rather than
+    eight a document (issue 21: a crawl of a page a file has millions). Read-only then."""
+    if len(records) and not _no_records(records) and (records == -1).all():
+        return _none_records(len(records))
+    return records
+
+
+def _no_records(records: npt.NDArray[np.int64]) -> bool:
+    return not len(records) or (records.strides == (0,) and int(records[0]) == -1)
+
+
+def _none_records(count: int) -> npt.NDArray[np.int64]:
+    return np.broadcast_to(np.full(1, -1, dtype=np.int64), count)
 
 
 def _numbered(

@@ -18,6 +18,7 @@ from dedup.config import ScanConfig
 from dedup.engine import tasks
 from dedup.models import DocumentKey, InputFiles, PackedPaths, PassageSpan
 from dedup.read import discover_inputs
+from dedup.spool import RowSpool
 
 
 def _spans_of(folder: Path) -> list[SpanTable]:
@@ -432,6 +433,43 @@ def test_strings_all_missing_are_held_in_a_few_bytes_and_read_back() -> None:
     assert joined.take(np.array([3, 4])).values() == [None, None]
     mixed = Strings.concatenate([Strings.of([None, None]), Strings.of(["甲", None, ""])])
     assert mixed.values() == [None, None, "甲", None, ""] and mixed[2] == "甲"
+
+
+def test_documents_that_are_no_record_hold_their_records_in_a_few_bytes() -> None:
+    """The documents of text files (no record: a dump of a page a file has millions) keep
+    no record number each, made so, joined, named in a scan's names after a worker's table
+    is unpickled, or taken; a table where one document is a record keeps them all, and
+    each key reads back as it was."""
+    import pickle
+
+    pages = [("甲站", f"书/{page:06}.txt", None, None) for page in range(200_000)]
+    from_worker = pickle.loads(pickle.dumps(DocumentKeys.of(pages[:1000])))
+    warm = ScanNames()  # what the first join loads and makes once (a block written)
+    DocumentKeys.concatenate([DocumentKeys.of(pages[:20_000]).named_in(warm, 0), from_worker])
+    names = ScanNames()
+    tracemalloc.start()
+    try:
+        made = DocumentKeys.of(pages)
+        before = tracemalloc.get_traced_memory()[0]
+        joined, places = DocumentKeys.concatenate(
+            [made.named_in(names, 0), from_worker.named_in(names, 1)]
+        )
+        del places  # where each part's keys are: the caller's, for a while
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # the names' rows in memory (a block), the source and path (four bytes each); not a
+    # record's eight
+    assert held < 8.5 * len(joined) + 2 * RowSpool.block_bytes
+    assert made.record.strides == joined.record.strides == (0,)
+    assert list(joined) == pages + pages[:1000]
+    taken = joined.take(np.array([5, 200_500]))
+    assert taken.record.strides == (0,) and list(taken) == [pages[5], pages[500]]
+    records = [("乙站", "dump.jsonl", record, None) for record in range(3)]
+    mixed, _places = DocumentKeys.concatenate([made, DocumentKeys.of(records)])
+    assert mixed.record.strides == (8,) and mixed.record.flags.writeable
+    assert list(mixed) == pages + records
+    assert list(mixed.take(np.array([0, 200_001]))) == [pages[0], records[1]]
 
 
 @pytest.mark.parametrize("far", [0, 1 << 33])
