@@ -205,7 +205,7 @@ class _ScratchFile:
             )
             raise ScratchSpaceError(
                 f"cannot write the scan's table of its files to {tempfile.gettempdir()} "
-                f"({error.strerror or error}); {hint} (it takes some 120 bytes a file scanned)"
+                f"({error.strerror or error}); {hint} (it takes some 130 bytes a file scanned)"
             ) from error
         self.size += len(data)
 
