@@ -197,7 +197,7 @@ class _ScratchFile:
             assert self._file is not None
             _write_all(self._file.fileno(), data, self.size)
         except OSError as error:
-            full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+            full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
             hint = (
                 "free some space there, or set TMPDIR to a folder with room"
                 if full

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import resource
+import subprocess
+import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
@@ -189,3 +192,35 @@ def test_array_rows_are_held_on_disk_not_in_memory() -> None:
     assert held < 2 * ArraySpool.block_bytes
     picked = np.array([0, 1_999_999, 123_457, 65_536])
     assert np.array_equal(spool.take(picked), rows[picked])
+
+
+def test_a_scan_that_fills_its_scratch_space_stops_with_a_clear_error(tmp_path: Path) -> None:
+    """A real write that fails part way (the file size limit, as a full disk fails it): the
+    scan exits 1 naming TMPDIR and what to do, leaves no report, and no file behind."""
+    dump = tmp_path / "dump" / "站"
+    dump.mkdir(parents=True)
+    for page in range(2000):  # enough found files' rows to fill a block
+        (dump / f"第{page:05}页.txt").write_text("斗气大陆。" * 3, "utf-8")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def limited() -> None:  # a file grows to 4 KB at most; Python ignores SIGXFSZ
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "dedup", "scan", str(dump.parent), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        preexec_fn=limited,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"dedup: error: cannot write the scan's table of its files to {scratch} " in (
+        done.stderr
+    )
+    assert "File too large); free some space there, or set TMPDIR to a folder with room" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists() and not list(scratch.iterdir())
