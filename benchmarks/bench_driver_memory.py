@@ -18,8 +18,10 @@ single-thread ``dask worker`` processes for each dump, as a cluster's driver see
 (``dask-local`` runs the scheduler in the driver's process, whose records of the tasks
 count there too). With ``--traced`` the driver runs under ``tracemalloc`` (slower, and its
 own records add to the RSS): it prints what Python allocated in all at the stop and at the
-peak so far, and between two dumps the growth a file of each line of code that allocated
-what is still held (the largest first), which says what each file costs and where.
+peak so far, what was held at the end of the main pass and of the join of its passages and
+each one's own peak (which says where the peak is), and between two dumps the growth a
+file of each line of code that allocated what is still held (the largest first), which
+says what each file costs and where, and of each phase's peak.
 Figures are printed, never asserted.
 """
 
@@ -71,9 +73,36 @@ def _traced(found: dict[str, Any]) -> None:
             name = name.split("site-packages" + os.sep, 1)[1]
         lines[f"{name}:{frame.lineno}"] = stat.size
     found["traced_lines"] = lines
-    found["traced_mib"], found["traced_peak_mib"] = (
-        size / 2**20 for size in tracemalloc.get_traced_memory()
-    )
+    held, peak = (size / 2**20 for size in tracemalloc.get_traced_memory())
+    phases = found.setdefault("phases", {})
+    phases["to the stop"] = (held, peak)
+    found["traced_mib"] = held
+    found["traced_peak_mib"] = max(peak for _held, peak in phases.values())
+
+
+def _phase_ends(found: dict[str, Any]) -> None:
+    """Under ``tracemalloc``, what was held at the end of the main pass and of the join of
+    its passages (``Prepared.passages``), and the peak of each: the peak is reset as each
+    ends, so the peak of each is its own."""
+    from dedup.engine import gather
+
+    phases: dict[str, tuple[float, float]] = found.setdefault("phases", {})
+    joined = gather.Prepared.passages
+
+    def passages(self: Any) -> Any:
+        phases["main pass"] = _traced_now()
+        tracemalloc.reset_peak()
+        made = joined(self)
+        phases["joining the passages"] = _traced_now()
+        tracemalloc.reset_peak()
+        return made
+
+    gather.Prepared.passages = passages  # type: ignore[method-assign]
+
+
+def _traced_now() -> tuple[float, float]:
+    held, peak = tracemalloc.get_traced_memory()
+    return held / 2**20, peak / 2**20
 
 
 def _files_in(dump: str) -> int:
@@ -122,6 +151,7 @@ def _probe(
 
     setattr(pipeline, call, instead)
     if traced:
+        _phase_ends(found)
         tracemalloc.start(1)
     try:
         if scheduler is None:
@@ -187,6 +217,13 @@ def main() -> None:
                 f"  traced: {result['traced_mib']:.1f} MiB held, "
                 f"{result['traced_peak_mib']:.1f} MiB at the peak so far"
             )
+            print(
+                "  traced at the end of each phase, held / its peak: "
+                + "; ".join(
+                    f"{phase} {held:.1f} / {peak:.1f} MiB"
+                    for phase, (held, peak) in result["phases"].items()
+                )
+            )
     for one, other in pairwise(results):
         more = other["passages"] - one["passages"]
         grown = (other["resident_mib"] - one["resident_mib"]) * 2**20 / more
@@ -215,6 +252,13 @@ def _print_traced_growth(one: dict[str, Any], other: dict[str, Any]) -> None:
     )
     for per_file, line in reversed(grown[-12:]):
         print(f"  {per_file:7.1f} B a file  {line}")
+    print(
+        "the growth a file of each phase's peak: "
+        + "; ".join(
+            f"{phase} {(peak - one['phases'][phase][1]) * 2**20 / files:.1f} B"
+            for phase, (_held, peak) in other["phases"].items()
+        )
+    )
 
 
 if __name__ == "__main__":
