@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
-from dedup.engine.gather import JoinedParts
+from dedup.engine import gather
+from dedup.engine.gather import JoinedParts, SpilledTables
 from dedup.engine.tasks import passage_count, prepare_file
 from dedup.read import discover_inputs
 
@@ -44,6 +47,40 @@ def test_span_tables_joined_as_they_come_are_the_table_of_all(samples: Path) -> 
     whole = SpanTable.concatenate(tables)
     assert len(whole) > 2000 and len(tables) > 2 * 32
     assert list(joined.joined(SpanTable.concatenate([]))) == list(whole)
+
+
+def test_span_tables_spilled_as_they_come_are_the_table_of_all(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The main pass's span tables, joined 32 at a time, each join written to disk and read
+    back at the end (a few joins at a time, then all), are the table of them all: their
+    documents named in the scan's names, and a text file's documents holding no record
+    number each, as when held."""
+    from dedup.columns import ScanNames
+
+    monkeypatch.setattr(gather, "_JOINS_A_JOIN", 3)
+    config = ScanConfig()
+    files, _skipped = discover_inputs([str(samples)])
+    names = ScanNames()
+    tables = [
+        replace(item.passages, documents=item.passages.documents.named_in(names, number))
+        for number, file in enumerate(files)
+        for item in prepare_file(file, config, {}).inputs
+    ] * 40  # as many parts as a dump of some hundreds of files
+    spilled = SpilledTables()
+    for table in tables:
+        spilled.append(table)
+    assert len(tables) > 3 * 3 * 32  # joins written, read back in more than one group
+    joined = spilled.joined()
+    assert list(joined) == list(SpanTable.concatenate(tables))
+    assert joined.documents.names is names
+    texts = [table for table in tables if (table.documents.record == -1).all()]
+    assert 32 < len(texts) < len(tables)
+    only_texts = SpilledTables()
+    for table in texts:
+        only_texts.append(table)
+    assert only_texts.joined().documents.record.strides == (0,)
+    assert list(SpilledTables().joined()) == []
 
 
 def test_a_clusters_workers_keep_each_passages_length_and_lead_and_hand_back_none(
@@ -109,7 +146,7 @@ def test_the_records_of_each_file_hold_its_path_packed_and_its_names_once(
     names = [name for entry in prepared.inputs for name in entry.normalization]
     names += [entry.source for entry in prepared.inputs]
     assert len(names) > 40 and len({id(name) for name in names}) == len(set(names))
-    spans = prepared.spans.joined(SpanTable.concatenate([]))
+    spans = prepared.spans.joined()
     assert list(spans.documents) == [key for table in tables for key in table.documents]
     # The joined documents' names are the scan's, each path and source once.
     assert spans.documents.names is prepared.names

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import pickle
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -16,7 +17,7 @@ import numpy.typing as npt
 from dedup.arrays import runs_of
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
-from dedup.columns import ScanNames, SpanTable
+from dedup.columns import ScanNames, SpanTable, record_column
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
@@ -43,7 +44,7 @@ from dedup.offset_steps import StepPacker
 from dedup.progress import progress
 from dedup.read import FoundFile
 from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
-from dedup.spool import ArraySpool
+from dedup.spool import ArraySpool, RowSpool
 from dedup.timing import StageTimer
 
 if TYPE_CHECKING:
@@ -95,6 +96,54 @@ class JoinedParts(Generic[T]):
 
 # Parts joined at once: the tables a join makes hold a few objects however many rows.
 _PARTS_A_JOIN = 32
+# Joins of parts read back from disk and joined at once, before the last join of all.
+_JOINS_A_JOIN = 64
+
+
+class SpilledTables:
+    """Span tables made a file at a time, joined ``_PARTS_A_JOIN`` at a time, each join
+    written to disk as it is made (a ``RowSpool`` row, pickled without its documents'
+    names: the scan's ``ScanNames``, which every table shares), and all read back and joined
+    at the end. Held here as ``JoinedParts`` holds its parts, the joins were copied whole
+    as they carried: most of what the main pass's peak grew by with the files (issue 21,
+    docs/performance.md)."""
+
+    def __init__(self) -> None:
+        self._pending: list[SpanTable] = []
+        self._joins = RowSpool()
+        self._names: Sequence[str] = ()
+
+    def append(self, table: SpanTable) -> None:
+        self._pending.append(table)
+        self._names = table.documents.names
+        if len(self._pending) < _PARTS_A_JOIN:
+            return
+        joined = SpanTable.concatenate(self._pending)
+        self._pending = []
+        unnamed = replace(joined, documents=replace(joined.documents, names=()))
+        self._joins.append(pickle.dumps(unnamed, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def joined(self) -> SpanTable:
+        """All the tables, in order, as one."""
+        count = len(self._joins)
+        joins = [
+            SpanTable.concatenate(
+                [self._read(row) for row in range(low, min(low + _JOINS_A_JOIN, count))]
+            )
+            for low in range(0, count, _JOINS_A_JOIN)
+        ]
+        return SpanTable.concatenate(joins + self._pending)
+
+    def _read(self, row: int) -> SpanTable:
+        table: SpanTable = pickle.loads(self._joins[row])
+        # pickled, a record column held in a few bytes was written whole
+        documents = replace(
+            table.documents, names=self._names, record=record_column(table.documents.record)
+        )
+        return replace(table, documents=documents)
+
+    def clear(self) -> None:
+        self._pending, self._joins = [], RowSpool()
 
 
 def _joined_rows(parts: list[npt.NDArray[R]]) -> npt.NDArray[R]:
@@ -111,9 +160,7 @@ class Prepared:
     # Where the workers keep the signatures, texts, steps and seeds instead (a cluster's),
     # or None.
     kept: KeptOnWorkers | None = None
-    spans: JoinedParts[SpanTable] = field(
-        default_factory=lambda: JoinedParts(SpanTable.concatenate)
-    )
+    spans: SpilledTables = field(default_factory=SpilledTables)
     found: Sequence[FoundFile] = ()  # the scan's files
     names: ScanNames = field(default_factory=ScanNames)  # of the documents of all the files
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
@@ -186,7 +233,7 @@ class Prepared:
         """Every passage of the dump, merged (the parts they were made of let go)."""
         alignment = self.alignment.joined(PassageAlignment.empty())
         kept = self.kept
-        spans = self.spans.joined(SpanTable.concatenate([]))
+        spans = self.spans.joined()
         per_file = np.array(self.spans_per_file, dtype=np.int64)
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
