@@ -34,6 +34,9 @@ __all__ = ["ArraySpool", "RowSpool"]
 # Blocks read and kept, for rows read back out of order (a file's task made while another
 # pass's are): each is as large as a block.
 _BLOCKS_KEPT = 8
+# A block past this (a row larger than a block) is not kept: read in order, its rows are
+# read once, and eight of them could hold a sizable share of what they are read for.
+_KEPT_BLOCK_BYTES = 1 << 20
 
 
 class RowSpool(Sequence[bytes]):
@@ -102,6 +105,8 @@ class RowSpool(Sequence[bytes]):
             ends = array.array("I")
             ends.frombytes(data[4 : 4 + 4 * rows])
             found = (ends, data[4 + 4 * rows :])
+            if len(data) > _KEPT_BLOCK_BYTES:
+                return found  # a row of its own, read once (a join of span tables, say)
             if len(self._read) >= _BLOCKS_KEPT:
                 self._read.clear()  # no lock: threads may read, and a fork may copy a lock held
             self._read[block] = found

@@ -51,6 +51,12 @@ def test_rows_read_back_as_appended_across_blocks(monkeypatch: pytest.MonkeyPatc
         spool[len(rows)]
     assert list(pickle.loads(pickle.dumps(spool))) == rows
     assert spool._places[-1] > 100 * 200  # the rows were written to blocks
+    # A row larger than a megabyte, a block of its own, is read each time, not kept.
+    large = bytes(range(256)) * 5000
+    spool.append(large)
+    spool.append(b"after")
+    assert spool[-2] == large and spool[-2] == large and spool[-1] == b"after"
+    assert all(len(data) < 1 << 20 for _ends, data in spool._read.values())
 
 
 def test_rows_are_held_on_disk_not_in_memory() -> None:
