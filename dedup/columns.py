@@ -304,7 +304,7 @@ class DocumentKeys:
             source = concatenated(sources, np.int32)
         path = concatenated(paths, np.int32)
         if all(_no_records(part.record) for part in parts):
-            record = _none_records(sum(len(part.record) for part in parts))
+            record = none_records(sum(len(part.record) for part in parts))
         else:
             record = concatenated([part.record for part in parts], np.int64)
         record_ids = Strings.concatenate([part.record_ids for part in parts])
@@ -345,7 +345,7 @@ def record_column(records: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     document a file or chapter) one -1 seen as many times, held in a few bytes rather than
     eight a document (issue 21: a crawl of a page a file has millions). Read-only then."""
     if len(records) and not _no_records(records) and (records == -1).all():
-        return _none_records(len(records))
+        return none_records(len(records))
     return records
 
 
@@ -353,7 +353,8 @@ def _no_records(records: npt.NDArray[np.int64]) -> bool:
     return not len(records) or (records.strides == (0,) and int(records[0]) == -1)
 
 
-def _none_records(count: int) -> npt.NDArray[np.int64]:
+def none_records(count: int) -> npt.NDArray[np.int64]:
+    """The records of ``count`` documents none of which is a record, in a few bytes."""
     return np.broadcast_to(np.full(1, -1, dtype=np.int64), count)
 
 

@@ -175,6 +175,25 @@ class ArraySpool:
             taken[at] = block[rows[at] - first]
         return taken
 
+    def columns(self, *dtypes: npt.DTypeLike) -> list[npt.NDArray[Any]]:
+        """Every row, as one array a column (of ``dtypes``, one a column, each wide enough
+        for what was appended): each block read once into them, so that what is held is the
+        columns and a block, not the rows whole and then their columns."""
+        if len(dtypes) != self._columns:
+            raise ValueError(f"{len(dtypes)} dtypes for {self._columns} columns")
+        columns = [np.empty(self._count, dtype=dtype) for dtype in dtypes]
+        on_disk = self._scratch.size // self._row_bytes
+        for first in range(0, self._count, self._rows_a_block):
+            if first >= on_disk:
+                data = bytes(self._pending)
+            else:
+                size = min(self._rows_a_block, on_disk - first) * self._row_bytes
+                data = self._scratch.read(size, first * self._row_bytes)
+            block = np.frombuffer(data, dtype=self._dtype).reshape(-1, self._columns)
+            for column, values in zip(columns, block.T, strict=True):
+                column[first : first + len(block)] = values
+        return columns
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Another process cannot read this one's file: the rows themselves go.
         return (_array_spool_of, (self._dtype, self._columns, self.take(np.arange(self._count))))

@@ -12,9 +12,10 @@ from dedup.columns import SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.engine import gather
-from dedup.engine.gather import JoinedParts, SpilledTables
+from dedup.engine.gather import JoinedParts, StreamedSpans
 from dedup.engine.tasks import passage_count, prepare_file
 from dedup.read import discover_inputs
+from dedup.spool import ArraySpool
 
 
 def test_parts_joined_as_they_come_are_all_the_parts_in_order_each_copied_a_few_times() -> None:
@@ -49,38 +50,102 @@ def test_span_tables_joined_as_they_come_are_the_table_of_all(samples: Path) -> 
     assert list(joined.joined(SpanTable.concatenate([]))) == list(whole)
 
 
-def test_span_tables_spilled_as_they_come_are_the_table_of_all(
-    samples: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The main pass's span tables, joined 32 at a time, each join written to disk and read
-    back at the end (a few joins at a time, then all), are the table of them all: their
-    documents named in the scan's names, and a text file's documents holding no record
-    number each, as when held."""
+def _named_tables(samples: Path, copies: int) -> list[tuple[SpanTable, int]]:
+    """The samples' span tables, ``copies`` times over, each copy's files numbered apart and
+    their documents named in one scan's names, as the driver gets them: (table, file)."""
     from dedup.columns import ScanNames
 
-    monkeypatch.setattr(gather, "_JOINS_A_JOIN", 3)
     config = ScanConfig()
     files, _skipped = discover_inputs([str(samples)])
+    tables = [item.passages for file in files for item in prepare_file(file, config, {}).inputs]
     names = ScanNames()
+    return [
+        (replace(table, documents=table.documents.named_in(names, number)), number)
+        for number, table in enumerate(tables * copies)
+    ]
+
+
+def _with_record_ids(table: SpanTable, prefix: str) -> SpanTable:
+    """``table`` with an id for each document that is a record (a JSON Lines file's)."""
+    from dedup.columns import Strings
+
+    records = table.documents.record.tolist()
+    ids = Strings.of([None if record < 0 else f"{prefix}{record}" for record in records])
+    return replace(table, documents=replace(table.documents, record_ids=ids))
+
+
+def _streamed(tables: list[tuple[SpanTable, int]]) -> SpanTable:
+    streamed = StreamedSpans()
+    for table, file in tables:
+        streamed.append(table, file)
+    return streamed.joined()
+
+
+def test_span_tables_streamed_as_they_come_are_the_table_of_all(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The main pass's span tables, each run's numbers and each document's key written to
+    disk as they come and read back at the end, are the table of them all: their documents
+    named in the scan's names, a text file's documents holding no record number each, and
+    JSON Lines records' ids and chapters' titles as they were."""
+    monkeypatch.setattr(ArraySpool, "block_bytes", 256)  # many blocks, a row split by none
+    monkeypatch.setattr(gather, "_STRINGS_A_JOIN", 3)
+    tables = _named_tables(samples, 20)
+    # every third JSON Lines file's records with ids of their own, between files with none
     tables = [
-        replace(item.passages, documents=item.passages.documents.named_in(names, number))
-        for number, file in enumerate(files)
-        for item in prepare_file(file, config, {}).inputs
-    ] * 40  # as many parts as a dump of some hundreds of files
-    spilled = SpilledTables()
-    for table in tables:
-        spilled.append(table)
-    assert len(tables) > 3 * 3 * 32  # joins written, read back in more than one group
-    joined = spilled.joined()
-    assert list(joined) == list(SpanTable.concatenate(tables))
-    assert joined.documents.names is names
-    texts = [table for table in tables if (table.documents.record == -1).all()]
-    assert 32 < len(texts) < len(tables)
-    only_texts = SpilledTables()
-    for table in texts:
-        only_texts.append(table)
-    assert only_texts.joined().documents.record.strides == (0,)
-    assert list(SpilledTables().joined()) == []
+        (_with_record_ids(table, f"{file}-") if file % 3 == 0 else table, file)
+        for table, file in tables
+    ]
+    joined = _streamed(tables)
+    whole = SpanTable.concatenate([table for table, _file in tables])
+    assert len(whole) > 2000
+    assert list(joined) == list(whole)
+    assert joined.documents.names is tables[0][0].documents.names
+    for column in ("run_first", "run_document", "run_chapter", "run_title", "start", "end"):
+        assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
+        assert getattr(joined, column).dtype == getattr(whole, column).dtype, column
+    ids = joined.documents.record_ids.values()
+    assert ids == whole.documents.record_ids.values()
+    assert None in ids and any(ids)
+    assert joined.titles.values() == whole.titles.values() and any(joined.titles.values())
+    texts = [(table, file) for table, file in tables if (table.documents.record == -1).all()]
+    assert 20 < len(texts) < len(tables)
+    only_texts = _streamed(texts)
+    assert only_texts.documents.record.strides == (0,)
+    assert not any(only_texts.documents.record_ids.values())
+    assert list(_streamed([])) == []
+
+
+def test_a_file_in_two_tables_is_one_document_streamed_as_joined(samples: Path) -> None:
+    """A large file's pieces, a table each: a chapter that goes on from one into the next is
+    one document with one title, as ``SpanTable.concatenate`` joins them; the same tables
+    as two files are two. Tables held by the workers (their starts and ends counted) join
+    only with their kind."""
+    table, file, run = next(
+        (table, file, run)
+        for table, file in _named_tables(samples, 1)
+        for run, size in enumerate(table.run_sizes().tolist())
+        if size > 1 and table.titles[int(table.run_title[run])] is not None
+    )
+    cut = int(table.run_first[run]) + 1  # in a titled chapter
+    halves = [table.take(np.arange(cut)), table.take(np.arange(cut, len(table)))]
+    halves = [
+        replace(half, documents=half.documents.named_in(table.documents.names, file))
+        for half in halves
+    ]
+    one_file = _streamed([(half, file) for half in halves])
+    assert list(one_file) == list(table)
+    assert len(one_file.documents) == len(table.documents)
+    joined = SpanTable.concatenate(halves)
+    for column in ("run_first", "run_document", "run_title"):
+        assert np.array_equal(getattr(one_file, column), getattr(joined, column)), column
+    assert one_file.run_document[run + 1] == one_file.run_document[run]  # one document
+    two_files = _streamed([(halves[0], file), (halves[1], file + 1)])
+    assert len(two_files.documents) == len(halves[0].documents) + len(halves[1].documents)
+    counted = _streamed([(half.without_ends(), file) for half in halves])
+    assert len(counted) == len(table) and len(counted.start) == 0
+    with pytest.raises(ValueError, match="joined to tables without"):
+        _streamed([(halves[0].without_ends(), file), (halves[1], file)])
 
 
 def test_a_clusters_workers_keep_each_passages_length_and_lead_and_hand_back_none(

@@ -17,7 +17,15 @@ import numpy.typing as npt
 from dedup.arrays import runs_of
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
-from dedup.columns import ScanNames, SpanTable, record_column
+from dedup.columns import (
+    CountedRows,
+    DocumentKeys,
+    ScanNames,
+    SpanTable,
+    Strings,
+    int32_column,
+    none_records,
+)
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
@@ -96,54 +104,160 @@ class JoinedParts(Generic[T]):
 
 # Parts joined at once: the tables a join makes hold a few objects however many rows.
 _PARTS_A_JOIN = 32
-# Joins of parts read back from disk and joined at once, before the last join of all.
-_JOINS_A_JOIN = 64
+# Parts of the record ids read back and joined at once, before the last join of all.
+_STRINGS_A_JOIN = 1024
 
 
-class SpilledTables:
-    """Span tables made a file at a time, joined ``_PARTS_A_JOIN`` at a time, each join
-    written to disk as it is made (a ``RowSpool`` row, pickled without its documents'
-    names: the scan's ``ScanNames``, which every table shares), and all read back and joined
-    at the end. Held here as ``JoinedParts`` holds its parts, the joins were copied whole
-    as they carried: most of what the main pass's peak grew by with the files (issue 21,
-    docs/performance.md)."""
+class StreamedSpans:
+    """The span tables of the files, joined as they come (a table an input, in the scan's
+    order): each run's numbers and each new document's key written to disk
+    (``ArraySpool``), and read back once at the end into a table of exactly their size.
+    Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
+    all), the tables and their joins were held at once: what the driver's peak on a cluster
+    grew most with the files (issue 21, docs/performance.md). The titles are held as they
+    come (once each, far fewer than the runs), as the join holds them."""
 
     def __init__(self) -> None:
-        self._pending: list[SpanTable] = []
-        self._joins = RowSpool()
         self._names: Sequence[str] = ()
+        self._runs = ArraySpool(np.int64, 4)  # first row, document, chapter, title
+        self._documents = ArraySpool(np.int64, 2)  # source, path
+        self._records = ArraySpool(np.int64, 1)  # read back only where one is a record
+        self._record_ids = _SpooledStrings()
+        self._any_record = False
+        self._ends = ArraySpool(np.int64, 2)  # each row's start and end, where held here
+        self._titles: dict[str | None, int] = {}
+        self._rows = 0
+        self._counted: bool | None = None  # whether the tables' starts and ends are counted
+        self._file = -1
+        # the last table's documents, of file _file: their keys and their numbers here
+        self._last = np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64)
 
-    def append(self, table: SpanTable) -> None:
-        self._pending.append(table)
+    def append(self, table: SpanTable, file: int) -> None:
+        """``table``, of file number ``file``, after the others: its documents named in the
+        scan's names (``DocumentKeys.named_in``), as every table appended."""
+        if len(table):
+            counted = table.held is not None
+            if self._counted is not None and counted != self._counted:
+                raise ValueError("tables with their starts and ends joined to tables without")
+            self._counted = counted
         self._names = table.documents.names
-        if len(self._pending) < _PARTS_A_JOIN:
-            return
-        joined = SpanTable.concatenate(self._pending)
-        self._pending = []
-        unnamed = replace(joined, documents=replace(joined.documents, names=()))
-        self._joins.append(pickle.dumps(unnamed, protocol=pickle.HIGHEST_PROTOCOL))
+        number = self._numbered(table.documents, file)
+        titles = np.array(
+            [self._titles.setdefault(title, len(self._titles)) for title in table.titles.values()],
+            dtype=np.int64,
+        )
+        self._runs.append(
+            np.column_stack(
+                (
+                    table.run_first + self._rows,
+                    number[table.run_document],
+                    table.run_chapter,
+                    int32_column(titles[table.run_title]),
+                )
+            )
+        )
+        if table.held is None:
+            self._ends.append(np.column_stack((table.start, table.end)))
+        self._rows += len(table)
+
+    def _numbered(self, documents: DocumentKeys, file: int) -> npt.NDArray[np.int64]:
+        """The number here of each of ``documents``; those not seen before written. A
+        document goes on from one table into the next only where both are of one file (a
+        large file's pieces, joined as one), so it is looked for among the last table's."""
+        keys = np.column_stack(
+            (documents.source, documents.path, np.asarray(documents.record, dtype=np.int64))
+        ).astype(np.int64, copy=False)
+        number = np.full(len(keys), -1, dtype=np.int64)
+        earlier, numbers = self._last
+        if file == self._file and len(earlier) and len(keys):
+            distinct, inverse = np.unique(
+                np.concatenate((earlier, keys)), axis=0, return_inverse=True
+            )
+            known = np.full(len(distinct), -1, dtype=np.int64)
+            known[inverse.reshape(-1)[: len(earlier)]] = numbers
+            number = known[inverse.reshape(-1)[len(earlier) :]]
+        new = np.flatnonzero(number < 0)
+        number[new] = len(self._documents) + np.arange(len(new), dtype=np.int64)
+        int32_column(number[new])  # an error past 2**31 documents, before any is written
+        self._documents.append(keys[new, :2])
+        self._records.append(keys[new, 2:])
+        self._any_record = self._any_record or bool((documents.record != -1).any())
+        self._record_ids.append(
+            documents.record_ids if len(new) == len(keys) else documents.record_ids.take(new)
+        )
+        if len(keys):
+            self._file, self._last = file, (keys, number)
+        return number
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
-        count = len(self._joins)
-        joins = [
-            SpanTable.concatenate(
-                [self._read(row) for row in range(low, min(low + _JOINS_A_JOIN, count))]
-            )
-            for low in range(0, count, _JOINS_A_JOIN)
-        ]
-        return SpanTable.concatenate(joins + self._pending)
-
-    def _read(self, row: int) -> SpanTable:
-        table: SpanTable = pickle.loads(self._joins[row])
-        # pickled, a record column held in a few bytes was written whole
-        documents = replace(
-            table.documents, names=self._names, record=record_column(table.documents.record)
+        run_first, document, chapter, title = self._runs.columns(
+            np.int64, np.int32, np.int32, np.int32
         )
-        return replace(table, documents=documents)
+        source, path = self._documents.columns(np.int32, np.int32)
+        record = (
+            self._records.columns(np.int64)[0] if self._any_record else none_records(len(source))
+        )
+        start, end = (
+            (_NO_PASSAGES, _NO_PASSAGES)
+            if self._counted
+            else self._ends.columns(np.int64, np.int64)
+        )
+        return SpanTable(
+            DocumentKeys(self._names, source, path, record, self._record_ids.joined()),
+            Strings.of(tuple(self._titles)),
+            run_first,
+            document,
+            chapter,
+            title,
+            start,
+            end,
+            CountedRows(self._rows) if self._counted else None,
+        )
 
-    def clear(self) -> None:
-        self._pending, self._joins = [], RowSpool()
+
+class _SpooledStrings:
+    """Strings (``Strings``, a part at a time) written to disk as they come, a part a row
+    (a run of parts that are all None counted only: a dump of text files has no record
+    ids), and read back into one at the end."""
+
+    def __init__(self) -> None:
+        self._parts = RowSpool()
+        self._nones = 0  # Nones after the last part written
+
+    def append(self, strings: Strings) -> None:
+        if not strings.joined and strings.absent.all():
+            self._nones += len(strings)
+            return
+        self._flush_nones()
+        part = (strings.joined, np.asarray(strings.bounds), np.asarray(strings.absent))
+        self._parts.append(b"S" + pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _flush_nones(self) -> None:
+        if self._nones:
+            self._parts.append(b"N" + self._nones.to_bytes(8, "little"))
+            self._nones = 0
+
+    def joined(self) -> Strings:
+        if not len(self._parts):
+            return Strings.none(self._nones)
+        self._flush_nones()
+        count = len(self._parts)
+        return Strings.concatenate(
+            [
+                Strings.concatenate(
+                    [self._part(row) for row in range(low, min(low + _STRINGS_A_JOIN, count))]
+                )
+                for low in range(0, count, _STRINGS_A_JOIN)
+            ]
+        )
+
+    def _part(self, row: int) -> Strings:
+        data = self._parts[row]
+        if data[:1] == b"N":
+            return Strings.none(int.from_bytes(data[1:], "little"))
+        joined, bounds, absent = pickle.loads(data[1:])
+        return Strings(joined, bounds, absent)
 
 
 def _joined_rows(parts: list[npt.NDArray[R]]) -> npt.NDArray[R]:
@@ -160,7 +274,7 @@ class Prepared:
     # Where the workers keep the signatures, texts, steps and seeds instead (a cluster's),
     # or None.
     kept: KeptOnWorkers | None = None
-    spans: SpilledTables = field(default_factory=SpilledTables)
+    spans: StreamedSpans = field(default_factory=StreamedSpans)
     found: Sequence[FoundFile] = ()  # the scan's files
     names: ScanNames = field(default_factory=ScanNames)  # of the documents of all the files
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
@@ -217,7 +331,7 @@ class Prepared:
             self.count += len(item.passages)
             spans = item.passages
             self.spans.append(
-                replace(spans, documents=spans.documents.named_in(self.names, number))
+                replace(spans, documents=spans.documents.named_in(self.names, number)), number
             )
             self.file_numbers = extended(self.file_numbers, (number,))
             self.spans_per_file = extended(self.spans_per_file, (len(item.passages),))
@@ -258,8 +372,9 @@ class Prepared:
             ),
         )
         self.steps, self.seeds, self.count = StepPacker(), SeedKeys(), 0
-        for parts in (self.alignment, self.spans, self.hashes):
+        for parts in (self.alignment, self.hashes):
             parts.clear()
+        self.spans = StreamedSpans()
         self.byte_spans, self.spans_per_file = ArraySpool(np.int32, 2), array.array("i")
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
