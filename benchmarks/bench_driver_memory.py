@@ -21,7 +21,9 @@ own records add to the RSS): it prints what Python allocated in all at the stop 
 peak so far, what was held at the end of the main pass and of the join of its passages and
 each one's own peak (which says where the peak is), and between two dumps the growth a
 file of each line of code that allocated what is still held (the largest first), which
-says what each file costs and where, and of each phase's peak.
+says what each file costs and where, and of each phase's peak; and the same by line near
+the peak (a snapshot taken each time what is held passes the last one's by a megabyte),
+which says what the peak is made of.
 Figures are printed, never asserted.
 """
 
@@ -34,6 +36,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import tracemalloc
 from itertools import pairwise
 from pathlib import Path
@@ -62,8 +65,8 @@ def _peak_mib() -> float:
 _STOPS = {"candidates": ("find_candidates", 3), "spans": ("original_spans", 2)}
 
 
-def _traced(found: dict[str, Any]) -> None:
-    """What ``tracemalloc`` saw allocated and still held, by line of code, into ``found``."""
+def _traced_lines() -> dict[str, int]:
+    """What ``tracemalloc`` sees allocated and still held now, by line of code."""
     root = str(Path(__file__).resolve().parents[1]) + os.sep
     lines: dict[str, int] = {}
     for stat in tracemalloc.take_snapshot().statistics("lineno"):
@@ -72,7 +75,31 @@ def _traced(found: dict[str, Any]) -> None:
         if "site-packages" + os.sep in name:
             name = name.split("site-packages" + os.sep, 1)[1]
         lines[f"{name}:{frame.lineno}"] = stat.size
-    found["traced_lines"] = lines
+    return lines
+
+
+class _NearThePeak(threading.Thread):
+    """Under ``tracemalloc``, what was held by line of code when the most was held, as far
+    as a look every few tenths of a second sees: a snapshot is taken each time what is held
+    passes the largest snapshot's by a megabyte. Says what the peak is made of, which the
+    held at the stop does not."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.lines: dict[str, int] = {}
+        self.held = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            held, _peak = tracemalloc.get_traced_memory()
+            if held > self.held + 2**20:
+                self.lines, self.held = _traced_lines(), held
+
+
+def _traced(found: dict[str, Any]) -> None:
+    """What ``tracemalloc`` saw allocated and still held, by line of code, into ``found``."""
+    found["traced_lines"] = _traced_lines()
     held, peak = (size / 2**20 for size in tracemalloc.get_traced_memory())
     phases = found.setdefault("phases", {})
     phases["to the stop"] = (held, peak)
@@ -150,15 +177,22 @@ def _probe(
         raise _Stop
 
     setattr(pipeline, call, instead)
+    near_the_peak = _NearThePeak()
     if traced:
         _phase_ends(found)
         tracemalloc.start(1)
+        near_the_peak.start()
     try:
         if scheduler is None:
             dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
         else:
             dedup.scan([dump], scheduler=scheduler, show_progress=False)
     except _Stop:
+        if traced:
+            near_the_peak.done.set()
+            near_the_peak.join()
+            found["peak_lines"] = near_the_peak.lines
+            found["peak_seen_mib"] = near_the_peak.held / 2**20
         return found
     raise RuntimeError(f"the scan never reached {call}")
 
@@ -236,22 +270,31 @@ def main() -> None:
             _print_traced_growth(one, other)
 
 
+def _print_lines_grown(before: dict[str, int], after: dict[str, int], files: int) -> None:
+    grown = sorted(
+        ((after.get(line, 0) - before.get(line, 0)) / files, line) for line in {*before, *after}
+    )
+    for per_file, line in reversed(grown[-12:]):
+        print(f"  {per_file:7.1f} B a file  {line}")
+
+
 def _print_traced_growth(one: dict[str, Any], other: dict[str, Any]) -> None:
     files = other["files"] - one["files"]
     if files <= 0:
         return
-    before, after = one["traced_lines"], other["traced_lines"]
-    grown = sorted(
-        ((after.get(line, 0) - before.get(line, 0)) / files, line) for line in {*before, *after}
-    )
     held = (other["traced_mib"] - one["traced_mib"]) * 2**20 / files
     peak = (other["traced_peak_mib"] - one["traced_peak_mib"]) * 2**20 / files
     print(
         f"traced growth from {one['files']:,} to {other['files']:,} files: {held:.1f} B a file "
         f"held ({peak:.1f} B a file at the peak so far); by line:"
     )
-    for per_file, line in reversed(grown[-12:]):
-        print(f"  {per_file:7.1f} B a file  {line}")
+    _print_lines_grown(one["traced_lines"], other["traced_lines"], files)
+    seen = (other["peak_seen_mib"] - one["peak_seen_mib"]) * 2**20 / files
+    print(
+        f"held near the peak ({one['peak_seen_mib']:.1f} and {other['peak_seen_mib']:.1f} MiB "
+        f"seen): {seen:.1f} B a file more; by line:"
+    )
+    _print_lines_grown(one["peak_lines"], other["peak_lines"], files)
     print(
         "the growth a file of each phase's peak: "
         + "; ".join(
