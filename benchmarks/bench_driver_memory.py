@@ -21,9 +21,10 @@ own records add to the RSS): it prints what Python allocated in all at the stop 
 peak so far, what was held at the end of the main pass and of the join of its passages and
 each one's own peak (which says where the peak is), and between two dumps the growth a
 file of each line of code that allocated what is still held (the largest first), which
-says what each file costs and where, and of each phase's peak; and the same by line near
-the peak (a snapshot taken each time what is held passes the last one's by a megabyte),
-which says what the peak is made of.
+says what each file costs and where, and of each phase's peak. ``--near-peak`` adds the
+same by line near the peak (a snapshot taken each time what is held passes the last one's
+by a megabyte), which says what the peak is made of; the snapshots' own objects then add
+to the peaks printed.
 Figures are printed, never asserted.
 """
 
@@ -137,7 +138,13 @@ def _files_in(dump: str) -> int:
 
 
 def _probe(
-    dump: str, engine: str, jobs: int, scheduler: str | None, stop_at: str, traced: bool
+    dump: str,
+    engine: str,
+    jobs: int,
+    scheduler: str | None,
+    stop_at: str,
+    traced: bool,
+    near_peak: bool,
 ) -> dict[str, Any]:
     """The scan of ``dump`` in this process, stopped at ``stop_at``."""
     import numpy as np
@@ -181,6 +188,7 @@ def _probe(
     if traced:
         _phase_ends(found)
         tracemalloc.start(1)
+    if near_peak:
         near_the_peak.start()
     try:
         if scheduler is None:
@@ -188,7 +196,7 @@ def _probe(
         else:
             dedup.scan([dump], scheduler=scheduler, show_progress=False)
     except _Stop:
-        if traced:
+        if near_peak:
             near_the_peak.done.set()
             near_the_peak.join()
             found["peak_lines"] = near_the_peak.lines
@@ -206,6 +214,11 @@ def main() -> None:
     parser.add_argument(
         "--traced", action="store_true", help="what Python allocated, by line (tracemalloc)"
     )
+    parser.add_argument(
+        "--near-peak",
+        action="store_true",
+        help="with --traced: what is held by line near the peak (its snapshots add to it)",
+    )
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -216,7 +229,8 @@ def main() -> None:
             options.jobs,
             options.scheduler,
             options.stop_at,
-            options.traced,
+            options.traced or options.near_peak,
+            options.near_peak,
         )
         print(json.dumps(found))
         return
@@ -225,6 +239,7 @@ def main() -> None:
         command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
         command += ["--jobs", str(options.jobs), "--stop-at", options.stop_at]
         command += ["--traced"] if options.traced else []
+        command += ["--near-peak"] if options.near_peak else []
         with tempfile.TemporaryDirectory() as folder:
             processes = []
             if options.engine == "dask":
@@ -246,7 +261,7 @@ def main() -> None:
             print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
         of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
         print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
-        if options.traced:
+        if options.traced or options.near_peak:
             print(
                 f"  traced: {result['traced_mib']:.1f} MiB held, "
                 f"{result['traced_peak_mib']:.1f} MiB at the peak so far"
@@ -266,7 +281,7 @@ def main() -> None:
             f"growth from {one['passages']:,} to {other['passages']:,} passages: "
             f"{grown:.0f} B a passage (the peak so far: {peak:.0f} B a passage)"
         )
-        if options.traced:
+        if options.traced or options.near_peak:
             _print_traced_growth(one, other)
 
 
@@ -289,12 +304,6 @@ def _print_traced_growth(one: dict[str, Any], other: dict[str, Any]) -> None:
         f"held ({peak:.1f} B a file at the peak so far); by line:"
     )
     _print_lines_grown(one["traced_lines"], other["traced_lines"], files)
-    seen = (other["peak_seen_mib"] - one["peak_seen_mib"]) * 2**20 / files
-    print(
-        f"held near the peak ({one['peak_seen_mib']:.1f} and {other['peak_seen_mib']:.1f} MiB "
-        f"seen): {seen:.1f} B a file more; by line:"
-    )
-    _print_lines_grown(one["peak_lines"], other["peak_lines"], files)
     print(
         "the growth a file of each phase's peak: "
         + "; ".join(
@@ -302,6 +311,13 @@ def _print_traced_growth(one: dict[str, Any], other: dict[str, Any]) -> None:
             for phase, (_held, peak) in other["phases"].items()
         )
     )
+    if "peak_lines" in other:
+        seen = (other["peak_seen_mib"] - one["peak_seen_mib"]) * 2**20 / files
+        print(
+            f"held near the peak ({one['peak_seen_mib']:.1f} and "
+            f"{other['peak_seen_mib']:.1f} MiB seen): {seen:.1f} B a file more; by line:"
+        )
+        _print_lines_grown(one["peak_lines"], other["peak_lines"], files)
 
 
 if __name__ == "__main__":

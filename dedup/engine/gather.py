@@ -481,14 +481,16 @@ def prepare_all(
             slices = file_slices(files, config, engine)
     tasks = PassTasks.of(slices)
     learning = "repeated-lines" not in config.skip_steps
-    # True: the file is learned from as it is prepared, in one read of it.
-    at_once = read_once(files, config) if learning else [False] * len(files)
-    at_once = [
+    alone = read_once(files, config) if learning else [False] * len(files)
+    # 1: the file is learned from as it is prepared, in one read of it (a byte a file, where
+    # a list of bools held a pointer a file while the pass ran).
+    at_once = bytearray(
         once and file.source not in known and not parts
-        for file, once, parts in zip(files, at_once, slices, strict=True)
-    ]
-    apart = array.array(
-        "q",
+        for file, once, parts in zip(files, alone, slices, strict=True)
+    )
+    del alone
+    apart = array.array(  # the tasks learned from apart, four bytes each
+        tasks.file.typecode,
         (
             task
             for task, number in enumerate(tasks.file)
@@ -524,7 +526,7 @@ def prepare_all(
     arguments = (
         EachMade(count, lambda task: files[tasks.file[task]]),
         repeat(config),
-        EachMade(count, lambda task: at_once[tasks.file[task]]),
+        EachMade(count, lambda task: bool(at_once[tasks.file[task]])),
         repeat(repeated),
         EachMade(count, lambda task: given(task)[0]),
         EachMade(
@@ -592,45 +594,59 @@ def learned_lines(
 
 @dataclass(frozen=True)
 class PassTasks:
-    """A pass's tasks: a file each (``file``, its number, and None in ``part``), or a slice
-    of one (its file's number, and the slice). As columns: a tuple a task, held while the
-    pass runs, cost some 80 B a file."""
+    """A pass's tasks: a file each (``file``, its number), or a slice of one (its file's
+    number, and the slice, in ``slices`` by the task's number: only the large JSON Lines
+    files' tasks have one). Held while the pass runs: a tuple a task cost some 80 B a file,
+    and a slice or None a task 8 B, of a crawl of a page a file."""
 
-    file: array.array[int]
-    part: list[FileSlice | None]
+    file: array.array[int]  # four bytes a task
+    slices: dict[int, FileSlice]
 
     @classmethod
     def of(cls, slices: Sequence[tuple[FileSlice, ...]]) -> PassTasks:
         """The tasks, given each file's slices."""
-        file, part = array.array("q"), list[FileSlice | None]()
+        file, sliced = array.array("i" if len(slices) < 2**31 else "q"), {}
         for number, parts in enumerate(slices):
-            file.extend([number] * max(1, len(parts)))
-            part.extend(parts or (None,))
-        return cls(file, part)
+            for part in parts:
+                sliced[len(file)] = part
+                file.append(number)
+            if not parts:
+                file.append(number)
+        return cls(file, sliced)
+
+    @property
+    def part(self) -> Sequence[FileSlice | None]:
+        """Each task's slice of its file, or None where it is the whole file."""
+        return EachMade(len(self.file), self.slices.get)
 
 
 def file_slices(
     files: Sequence[FoundFile], config: ScanConfig, engine: Engine
-) -> list[tuple[FileSlice, ...]]:
+) -> Sequence[tuple[FileSlice, ...]]:
     """Per file, the slices it is prepared in, their lines counted on the engine; none for a
-    file read whole."""
-    planned = [planned_slices(file, config) for file in files]
-    tasks = [(number, part) for number, parts in enumerate(planned) for part in parts]
-    if not tasks:
-        return planned
-    lines = engine.map(
-        count_lines,
-        [files[number] for number, _part in tasks],
-        [part for _n, part in tasks],
-        repeat(config),
-    )
+    file read whole (held only for the files in slices: a list of a file held a pointer a
+    file while the pass ran)."""
+    planned = {
+        number: parts
+        for number, file in enumerate(files)
+        if (parts := planned_slices(file, config))
+    }
+    tasks = [(number, part) for number, parts in planned.items() for part in parts]
     counts: dict[int, list[int | None]] = {}
-    shown = config.show_progress
-    for (number, _part), count in zip(
-        tasks, progress(lines, "count lines", "slice", len(tasks), shown), strict=True
-    ):
-        counts.setdefault(number, []).append(count)
-    return [counted(parts, counts[number]) if parts else () for number, parts in enumerate(planned)]
+    if tasks:
+        lines = engine.map(
+            count_lines,
+            [files[number] for number, _part in tasks],
+            [part for _n, part in tasks],
+            repeat(config),
+        )
+        shown = config.show_progress
+        for (number, _part), count in zip(
+            tasks, progress(lines, "count lines", "slice", len(tasks), shown), strict=True
+        ):
+            counts.setdefault(number, []).append(count)
+    counted_slices = {number: counted(parts, counts[number]) for number, parts in planned.items()}
+    return EachMade(len(files), lambda number: counted_slices.get(number, ()))
 
 
 def _by_file(

@@ -49,6 +49,7 @@ spans."""
 from __future__ import annotations
 
 import array
+import bisect
 import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -196,9 +197,12 @@ class KeptOnWorkers:
             return LearnPass(0.0, [], {})
         engine = self.engine
         seconds = 0.0
-        # Each file's chapters: its batch's future (by number) and its slice of them.
+        # Each file's chapters: its batch's future and its slice of them, which ends where
+        # the file's chapters end among its batch's (four bytes a file: the main pass runs
+        # with these held).
         futures: list[Future[Any]] = []
-        batch_of, starts, stops = array.array("i"), array.array("q"), array.array("q")
+        batch_first = array.array("q")  # each batch's first file
+        ends = array.array("i")
         # Each batch's distinct chapters by source, taken as the batch completes: not each
         # file's record, held until the last file (LearnPass)
         distinct: list[dict[str, npt.NDArray[np.int64]]] = []
@@ -210,10 +214,8 @@ class KeptOnWorkers:
             seconds += result.seconds
             if keep:
                 line_counts, batch_chapters = keep
-                ends = list(itertools.accumulate((len(file.chapters) for file in batch), initial=0))
-                batch_of.extend([len(futures)] * len(batch))
-                starts.extend(ends[:-1])
-                stops.extend(ends[1:])
+                batch_first.append(len(ends))
+                ends.extend(itertools.accumulate(len(file.chapters) for file in batch))
                 futures.append(batch_chapters)
                 distinct.append(distinct_chapters(batch))
                 kept.append(line_counts)
@@ -232,10 +234,13 @@ class KeptOnWorkers:
         )
         kept.clear()
         found = concatenated(list(self.results(tasks, "site lines")), np.int64)
-        chapters = EachMade(
-            len(batch_of),
-            lambda file: (futures[batch_of[file]], slice(starts[file], stops[file])),
-        )
+
+        def chapters_of(file: int) -> tuple[Future[Any], slice]:
+            batch = bisect.bisect_right(batch_first, file) - 1
+            start = 0 if file == batch_first[batch] else ends[file - 1]
+            return futures[batch], slice(start, ends[file])
+
+        chapters = EachMade(len(ends), chapters_of)
         return LearnPass(seconds, chapters, first.repeated(found))
 
     def learn_tasks(
