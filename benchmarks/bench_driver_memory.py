@@ -23,8 +23,8 @@ each one's own peak (which says where the peak is), and between two dumps the gr
 file of each line of code that allocated what is still held (the largest first), which
 says what each file costs and where, and of each phase's peak. ``--near-peak`` adds the
 same by line near the peak (a snapshot taken each time what is held passes the last one's
-by a megabyte), which says what the peak is made of; the snapshots' own objects then add
-to the peaks printed.
+by a megabyte), which says what the peak is made of, and at the end of the main pass; the
+snapshots' own objects then add to the peaks printed.
 Figures are printed, never asserted.
 """
 
@@ -108,10 +108,11 @@ def _traced(found: dict[str, Any]) -> None:
     found["traced_peak_mib"] = max(peak for _held, peak in phases.values())
 
 
-def _phase_ends(found: dict[str, Any]) -> None:
+def _phase_ends(found: dict[str, Any], by_line: bool) -> None:
     """Under ``tracemalloc``, what was held at the end of the main pass and of the join of
     its passages (``Prepared.passages``), and the peak of each: the peak is reset as each
-    ends, so the peak of each is its own."""
+    ends, so the peak of each is its own. ``by_line``: and what the main pass held at its
+    end by line of code."""
     from dedup.engine import gather
 
     phases: dict[str, tuple[float, float]] = found.setdefault("phases", {})
@@ -119,6 +120,9 @@ def _phase_ends(found: dict[str, Any]) -> None:
 
     def passages(self: Any) -> Any:
         phases["main pass"] = _traced_now()
+        if by_line:
+            gc.collect()
+            found["main_pass_lines"] = _traced_lines()
         tracemalloc.reset_peak()
         made = joined(self)
         phases["joining the passages"] = _traced_now()
@@ -186,7 +190,7 @@ def _probe(
     setattr(pipeline, call, instead)
     near_the_peak = _NearThePeak()
     if traced:
-        _phase_ends(found)
+        _phase_ends(found, near_peak)
         tracemalloc.start(1)
     if near_peak:
         near_the_peak.start()
@@ -318,6 +322,8 @@ def _print_traced_growth(one: dict[str, Any], other: dict[str, Any]) -> None:
             f"{other['peak_seen_mib']:.1f} MiB seen): {seen:.1f} B a file more; by line:"
         )
         _print_lines_grown(one["peak_lines"], other["peak_lines"], files)
+        print("held at the end of the main pass: by line:")
+        _print_lines_grown(one["main_pass_lines"], other["main_pass_lines"], files)
 
 
 if __name__ == "__main__":
