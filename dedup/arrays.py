@@ -40,10 +40,29 @@ def concatenated(
     return np.empty(0 if columns is None else (0, columns), dtype=dtype)
 
 
-def runs_of(firsts: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+# The first rows of runs a scan holds for its whole length (each file's first passage, each
+# run's of the passages' table), in four bytes each while the passages fit.
+Firsts = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+
+
+def compact_firsts(firsts: npt.NDArray[np.int64]) -> Firsts:
+    """``firsts`` (sorted, from 0) in four bytes each if the last fits, else as they are."""
+    if not len(firsts) or int(firsts[-1]) < 2**31:
+        return firsts.astype(np.int32)
+    return firsts
+
+
+def runs_of(firsts: Firsts, rows: Firsts) -> npt.NDArray[np.int64]:
     """The run each of ``rows`` is in, of runs of rows given by their first rows (sorted; an
     empty run's first is the next one's, and no row is in it)."""
-    found: npt.NDArray[np.int64] = np.searchsorted(firsts, rows, side="right") - 1
+    if firsts.dtype == np.int32:
+        # numpy would copy firsts to int64 for each search; a row past int32's range is in
+        # the run it is clipped to, as firsts all fit
+        bounds = np.iinfo(np.int32)
+        rows = np.clip(np.asarray(rows), bounds.min, bounds.max).astype(np.int32)
+    found: npt.NDArray[np.int64] = (np.searchsorted(firsts, rows, side="right") - 1).astype(
+        np.int64, copy=False
+    )
     return found
 
 

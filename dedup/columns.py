@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import concatenated, objects, runs_of
+from dedup.arrays import Firsts, concatenated, objects, runs_of
 from dedup.models import (
     ColumnTable,
     CutPassage,
@@ -389,7 +389,7 @@ class SpanTable(ColumnTable[PassageSpan]):
     titles: Strings
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
-    run_first: npt.NDArray[np.int64]
+    run_first: Firsts  # four bytes each in a table of fewer than 2**31 rows joined here
     # Four bytes a run each (int32_column): a dump of a record a page has a run or two a
     # record, and the driver holds them all.
     run_document: npt.NDArray[np.int32]  # run -> index into documents
@@ -492,7 +492,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             title_index = [titles.setdefault(t, len(titles)) for t in table.titles.values()]
             document_runs.append(int32_column(in_documents[table.run_document]))
             title_runs.append(int32_column(np.array(title_index, dtype=np.int64)[table.run_title]))
-            firsts.append(table.run_first + rows)
+            firsts.append(table.run_first.astype(np.int64) + rows)
             rows += len(table)
         counted = [table.held is not None for table in tables if len(table)]
         if any(counted) and not all(counted):
@@ -524,7 +524,7 @@ class SpanTable(ColumnTable[PassageSpan]):
 
     def run_sizes(self) -> npt.NDArray[np.int64]:
         """The rows of each run."""
-        return np.diff(np.append(self.run_first, len(self)))
+        return np.diff(np.append(self.run_first.astype(np.int64), len(self)))
 
     def rows(self, rows: npt.NDArray[np.int64]) -> list[PassageSpan]:
         """The spans of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""

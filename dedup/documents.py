@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import (
+    Firsts,
     concatenated,
     found_in,
     key_counts,
@@ -218,7 +219,7 @@ class DocumentRuns:
 
 
 def document_runs(
-    spans: SpanTable, file_first: npt.NDArray[np.int64], alignment: PassageAlignment
+    spans: SpanTable, file_first: Firsts, alignment: PassageAlignment
 ) -> DocumentRuns:
     """The documents of a dump's passages (in file order): a new one where the file, the
     record, the chapter or its title changes (``file_first``: the first passage of each
@@ -239,7 +240,7 @@ def document_runs(
         | (spans.run_chapter[1:] != spans.run_chapter[:-1])
         | (spans.run_title[1:] != spans.run_title[:-1])
     )
-    first = runs[changed]
+    first = runs[changed].astype(np.int64)
     end = np.append(first[1:], count)
     story = alignment.story_chars(first)
     return DocumentRuns(first, end, story)

@@ -3,7 +3,8 @@ file rather than in memory.
 
 The driver of a scan keeps a row a file for the whole scan: the files found, their entries in
 the report, the names of their documents (``RowSpool``), and where each run of passages is in
-its file's bytes (``ArraySpool``). A crawl of a page a file has millions of files, and
+its file's bytes (``ArraySpool``); and the main pass's runs of passages and documents, until
+they are read back into one table at its end. A crawl of a page a file has millions of files, and
 issue 21 asks that the driver's memory not grow with the input. These rows are written once
 and read back a few times (when a file's task is made, when the report is written), in order
 mostly, so a ``RowSpool`` holds in memory only the block being filled, the place of each
@@ -229,7 +230,7 @@ class _ScratchFile:
             )
             raise ScratchSpaceError(
                 f"cannot write the scan's table of its files to {tempfile.gettempdir()} "
-                f"({error.strerror or error}); {hint} (it takes some 130 bytes a file scanned)"
+                f"({error.strerror or error}); {hint} (it takes some 200 bytes a file scanned)"
             ) from error
         self.size += len(data)
 

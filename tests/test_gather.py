@@ -103,7 +103,9 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     assert joined.documents.names is tables[0][0].documents.names
     for column in ("run_first", "run_document", "run_chapter", "run_title", "start", "end"):
         assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
+    for column in ("run_document", "run_chapter", "run_title", "start", "end"):
         assert getattr(joined, column).dtype == getattr(whole, column).dtype, column
+    assert joined.run_first.dtype == np.int32  # the rows fit: four bytes a run
     ids = joined.documents.record_ids.values()
     assert ids == whole.documents.record_ids.values()
     assert None in ids and any(ids)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import runs_of
+from dedup.arrays import Firsts, compact_firsts, runs_of
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
 from dedup.columns import (
@@ -191,8 +191,9 @@ class StreamedSpans:
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
+        # a run's first row in four bytes while the rows fit (arrays.Firsts)
         run_first, document, chapter, title = self._runs.columns(
-            np.int64, np.int32, np.int32, np.int32
+            np.int32 if self._rows < 2**31 else np.int64, np.int32, np.int32, np.int32
         )
         source, path = self._documents.columns(np.int32, np.int32)
         record = (
@@ -351,7 +352,7 @@ class Prepared:
         per_file = np.array(self.spans_per_file, dtype=np.int64)
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
-            file_first=np.cumsum(per_file) - per_file,
+            file_first=compact_firsts(np.cumsum(per_file) - per_file),
             byte_spans=self.byte_spans,
             texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
@@ -391,7 +392,7 @@ class Passages:
 
     spans: SpanTable  # where each passage is (on a cluster, its start and end on the workers)
     # The first passage of each of Prepared.files (of one holding none, the next file's).
-    file_first: npt.NDArray[np.int64]
+    file_first: Firsts
     # Where each run of spans is in its file's bytes (PreparedInput.byte_spans), on disk.
     byte_spans: ArraySpool
     # Normalized texts (empty for a later copy of a text: see dedup.engine.copies), their two
