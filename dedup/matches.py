@@ -670,20 +670,28 @@ def keep_key(keep: str) -> Callable[[str, int, tuple[Any, ...]], tuple[Any, ...]
     return lambda source, story, order: (rank.get(source, len(rank)), -story, order)
 
 
-def keep_order(documents: DocumentRuns, spans: SpanTable, keep: str) -> npt.NDArray[np.int64]:
+def keep_order(
+    documents: DocumentRuns, spans: SpanTable, keep: str, pairs: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
     """Each document's place in the order the keep policy prefers them (0 first), as
-    ``_kept`` chooses among them (a document's span is its passages' from first to last)."""
+    ``_kept`` chooses among them (a document's span is its passages' from first to last), of
+    the documents ``pairs`` name: only documents a pair joins are ever in a group with
+    another, so the others are placed after them all, unordered. A sort key made in Python
+    for every document of a dump cost some hundreds of bytes a document at once, however few
+    have a copy (issue 21: the driver's memory past the pairs)."""
     key = keep_key(keep)
+    named = sorted_unique(pairs)
+    first, last = documents.first[named], documents.end[named] - 1
     keys = []
     for (source, path, record, _record_id), story, start, end in zip(
-        spans.documents.columns(spans.document_of(documents.first)),
-        documents.story_chars.tolist(),
-        spans.ends_of(documents.first)[0].tolist(),
-        spans.ends_of(documents.end - 1)[1].tolist(),
+        spans.documents.columns(spans.document_of(first)),
+        documents.story_chars[named].tolist(),
+        spans.ends_of(first)[0].tolist(),
+        spans.ends_of(last)[1].tolist(),
         strict=True,
     ):
         keys.append(key(source, story, reading_order(path, record, start, end)))
     order = sorted(range(len(keys)), key=keys.__getitem__)
-    place = np.empty(len(keys), dtype=np.int64)
-    place[order] = np.arange(len(keys))
+    place = np.full(len(documents), len(named), dtype=np.int64)
+    place[named[order]] = np.arange(len(named))
     return place

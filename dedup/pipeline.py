@@ -128,7 +128,7 @@ def scan_files(
             aligned = align_through_groups(
                 document_pairs,
                 verified_between(document_pairs, documents, verified),
-                keep_order(documents, passages.spans, config.keep),
+                keep_order(documents, passages.spans, config.keep, document_pairs),
                 documents,
                 texts,
                 config.align,

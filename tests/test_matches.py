@@ -414,3 +414,43 @@ def test_two_groups_are_aligned_through_the_copies_that_share_text_where_the_kep
     assert found in every.matches
     ours, _theirs = _sides(found, tmp_path / "site-b/chapter.txt")
     assert sum(end - start for start, end in ours) >= 0.9 * len(scene)
+
+
+@pytest.mark.parametrize("keep", ["first", "longest", "source:site-tw,site-mirror"])
+def test_keep_order_of_the_documents_pairs_name_is_their_order_among_all(
+    samples: Path, keep: str
+) -> None:
+    """The order ``--keep`` prefers is made for the documents a pair names (only those are
+    ever in a group with another): among them it is their order among all the documents,
+    and every other document comes after them."""
+    import numpy as np
+
+    from dedup.columns import SpanTable
+    from dedup.config import ScanConfig
+    from dedup.documents import PassageAlignment, document_runs
+    from dedup.engine.tasks import prepare_file
+    from dedup.matches import keep_order
+    from dedup.read import discover_inputs
+
+    files, _skipped = discover_inputs([str(samples)])
+    items = [item for file in files for item in prepare_file(file, ScanConfig(), {}).inputs]
+    spans = SpanTable.concatenate([item.passages for item in items])
+    per_file = np.array([len(item.passages) for item in items], dtype=np.int64)
+    documents = document_runs(
+        spans,
+        np.cumsum(per_file) - per_file,
+        PassageAlignment.concatenate([item.alignment for item in items]),
+    )
+    count = len(documents)
+    assert count > 10
+    every = np.arange(count, dtype=np.int64)
+    whole = keep_order(documents, spans, keep, np.column_stack((every[:-1], every[1:])))
+    assert sorted(whole.tolist()) == list(range(count))
+    named = np.array(random.Random(keep).sample(range(count), count // 2), dtype=np.int64)
+    pairs = np.sort(named.reshape(-1, 1)[: len(named) // 2 * 2].reshape(-1, 2), axis=1)
+    some = keep_order(documents, spans, keep, pairs)
+    inside = np.unique(pairs)
+    assert sorted(some[inside].tolist()) == list(range(len(inside)))
+    assert np.argsort(some[inside]).tolist() == np.argsort(whole[inside]).tolist()
+    outside = np.setdiff1d(every, inside)
+    assert len(outside) and (some[outside] >= len(inside)).all()

@@ -242,7 +242,7 @@ def warm_up_alignment(config: ScanConfig) -> None:
     aligned = align_through_groups(
         pairs,
         verified_between(pairs, documents, verified),
-        keep_order(documents, spans, config.keep),
+        keep_order(documents, spans, config.keep, pairs),
         documents,
         NormalizedTexts.of(TextRun.of(texts), leader.dense(), alignment),
         config.align,
