@@ -369,8 +369,15 @@ def without_overlapping(pairs: npt.NDArray[np.int64], spans: SpanTable) -> npt.N
     characters because they were cut that way, not because a site copied them."""
     if not len(pairs):
         return pairs
-    text_of = spans.documents.texts()[spans.row_documents()]
-    same_text = np.flatnonzero(text_of[pairs[:, 0]] == text_of[pairs[:, 1]])
+    texts = spans.documents.texts()
+    if 2 * len(pairs) < len(spans):
+        # fewer rows than the table holds: each one's run searched, no array of a row a
+        # passage made (issue 21: the driver's memory past the pairs)
+        one, two = (texts[spans.document_of(pairs[:, side])] for side in (0, 1))
+    else:
+        text_of = texts[spans.row_documents()]
+        one, two = text_of[pairs[:, 0]], text_of[pairs[:, 1]]
+    same_text = np.flatnonzero(one == two)
     # Only the pairs within one text need their passages' ends (which a cluster's workers
     # keep): a few neighbours in a chapter, where all the pairs are millions.
     starts, ends = spans.ends_of(pairs[same_text].T.ravel())

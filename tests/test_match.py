@@ -152,6 +152,9 @@ def test_overlapping_passages_of_one_text_never_pair() -> None:
         ]
     )
     assert without_overlapping(pairs, spans).tolist() == [[0, 2], [0, 3], [1, 2]]
+    # fewer pairs than passages: each pair's documents searched, not a document a passage
+    assert without_overlapping(pairs[:1], spans).tolist() == []
+    assert without_overlapping(pairs[1:2], spans).tolist() == [[0, 2]]
 
     # Where the workers keep the ends (a cluster), only the pairs within one text ask.
     asked: list[list[int]] = []
