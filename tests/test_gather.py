@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dedup.columns import SpanTable
 from dedup.config import ScanConfig
@@ -207,9 +210,7 @@ def test_the_records_of_each_file_hold_its_path_packed_and_its_names_once(
         prepared.add(number, result)
         assert prepared.inputs[-1] == item.entry  # the same values
     # Each input's file is the found file, by its number among them: not a row again.
-    assert list(prepared.files) == list(files[:40]) and prepared.file_numbers.tolist() == [
-        *range(40)
-    ]
+    assert list(prepared.files) == list(files[:40]) and list(prepared.file_numbers) == [*range(40)]
     names = [name for entry in prepared.inputs for name in entry.normalization]
     names += [entry.source for entry in prepared.inputs]
     assert len(names) > 40 and len({id(name) for name in names}) == len(set(names))
@@ -220,3 +221,24 @@ def test_the_records_of_each_file_hold_its_path_packed_and_its_names_once(
     assert sorted(prepared.names) == sorted(
         {file.path for file in files[:40]} | {file.source for file in files[:40]}
     )
+
+
+@given(st.lists(st.integers(-3, 3), max_size=60), st.integers(0, 5))
+def test_file_numbers_read_back_as_appended_in_runs(steps: list[int], start: int) -> None:
+    """Each input's file number (the next file's, or an archive's again, or any) reads back
+    as appended; a dump of plain files, a number up by one an input, is held as one run."""
+    from dedup.engine.gather import FileNumbers
+
+    numbers = list(itertools.accumulate(steps, initial=start))
+    held = FileNumbers()
+    for number in numbers:
+        held.append(number)
+    assert list(held) == numbers and held[:] == numbers and len(held) == len(numbers)
+    assert [held[row] for row in range(-len(numbers), 0)] == numbers
+    with pytest.raises(IndexError):
+        held[len(numbers)]
+    plain = FileNumbers()
+    for number in range(start, start + 10_000):
+        plain.append(number)
+    assert list(plain) == list(range(start, start + 10_000))
+    assert len(plain._starts) == 1  # one run: nothing held a file

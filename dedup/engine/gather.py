@@ -9,7 +9,7 @@ import pickle
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -265,6 +265,48 @@ def _joined_rows(parts: list[npt.NDArray[R]]) -> npt.NDArray[R]:
     return np.concatenate(parts)
 
 
+class FileNumbers(Sequence[int]):
+    """Each input's file number, in order, held as runs of numbers that go up by one (a file
+    an input) or stay (an archive's inputs): where each run starts, its first number and its
+    step. A dump of plain files is one run, where a number an input held four bytes a file
+    for the whole scan (issue 21); any number may follow any other."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._starts = array.array("q")
+        self._firsts = array.array("q")
+        self._steps = array.array("b")
+
+    def append(self, number: int) -> None:
+        if self._count:
+            step = number - self[self._count - 1]
+            alone = self._count - self._starts[-1] == 1  # a run of one takes either step
+            if step in (0, 1) and (alone or step == self._steps[-1]):
+                self._steps[-1] = step
+                self._count += 1
+                return
+        self._starts.append(self._count)
+        self._firsts.append(number)
+        self._steps.append(1)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[row] for row in range(self._count)[index]]
+        row = range(self._count)[index]  # an IndexError past the end
+        run = bisect.bisect_right(self._starts, row) - 1
+        return self._firsts[run] + self._steps[run] * (row - self._starts[run])
+
+
 @dataclass
 class Prepared:
     """All the workers handed back, merged: one entry per passage of the dump, in file order.
@@ -280,8 +322,8 @@ class Prepared:
     names: ScanNames = field(default_factory=ScanNames)  # of the documents of all the files
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
     # its own, a file's row again (some 40 B a file of a crawl of a page a file).
-    # both four bytes each while they fit (models.extended)
-    file_numbers: array.array[int] = field(default_factory=lambda: array.array("i"))
+    file_numbers: FileNumbers = field(default_factory=FileNumbers)
+    # four bytes each while they fit (models.extended)
     spans_per_file: array.array[int] = field(default_factory=lambda: array.array("i"))
     normalized: list[TextRun] = field(default_factory=list)
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
@@ -334,7 +376,7 @@ class Prepared:
             self.spans.append(
                 replace(spans, documents=spans.documents.named_in(self.names, number)), number
             )
-            self.file_numbers = extended(self.file_numbers, (number,))
+            self.file_numbers.append(number)
             self.spans_per_file = extended(self.spans_per_file, (len(item.passages),))
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
