@@ -224,20 +224,28 @@ def test_the_records_of_each_file_hold_its_path_packed_and_its_names_once(
 
 
 @given(st.lists(st.integers(-3, 3), max_size=60), st.integers(0, 5))
-def test_file_numbers_read_back_as_appended_in_runs(steps: list[int], start: int) -> None:
+def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None:
     """Each input's file number (the next file's, or an archive's again, or any) reads back
-    as appended; a dump of plain files, a number up by one an input, is held as one run."""
-    from dedup.engine.gather import FileNumbers
+    as appended; numbers that only go up are found where they are; a dump of plain files,
+    a number up by one an input, is held as one run."""
+    from dedup.engine.gather import NumberRuns
 
     numbers = list(itertools.accumulate(steps, initial=start))
-    held = FileNumbers()
+    held = NumberRuns()
     for number in numbers:
         held.append(number)
     assert list(held) == numbers and held[:] == numbers and len(held) == len(numbers)
     assert [held[row] for row in range(-len(numbers), 0)] == numbers
     with pytest.raises(IndexError):
         held[len(numbers)]
-    plain = FileNumbers()
+    rising = sorted(set(numbers))
+    held_rising = NumberRuns()
+    for number in rising:
+        held_rising.append(number)
+    for number in range(start - 30, start + 30):
+        place = held_rising.place(number)
+        assert place == (rising.index(number) if number in rising else None), number
+    plain = NumberRuns()
     for number in range(start, start + 10_000):
         plain.append(number)
     assert list(plain) == list(range(start, start + 10_000))

@@ -265,21 +265,24 @@ def _joined_rows(parts: list[npt.NDArray[R]]) -> npt.NDArray[R]:
     return np.concatenate(parts)
 
 
-class FileNumbers(Sequence[int]):
-    """Each input's file number, in order, held as runs of numbers that go up by one (a file
-    an input) or stay (an archive's inputs): where each run starts, its first number and its
-    step. A dump of plain files is one run, where a number an input held four bytes a file
-    for the whole scan (issue 21); any number may follow any other."""
+class NumberRuns(Sequence[int]):
+    """Numbers in order, held as runs that go up by one or stay: where each run starts, its
+    first number and its step; any number may follow any other. Each input's file number (a
+    file an input, an archive's inputs one file), each task's (a file a task, a large file's
+    slices one), the tasks learned from apart (all of them, often): a dump of plain files is
+    one run, where a number each held four or eight bytes a file (issue 21)."""
 
     def __init__(self) -> None:
         self._count = 0
         self._starts = array.array("q")
         self._firsts = array.array("q")
         self._steps = array.array("b")
+        self._last = 0
 
     def append(self, number: int) -> None:
+        last, self._last = self._last, number
         if self._count:
-            step = number - self[self._count - 1]
+            step = number - last
             alone = self._count - self._starts[-1] == 1  # a run of one takes either step
             if step in (0, 1) and (alone or step == self._steps[-1]):
                 self._steps[-1] = step
@@ -306,6 +309,17 @@ class FileNumbers(Sequence[int]):
         run = bisect.bisect_right(self._starts, row) - 1
         return self._firsts[run] + self._steps[run] * (row - self._starts[run])
 
+    def place(self, number: int) -> int | None:
+        """Where ``number`` is, of numbers that only go up, or None if it is not there."""
+        run = bisect.bisect_right(self._firsts, number) - 1
+        if run < 0:
+            return None
+        end = self._starts[run + 1] if run + 1 < len(self._starts) else self._count
+        offset = number - self._firsts[run]
+        if offset < end - self._starts[run] and (offset == 0 or self._steps[run] == 1):
+            return self._starts[run] + offset
+        return None
+
 
 @dataclass
 class Prepared:
@@ -322,7 +336,7 @@ class Prepared:
     names: ScanNames = field(default_factory=ScanNames)  # of the documents of all the files
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
     # its own, a file's row again (some 40 B a file of a crawl of a page a file).
-    file_numbers: FileNumbers = field(default_factory=FileNumbers)
+    file_numbers: NumberRuns = field(default_factory=NumberRuns)
     # four bytes each while they fit (models.extended)
     spans_per_file: array.array[int] = field(default_factory=lambda: array.array("i"))
     normalized: list[TextRun] = field(default_factory=list)
@@ -532,14 +546,10 @@ def prepare_all(
         for file, once, parts in zip(files, alone, slices, strict=True)
     )
     del alone
-    apart = array.array(  # the tasks learned from apart, four bytes each
-        tasks.file.typecode,
-        (
-            task
-            for task, number in enumerate(tasks.file)
-            if learning and not at_once[number] and files[number].source not in known
-        ),
-    )
+    apart = NumberRuns()  # the tasks learned from apart
+    for task, number in enumerate(tasks.file):
+        if learning and not at_once[number] and files[number].source not in known:
+            apart.append(task)
     shown = config.show_progress
     # On a cluster, the workers keep the line keys of the learn pass, and then the
     # signatures (not for an index, which stores them).
@@ -555,8 +565,8 @@ def prepare_all(
 
     def given(task: int) -> tuple[Any, slice | None]:
         """A task's chapters, if the learn pass found them, and which of them are its file's."""
-        found = bisect.bisect_left(apart, task)
-        return learned[found] if found < len(apart) and apart[found] == task else ((), None)
+        found = apart.place(task)
+        return ((), None) if found is None else learned[found]
 
     timer.add("learn-lines", learn_pass.seconds)
     repeated = {**learn_pass.repeated, **known}
@@ -642,13 +652,13 @@ class PassTasks:
     files' tasks have one). Held while the pass runs: a tuple a task cost some 80 B a file,
     and a slice or None a task 8 B, of a crawl of a page a file."""
 
-    file: array.array[int]  # four bytes a task
+    file: NumberRuns
     slices: dict[int, FileSlice]
 
     @classmethod
     def of(cls, slices: Sequence[tuple[FileSlice, ...]]) -> PassTasks:
         """The tasks, given each file's slices."""
-        file, sliced = array.array("i" if len(slices) < 2**31 else "q"), {}
+        file, sliced = NumberRuns(), {}
         for number, parts in enumerate(slices):
             for part in parts:
                 sliced[len(file)] = part
