@@ -45,10 +45,17 @@ def concatenated(
 Firsts = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 
 
-def compact_firsts(firsts: npt.NDArray[np.int64]) -> Firsts:
-    """``firsts`` (sorted, from 0) in four bytes each if the last fits, else as they are."""
-    if not len(firsts) or int(firsts[-1]) < 2**31:
-        return firsts.astype(np.int32)
+def firsts_of(sizes: npt.NDArray[Any], count: int) -> Firsts:
+    """The first row of each of runs of ``sizes`` rows (``count`` in all), in four bytes each
+    while ``count`` fits, made in place: not a copy of the sizes in eight bytes, then their
+    sums, then the firsts, each of a row a file (issue 21: the driver's peak)."""
+    firsts: Firsts = (
+        np.zeros(len(sizes), dtype=np.int32)
+        if count < 2**31
+        else np.zeros(len(sizes), dtype=np.int64)
+    )
+    if len(sizes):
+        np.cumsum(sizes[:-1], out=firsts[1:])
     return firsts
 
 

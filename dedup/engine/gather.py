@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import Firsts, compact_firsts, runs_of
+from dedup.arrays import Firsts, firsts_of, runs_of
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
 from dedup.columns import (
@@ -405,10 +405,12 @@ class Prepared:
         alignment = self.alignment.joined(PassageAlignment.empty())
         kept = self.kept
         spans = self.spans.joined()
-        per_file = np.array(self.spans_per_file, dtype=np.int64)
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
-            file_first=compact_firsts(np.cumsum(per_file) - per_file),
+            file_first=firsts_of(
+                np.frombuffer(self.spans_per_file, dtype=f"i{self.spans_per_file.itemsize}"),
+                self.count,
+            ),
             byte_spans=self.byte_spans,
             texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
