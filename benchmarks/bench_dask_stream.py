@@ -17,7 +17,9 @@ own cost on a cluster, not the workers' start. A dump to try: ``python benchmark
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import dedup
+from dedup.engine.lifetime import die_with_parent
 
 _UUID = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _IDLE_SECONDS = 1.0
@@ -70,12 +73,15 @@ def start_cluster(folder: Path, workers: int) -> tuple[list[subprocess.Popen[byt
     scheduler_file = folder / "scheduler.json"
     log = open(folder / "cluster.log", "wb")  # noqa: SIM115  # open while they run
     python = [sys.executable, "-m"]
+    # ended with this process, however it ends (a benchmark killed mid-run left them running)
+    with_us = functools.partial(die_with_parent, os.getpid())
     scheduler = ["distributed.cli.dask_scheduler", "--port", "0", "--no-dashboard"]
     processes = [
         subprocess.Popen(
             [*python, *scheduler, "--scheduler-file", str(scheduler_file)],
             stdout=log,
             stderr=log,
+            preexec_fn=with_us,
         )
     ]
     deadline = time.monotonic() + 60
@@ -89,6 +95,7 @@ def start_cluster(folder: Path, workers: int) -> tuple[list[subprocess.Popen[byt
             [*python, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny"],
             stdout=log,
             stderr=log,
+            preexec_fn=with_us,
         )
         for _ in range(workers)
     ]
