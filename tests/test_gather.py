@@ -77,10 +77,6 @@ def _with_record_ids(table: SpanTable, prefix: str) -> SpanTable:
     return replace(table, documents=replace(table.documents, record_ids=ids))
 
 
-def _run_titles(table: SpanTable) -> list[str | None]:
-    return [table.titles[title] for title in table.run_title.tolist()]
-
-
 def _streamed(tables: list[tuple[SpanTable, int]]) -> SpanTable:
     streamed = StreamedSpans()
     for table, file in tables:
@@ -108,7 +104,7 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     assert len(whole) > 2000
     assert list(joined) == list(whole)
     assert joined.documents.names is tables[0][0].documents.names
-    for column in ("run_first", "run_document", "run_chapter", "start", "end"):
+    for column in ("run_first", "run_document", "run_chapter", "run_title", "start", "end"):
         assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
     for column in ("run_document", "run_chapter", "run_title", "start", "end"):
         assert getattr(joined, column).dtype == getattr(whole, column).dtype, column
@@ -116,18 +112,7 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     ids = joined.documents.record_ids.values()
     assert ids == whole.documents.record_ids.values()
     assert None in ids and any(ids)
-    # Each run's title as it was; numbered among its file's (None once), so that two runs
-    # of one file side by side have one number where they have one title, as joined.
-    assert _run_titles(joined) == _run_titles(whole) and any(_run_titles(joined))
-    assert joined.titles.values().count(None) == 1
-    sizes = np.array([len(table) for table, _file in tables], dtype=np.int64)
-    file_of = np.searchsorted(np.cumsum(sizes) - sizes, joined.run_first, side="right")
-    one_file = file_of[1:] == file_of[:-1]
-    assert one_file.sum() > 100
-    assert np.array_equal(
-        (joined.run_title[1:] == joined.run_title[:-1])[one_file],
-        (whole.run_title[1:] == whole.run_title[:-1])[one_file],
-    )
+    assert joined.titles.values() == whole.titles.values() and any(joined.titles.values())
     texts = [(table, file) for table, file in tables if (table.documents.record == -1).all()]
     assert 20 < len(texts) < len(tables)
     only_texts = _streamed(texts)
@@ -157,15 +142,11 @@ def test_a_file_in_two_tables_is_one_document_streamed_as_joined(samples: Path) 
     assert list(one_file) == list(table)
     assert len(one_file.documents) == len(table.documents)
     joined = SpanTable.concatenate(halves)
-    for column in ("run_first", "run_document"):
+    for column in ("run_first", "run_document", "run_title"):
         assert np.array_equal(getattr(one_file, column), getattr(joined, column)), column
-    assert _run_titles(one_file) == _run_titles(joined)
     assert one_file.run_document[run + 1] == one_file.run_document[run]  # one document
-    assert one_file.run_title[run + 1] == one_file.run_title[run]  # with one title
     two_files = _streamed([(halves[0], file), (halves[1], file + 1)])
     assert len(two_files.documents) == len(halves[0].documents) + len(halves[1].documents)
-    assert _run_titles(two_files) == _run_titles(joined)  # the same titles, numbered apart
-    assert two_files.run_title[run + 1] != two_files.run_title[run]
     counted = _streamed([(half.without_ends(), file) for half in halves])
     assert len(counted) == len(table) and len(counted.start) == 0
     with pytest.raises(ValueError, match="joined to tables without"):

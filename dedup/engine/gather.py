@@ -114,10 +114,8 @@ class StreamedSpans:
     (``ArraySpool``), and read back once at the end into a table of exactly their size.
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
-    grew most with the files (issue 21, docs/performance.md). A chapter's title is numbered
-    among its file's (a title is compared only with the runs beside it, which another file's
-    never are: a new document), None once for all, and written to disk with the record
-    ids: a dump of a chapter a file has a title a file."""
+    grew most with the files (issue 21, docs/performance.md). The titles are held as they
+    come (once each, far fewer than the runs), as the join holds them."""
 
     def __init__(self) -> None:
         self._names: Sequence[str] = ()
@@ -127,10 +125,7 @@ class StreamedSpans:
         self._record_ids = _SpooledStrings()
         self._any_record = False
         self._ends = ArraySpool(np.int64, 2)  # each row's start and end, where held here
-        self._titles = _SpooledStrings()  # all but None, title 0
-        self._title_count = 1
-        self._titles_file = -1
-        self._file_titles: dict[str, int] = {}  # file _titles_file's titles: their numbers
+        self._titles: dict[str | None, int] = {}
         self._rows = 0
         self._counted: bool | None = None  # whether the tables' starts and ends are counted
         self._file = -1
@@ -147,7 +142,10 @@ class StreamedSpans:
             self._counted = counted
         self._names = table.documents.names
         number = self._numbered(table.documents, file)
-        titles = self._titles_numbered(table.titles, file)
+        titles = np.array(
+            [self._titles.setdefault(title, len(self._titles)) for title in table.titles.values()],
+            dtype=np.int64,
+        )
         self._runs.append(
             np.column_stack(
                 (
@@ -191,24 +189,6 @@ class StreamedSpans:
             self._file, self._last = file, (keys, number)
         return number
 
-    def _titles_numbered(self, titles: Strings, file: int) -> npt.NDArray[np.int64]:
-        """The number here of each of ``titles``, a table's of file ``file``; those not seen
-        in the file before written."""
-        if file != self._titles_file:
-            self._titles_file, self._file_titles = file, {}
-        known, new = self._file_titles, list[str]()
-        numbers = np.zeros(len(titles), dtype=np.int64)  # None: 0
-        for row, title in enumerate(titles.values()):
-            if title is not None:
-                if title not in known:
-                    known[title] = self._title_count + len(new)
-                    new.append(title)
-                numbers[row] = known[title]
-        if new:
-            self._titles.append(Strings.of(new))
-            self._title_count += len(new)
-        return numbers
-
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
         # a run's first row in four bytes while the rows fit (arrays.Firsts)
@@ -226,7 +206,7 @@ class StreamedSpans:
         )
         return SpanTable(
             DocumentKeys(self._names, source, path, record, self._record_ids.joined()),
-            Strings.concatenate([Strings.none(1), self._titles.joined()]),
+            Strings.of(tuple(self._titles)),
             run_first,
             document,
             chapter,
