@@ -62,11 +62,11 @@ def firsts_of(sizes: npt.NDArray[Any], count: int) -> Firsts:
 def runs_of(firsts: Firsts, rows: Firsts) -> npt.NDArray[np.int64]:
     """The run each of ``rows`` is in, of runs of rows given by their first rows (sorted; an
     empty run's first is the next one's, and no row is in it)."""
-    if firsts.dtype == np.int32:
+    if firsts.dtype == np.int32 and rows.dtype != np.int32:
         # numpy would copy firsts to int64 for each search; a row past int32's range is in
         # the run it is clipped to, as firsts all fit
         bounds = np.iinfo(np.int32)
-        rows = np.clip(np.asarray(rows), bounds.min, bounds.max).astype(np.int32)
+        rows = np.clip(rows, bounds.min, bounds.max).astype(np.int32)
     found: npt.NDArray[np.int64] = (np.searchsorted(firsts, rows, side="right") - 1).astype(
         np.int64, copy=False
     )
