@@ -31,9 +31,12 @@ Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import collections
+import ctypes
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -98,6 +101,87 @@ class _NearThePeak(threading.Thread):
                 self.lines, self.held = _traced_lines(), held
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (field, ctypes.c_size_t)
+        for field in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _allocators() -> dict[str, float]:
+    """What the two allocators under Python hold now, in MiB: Python's own (pymalloc: its
+    arenas of 1 MiB, the objects' blocks in them, and what is free in them but kept, since
+    an arena goes back to the system only when all of it is free) and the C library's
+    (glibc's ``mallinfo2``: its heap's bytes in use and free, and its large blocks, each
+    mapped apart). Says how much of what the process holds is no object at all."""
+    with tempfile.TemporaryFile(mode="w+") as stats:
+        saved = os.dup(2)
+        os.dup2(stats.fileno(), 2)  # _debugmallocstats writes to the C stderr
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        stats.seek(0)
+        text = stats.read()
+
+    def figure(label: str) -> float:
+        match = re.search(re.escape(label) + r".*=\s*([\d,]+)", text)
+        return int(match.group(1).replace(",", "")) / 2**20 if match else float("nan")
+
+    found = {
+        "pymalloc arenas": figure("# arenas allocated current") * 2**20,  # each 1 MiB
+        "pymalloc in objects": figure("# bytes in allocated blocks"),
+        "pymalloc free in arenas": figure("# bytes in available blocks")
+        + figure(" unused pools * 16384 bytes"),
+    }
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+        mallinfo2.restype = _MallInfo2
+        info = mallinfo2()
+    except (OSError, AttributeError):
+        return found
+    found["malloc heap in use"] = info.uordblks / 2**20
+    found["malloc heap free"] = info.fordblks / 2**20
+    found["malloc mapped apart"] = info.hblkhd / 2**20
+    return found
+
+
+def _sparse_pools() -> dict[str, float]:
+    """Which kinds of objects keep Python's allocator's pools in use while nearly empty:
+    each object the collector sees (and each it refers to, strings and numbers too) of at
+    most 512 bytes (pymalloc's) is placed in its 16 KiB pool by its address; a pool less
+    than a quarter full has its free bytes shared among the kinds of object in it, by their
+    count. An object no collected one refers to is missed, so a pool looks emptier than it
+    is; what it says is which kinds are spread thin among the pools."""
+    seen: dict[int, Any] = {}
+    for holder in gc.get_objects():
+        seen[id(holder)] = holder
+        for referred in gc.get_referents(holder):
+            seen.setdefault(id(referred), referred)
+    pools: dict[int, tuple[int, collections.Counter[str]]] = {}
+    for address, value in seen.items():
+        try:
+            size = sys.getsizeof(value)
+        except TypeError:
+            continue
+        if size > 512:
+            continue
+        used, kinds = pools.get(address >> 14, (0, collections.Counter()))
+        kinds[type(value).__name__] += 1
+        pools[address >> 14] = (used + size, kinds)
+    wasted: collections.Counter[str] = collections.Counter()
+    for used, kinds in pools.values():
+        if used < 2**14 // 4:
+            count = sum(kinds.values())
+            for kind, many in kinds.items():
+                wasted[kind] += (2**14 - used) * many / count
+    return {kind: size / 2**20 for kind, size in wasted.most_common(15)}
+
+
 def _traced(found: dict[str, Any]) -> None:
     """What ``tracemalloc`` saw allocated and still held, by line of code, into ``found``."""
     found["traced_lines"] = _traced_lines()
@@ -149,6 +233,7 @@ def _probe(
     stop_at: str,
     traced: bool,
     near_peak: bool,
+    sparse: bool = False,
 ) -> dict[str, Any]:
     """The scan of ``dump`` in this process, stopped at ``stop_at``."""
     import numpy as np
@@ -172,6 +257,7 @@ def _probe(
         release_freed_memory()
         found["passages"] = count = len(arguments[counted])
         found["resident_mib"] = _resident_mib()
+        found["allocators"] = _allocators()
         held: dict[int, tuple[Any, str]] = {}
         for holder in gc.get_objects():
             for referred in gc.get_referents(holder):
@@ -185,6 +271,8 @@ def _probe(
             ),
             reverse=True,
         )
+        if sparse:
+            found["sparse_pools"] = _sparse_pools()
         raise _Stop
 
     setattr(pipeline, call, instead)
@@ -223,6 +311,11 @@ def main() -> None:
         action="store_true",
         help="with --traced: what is held by line near the peak (its snapshots add to it)",
     )
+    parser.add_argument(
+        "--sparse-pools",
+        action="store_true",
+        help="which kinds of objects hold Python's allocator's pools nearly empty",
+    )
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -235,6 +328,7 @@ def main() -> None:
             options.stop_at,
             options.traced or options.near_peak,
             options.near_peak,
+            options.sparse_pools,
         )
         print(json.dumps(found))
         return
@@ -244,6 +338,7 @@ def main() -> None:
         command += ["--jobs", str(options.jobs), "--stop-at", options.stop_at]
         command += ["--traced"] if options.traced else []
         command += ["--near-peak"] if options.near_peak else []
+        command += ["--sparse-pools"] if options.sparse_pools else []
         with tempfile.TemporaryDirectory() as folder:
             processes = []
             if options.engine == "dask":
@@ -265,6 +360,16 @@ def main() -> None:
             print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
         of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
         print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
+        print(
+            "  allocators: "
+            + "; ".join(f"{name} {mib:.1f} MiB" for name, mib in result["allocators"].items())
+        )
+        if "sparse_pools" in result:
+            print(
+                "  pools less than a quarter full, their free bytes by kind of object in them: "
+                + "; ".join(f"{kind} {mib:.2f}" for kind, mib in result["sparse_pools"].items())
+                + " MiB"
+            )
         if options.traced or options.near_peak:
             print(
                 f"  traced: {result['traced_mib']:.1f} MiB held, "
@@ -285,6 +390,16 @@ def main() -> None:
             f"growth from {one['passages']:,} to {other['passages']:,} passages: "
             f"{grown:.0f} B a passage (the peak so far: {peak:.0f} B a passage)"
         )
+        files = other["files"] - one["files"]
+        if files > 0:
+            print(
+                f"growth from {one['files']:,} to {other['files']:,} files, a file: RSS "
+                f"{(other['resident_mib'] - one['resident_mib']) * 2**20 / files:.1f} B, "
+                + ", ".join(
+                    f"{name} {(mib - one['allocators'][name]) * 2**20 / files:.1f} B"
+                    for name, mib in other["allocators"].items()
+                )
+            )
         if options.traced or options.near_peak:
             _print_traced_growth(one, other)
 
