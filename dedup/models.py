@@ -14,6 +14,7 @@ import itertools
 import json
 import operator
 import struct
+import sys
 from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -355,6 +356,9 @@ class AppendedRows(Sequence[R]):
     def _number(self, name: str) -> int:
         number = self._names.get(name)
         if number is None:
+            # interned: the found files, the report's entries and the documents' names
+            # (three tables, each made as the files come) hold one string of a folder
+            name = sys.intern(name)
             number = self._names[name] = len(self._named)
             self._named.append(name)
         return number
