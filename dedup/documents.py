@@ -204,14 +204,23 @@ class PassageAlignment:
 @dataclass(frozen=True, slots=True)
 class DocumentRuns:
     """Each document as the run of its passages ``first[d]:end[d]`` (a document a run, and
-    nothing a passage: :meth:`of` finds a passage's)."""
+    nothing a passage: :meth:`of` finds a passage's). A document ends where the next one
+    starts, so both are views of one array of bounds (8 B a document, not 16: the driver
+    holds them through the alignment, issue 21)."""
 
-    first: npt.NDArray[np.int64]
-    end: npt.NDArray[np.int64]
+    bounds: npt.NDArray[np.int64]  # the documents' first passages, then the passages' count
     story_chars: npt.NDArray[np.int64]  # normalized characters of each document
 
+    @property
+    def first(self) -> npt.NDArray[np.int64]:
+        return self.bounds[:-1]
+
+    @property
+    def end(self) -> npt.NDArray[np.int64]:
+        return self.bounds[1:]
+
     def __len__(self) -> int:
-        return len(self.first)
+        return len(self.bounds) - 1
 
     def of(self, passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The document of each of ``passages``."""
@@ -226,8 +235,7 @@ def document_runs(
     file, as ``Passages.file_first``)."""
     count = len(spans)
     if not count:
-        none = np.empty(0, dtype=np.int64)
-        return DocumentRuns(none, none, none)
+        return DocumentRuns(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64))
     # The spans' runs of the same document, chapter and title, joined where they go on one
     # from the other; their documents number the documents of each input apart, and the file
     # tells inputs apart only with them, so both are compared.
@@ -240,10 +248,8 @@ def document_runs(
         | (spans.run_chapter[1:] != spans.run_chapter[:-1])
         | (spans.run_title[1:] != spans.run_title[:-1])
     )
-    first = runs[changed].astype(np.int64)
-    end = np.append(first[1:], count)
-    story = alignment.story_chars(first)
-    return DocumentRuns(first, end, story)
+    bounds = np.append(runs[changed], count).astype(np.int64, copy=False)
+    return DocumentRuns(bounds, alignment.story_chars(bounds[:-1]))
 
 
 def candidate_documents(
