@@ -1,7 +1,7 @@
 """What the driver (the process that runs the scan) keeps of each passage once the files are in.
 
     python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask] [--jobs 2]
-        [--stop-at candidates|spans]
+        [--stop-at candidates|spans] [--rounds N] [--traced] [--near-peak] [--sparse-pools]
 
 Scans each DUMP in a fresh process of its own up to the candidates stage and stops there: the
 workers' results are merged by then, and every later stage holds more (pairs, then the
@@ -25,6 +25,12 @@ says what each file costs and where, and of each phase's peak. ``--near-peak`` a
 same by line near the peak (a snapshot taken each time what is held passes the last one's
 by a megabyte), which says what the peak is made of, and at the end of the main pass; the
 snapshots' own objects then add to the peaks printed.
+At the stop it prints what the two allocators under Python hold (pymalloc's arenas, the
+objects in them and what is free in them but kept; the C library's heap in use and free),
+which says how much of the RSS is no object at all: pools and pages kept by a few objects
+made among many that are gone. ``--sparse-pools`` says which kinds of objects those are.
+``--rounds N`` measures the dumps N times over, in turn, and prints the spread: the RSS of
+one run wanders by a MiB or two.
 Figures are printed, never asserted.
 """
 
@@ -37,6 +43,7 @@ import gc
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -316,6 +323,12 @@ def main() -> None:
         action="store_true",
         help="which kinds of objects hold Python's allocator's pools nearly empty",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="the dumps this many times over, in turn: RSS wanders a MiB or two between runs",
+    )
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -332,56 +345,69 @@ def main() -> None:
         )
         print(json.dumps(found))
         return
-    results = []
-    for dump in options.dumps:
-        command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
-        command += ["--jobs", str(options.jobs), "--stop-at", options.stop_at]
-        command += ["--traced"] if options.traced else []
-        command += ["--near-peak"] if options.near_peak else []
-        command += ["--sparse-pools"] if options.sparse_pools else []
-        with tempfile.TemporaryDirectory() as folder:
-            processes = []
-            if options.engine == "dask":
-                processes, address = start_cluster(Path(folder), options.jobs)
-                command += ["--scheduler", address]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, check=True)
-            finally:
-                stop_cluster(processes)
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        result["files"] = _files_in(dump)
-        results.append(result)
+    rounds: list[list[dict[str, Any]]] = []
+    for number in range(options.rounds):
+        if options.rounds > 1:
+            print(f"round {number + 1} of {options.rounds}")
+        rounds.append([_measured(dump, options) for dump in options.dumps])
+        _print_growth(rounds[-1], options)
+    if options.rounds > 1:
+        _print_rounds(rounds)
+
+
+def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
+    """The probe of ``dump`` in a process of its own (and a cluster of its own), printed."""
+    command = [sys.executable, __file__, dump, "--probe", "--engine", options.engine]
+    command += ["--jobs", str(options.jobs), "--stop-at", options.stop_at]
+    command += ["--traced"] if options.traced else []
+    command += ["--near-peak"] if options.near_peak else []
+    command += ["--sparse-pools"] if options.sparse_pools else []
+    with tempfile.TemporaryDirectory() as folder:
+        processes = []
+        if options.engine == "dask":
+            processes, address = start_cluster(Path(folder), options.jobs)
+            command += ["--scheduler", address]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+        finally:
+            stop_cluster(processes)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["files"] = _files_in(dump)
+    print(
+        f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB "
+        f"(the peak so far {result['peak_mib']:.0f} MiB)"
+    )
+    arrays = result["arrays"]
+    for per_passage, dtype, shape, holder in arrays:
+        print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
+    of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
+    print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
+    print(
+        "  allocators: "
+        + "; ".join(f"{name} {mib:.1f} MiB" for name, mib in result["allocators"].items())
+    )
+    if "sparse_pools" in result:
         print(
-            f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB "
-            f"(the peak so far {result['peak_mib']:.0f} MiB)"
+            "  pools less than a quarter full, their free bytes by kind of object in them: "
+            + "; ".join(f"{kind} {mib:.2f}" for kind, mib in result["sparse_pools"].items())
+            + " MiB"
         )
-        arrays = result["arrays"]
-        for per_passage, dtype, shape, holder in arrays:
-            print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
-        of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
-        print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
+    if options.traced or options.near_peak:
         print(
-            "  allocators: "
-            + "; ".join(f"{name} {mib:.1f} MiB" for name, mib in result["allocators"].items())
+            f"  traced: {result['traced_mib']:.1f} MiB held, "
+            f"{result['traced_peak_mib']:.1f} MiB at the peak so far"
         )
-        if "sparse_pools" in result:
-            print(
-                "  pools less than a quarter full, their free bytes by kind of object in them: "
-                + "; ".join(f"{kind} {mib:.2f}" for kind, mib in result["sparse_pools"].items())
-                + " MiB"
+        print(
+            "  traced at the end of each phase, held / its peak: "
+            + "; ".join(
+                f"{phase} {held:.1f} / {peak:.1f} MiB"
+                for phase, (held, peak) in result["phases"].items()
             )
-        if options.traced or options.near_peak:
-            print(
-                f"  traced: {result['traced_mib']:.1f} MiB held, "
-                f"{result['traced_peak_mib']:.1f} MiB at the peak so far"
-            )
-            print(
-                "  traced at the end of each phase, held / its peak: "
-                + "; ".join(
-                    f"{phase} {held:.1f} / {peak:.1f} MiB"
-                    for phase, (held, peak) in result["phases"].items()
-                )
-            )
+        )
+    return result
+
+
+def _print_growth(results: list[dict[str, Any]], options: argparse.Namespace) -> None:
     for one, other in pairwise(results):
         more = other["passages"] - one["passages"]
         grown = (other["resident_mib"] - one["resident_mib"]) * 2**20 / more
@@ -402,6 +428,25 @@ def main() -> None:
             )
         if options.traced or options.near_peak:
             _print_traced_growth(one, other)
+
+
+def _print_rounds(rounds: list[list[dict[str, Any]]]) -> None:
+    """Each dump's RSS and peak in every round, and the growth a file between the first dump
+    and the last in each: the spread says how much of a change the wander hides."""
+    for place, result in enumerate(rounds[0]):
+        resident = ", ".join(f"{r[place]['resident_mib']:.1f}" for r in rounds)
+        peaks = ", ".join(f"{r[place]['peak_mib']:.1f}" for r in rounds)
+        print(f"{result['passages']:,} passages: RSS {resident} MiB; the peak so far {peaks} MiB")
+    files = rounds[0][-1]["files"] - rounds[0][0]["files"]
+    if files <= 0:
+        return
+    for key, name in (("resident_mib", "RSS"), ("peak_mib", "the peak so far")):
+        grown = sorted((r[-1][key] - r[0][key]) * 2**20 / files for r in rounds)
+        print(
+            f"{name}: growth a file from the first dump to the last, by round: "
+            + ", ".join(f"{g:.0f} B" for g in grown)
+            + f" (median {statistics.median(grown):.0f} B)"
+        )
 
 
 def _print_lines_grown(before: dict[str, int], after: dict[str, int], files: int) -> None:
