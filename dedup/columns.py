@@ -24,6 +24,7 @@ from dedup.models import (
     PassageSpan,
     made_in_bulk,
 )
+from dedup.spool import ArraySpool
 
 
 class HeldSpanEnds(Protocol):
@@ -372,6 +373,110 @@ def _numbered(
     return np.asarray((dense.reshape(-1) << 32) | shifted, dtype=np.int64)
 
 
+Labels = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+class RunLabels:
+    """Each run's document, chapter and title (indexes into its table's documents and titles;
+    the chapter -1 where the run is in no numbered chapter), by run: held as three columns
+    of four bytes in a table a worker makes (:class:`HeldRunLabels`), kept on disk in the
+    driver's table of a whole scan (:class:`SpooledRunLabels`): a dump of a page a file has
+    a run or two a file, and millions of files (issue 21). Sent to another process, the
+    columns themselves go."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def of(self, runs: npt.NDArray[np.int64]) -> Labels:
+        """The document, the chapter and the title of each of ``runs``."""
+        raise NotImplementedError
+
+    def columns(
+        self,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """Every run's document, chapter and title, as three whole columns."""
+        raise NotImplementedError
+
+    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]]:
+        """Every run's document, chapter and title, some runs at a time, in order: each
+        block's first run and its three columns."""
+        raise NotImplementedError
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HeldRunLabels, self.columns())
+
+
+class HeldRunLabels(RunLabels):
+    """Run labels held as three columns."""
+
+    __slots__ = ("_chapter", "_document", "_title")
+
+    def __init__(
+        self,
+        document: npt.NDArray[np.int32],
+        chapter: npt.NDArray[np.int32],
+        title: npt.NDArray[np.int32],
+    ) -> None:
+        self._document, self._chapter, self._title = document, chapter, title
+
+    def __len__(self) -> int:
+        return len(self._document)
+
+    def of(self, runs: npt.NDArray[np.int64]) -> Labels:
+        return (
+            self._document[runs].astype(np.int64),
+            self._chapter[runs].astype(np.int64),
+            self._title[runs].astype(np.int64),
+        )
+
+    def columns(
+        self,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        return self._document, self._chapter, self._title
+
+    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]]:
+        yield 0, self._document, self._chapter, self._title
+
+
+class SpooledRunLabels(RunLabels):
+    """Run labels kept on disk, as rows of ``spool`` (an ``ArraySpool``) whose columns
+    ``at`` to ``at + 2`` are a run's document, chapter and title: runs are read back a block
+    at a time, those :meth:`of` names or all of them in turn (:meth:`blocks`)."""
+
+    __slots__ = ("_at", "_spool")
+
+    def __init__(self, spool: ArraySpool, at: int) -> None:
+        self._spool, self._at = spool, at
+
+    def __len__(self) -> int:
+        return len(self._spool)
+
+    def of(self, runs: npt.NDArray[np.int64]) -> Labels:
+        rows = self._spool.take(runs)
+        at = self._at
+        return (
+            rows[:, at].astype(np.int64),
+            rows[:, at + 1].astype(np.int64),
+            rows[:, at + 2].astype(np.int64),
+        )
+
+    def columns(
+        self,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        columns = [np.empty(len(self), dtype=np.int32) for _ in range(3)]
+        for first, *block in self.blocks():
+            for column, values in zip(columns, block, strict=True):
+                column[first : first + len(values)] = values
+        return columns[0], columns[1], columns[2]
+
+    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]]:
+        at = self._at
+        for first, rows in self._spool.blocks():
+            yield first, rows[:, at], rows[:, at + 1], rows[:, at + 2]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SpanTable(ColumnTable[PassageSpan]):
     """The spans of many passages as columns: what workers hand back and what a scan keeps for
@@ -390,17 +495,30 @@ class SpanTable(ColumnTable[PassageSpan]):
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
     run_first: Firsts  # four bytes each in a table of fewer than 2**31 rows joined here
-    # Four bytes a run each (int32_column): a dump of a record a page has a run or two a
-    # record, and the driver holds them all.
-    run_document: npt.NDArray[np.int32]  # run -> index into documents
-    run_chapter: npt.NDArray[np.int32]  # -1 where the run is in no numbered chapter
-    run_title: npt.NDArray[np.int32]  # run -> index into titles
+    # Each run's document, chapter and title: a dump of a record a page has a run or two a
+    # record, and the driver's table of the scan keeps them on disk.
+    labels: RunLabels
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
     held: HeldSpanEnds | None = None
 
     def __len__(self) -> int:
         return len(self.start) if self.held is None else len(self.held)
+
+    @property
+    def run_document(self) -> npt.NDArray[np.int32]:
+        """Each run's document (an index into ``documents``): the whole column."""
+        return self.labels.columns()[0]
+
+    @property
+    def run_chapter(self) -> npt.NDArray[np.int32]:
+        """Each run's chapter, -1 where it is in no numbered chapter: the whole column."""
+        return self.labels.columns()[1]
+
+    @property
+    def run_title(self) -> npt.NDArray[np.int32]:
+        """Each run's title (an index into ``titles``): the whole column."""
+        return self.labels.columns()[2]
 
     def ends_of(
         self, rows: npt.NDArray[np.int64]
@@ -445,9 +563,11 @@ class SpanTable(ColumnTable[PassageSpan]):
             documents,
             titles,
             first,
-            int32_column(document[first]),
-            int32_column(chapter[first]),
-            int32_column(title[first]),
+            HeldRunLabels(
+                int32_column(document[first]),
+                int32_column(chapter[first]),
+                int32_column(title[first]),
+            ),
             start,
             end,
         )
@@ -488,10 +608,13 @@ class SpanTable(ColumnTable[PassageSpan]):
         titles: dict[str | None, int] = {}
         document_runs, title_runs, firsts = [], [], []
         rows = 0
+        chapter_runs = []
         for table, in_documents in zip(tables, document_index, strict=True):
             title_index = [titles.setdefault(t, len(titles)) for t in table.titles.values()]
-            document_runs.append(int32_column(in_documents[table.run_document]))
-            title_runs.append(int32_column(np.array(title_index, dtype=np.int64)[table.run_title]))
+            document, chapter, title = table.labels.columns()
+            document_runs.append(int32_column(in_documents[document]))
+            chapter_runs.append(chapter)
+            title_runs.append(int32_column(np.array(title_index, dtype=np.int64)[title]))
             firsts.append(table.run_first.astype(np.int64) + rows)
             rows += len(table)
         counted = [table.held is not None for table in tables if len(table)]
@@ -501,9 +624,11 @@ class SpanTable(ColumnTable[PassageSpan]):
             documents,
             Strings.of(tuple(titles)),
             concatenated(firsts, np.int64),
-            concatenated(document_runs, np.int32),
-            concatenated([table.run_chapter for table in tables], np.int32),
-            concatenated(title_runs, np.int32),
+            HeldRunLabels(
+                concatenated(document_runs, np.int32),
+                concatenated(chapter_runs, np.int32),
+                concatenated(title_runs, np.int32),
+            ),
             concatenated([table.start for table in tables], np.int64),
             concatenated([table.end for table in tables], np.int64),
             CountedRows(rows) if any(counted) else None,
@@ -515,7 +640,7 @@ class SpanTable(ColumnTable[PassageSpan]):
 
     def document_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The document (an index into ``documents``) of each of ``rows``."""
-        return self.run_document[self.run_of(rows)].astype(np.int64)
+        return self.labels.of(self.run_of(rows))[0]
 
     def row_documents(self) -> npt.NDArray[np.int64]:
         """The document of every row, for looking up more rows than the table holds (the
@@ -548,9 +673,8 @@ class SpanTable(ColumnTable[PassageSpan]):
     def row_fields(self, rows: npt.NDArray[np.int64], ids: bool = True) -> dict[str, list[Any]]:
         """The fields the passages of ``rows`` have, but their texts (and their ids, unless
         ``ids``), as columns: Passage field name -> one value per row."""
-        run = self.run_of(rows)
         # the documents and titles of these rows alone, each made once
-        named, document, titled, title = self._used_by(run)
+        named, document, titled, title, chapters = self._used_by(self.run_of(rows))
 
         def per_row(values: Sequence[Any]) -> list[Any]:
             taken: list[Any] = objects(values)[document].tolist()
@@ -560,7 +684,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             zip(*self.documents.columns(named), strict=True) if len(named) else ((), (), (), ())
         )
         starts, ends = (ends.tolist() for ends in self.ends_of(rows))
-        chapters = self.run_chapter[run].tolist()
+        chapters = chapters.tolist()
         fields: dict[str, list[Any]] = {}
         if ids:
             where = [
@@ -582,14 +706,13 @@ class SpanTable(ColumnTable[PassageSpan]):
     def take(self, rows: npt.NDArray[np.int64]) -> SpanTable:
         """A table of ``rows`` alone, holding only the documents and titles they use (small to
         send to a worker)."""
-        run = self.run_of(rows)
-        documents, document, titles, title = self._used_by(run)
+        documents, document, titles, title, chapter = self._used_by(self.run_of(rows))
         start, end = self.ends_of(rows)
         return SpanTable.in_runs(
             self.documents.take(documents),
             self.titles.take(titles),
             document,
-            self.run_chapter[run].astype(np.int64),
+            chapter,
             title,
             start,
             end,
@@ -598,24 +721,29 @@ class SpanTable(ColumnTable[PassageSpan]):
     def _used_by(
         self, run: npt.NDArray[np.int64]
     ) -> tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
     ]:
         """The documents and the titles of the runs ``run`` names, each once (as indexes, in
-        order), and where each of ``run`` finds its document and its title among them."""
-        named, document = np.unique(self.run_document[run].astype(np.int64), return_inverse=True)
-        titled, title = np.unique(self.run_title[run].astype(np.int64), return_inverse=True)
-        return named, document.reshape(-1), titled, title.reshape(-1)
+        order), where each of ``run`` finds its document and its title among them, and the
+        chapter of each."""
+        documents, chapter, titles = self.labels.of(run)
+        named, document = np.unique(documents, return_inverse=True)
+        titled, title = np.unique(titles, return_inverse=True)
+        return named, document.reshape(-1), titled, title.reshape(-1), chapter
 
     def _columns(
         self, rows: npt.NDArray[np.int64]
     ) -> Iterator[tuple[DocumentKey, int | None, str | None, int, int]]:
-        run = self.run_of(rows)
-        named, document_of, titled, title_of = self._used_by(run)
+        named, document_of, titled, title_of, chapters = self._used_by(self.run_of(rows))
         documents, titles = self.documents.columns(named), self.titles.values(titled)
         starts, ends = self.ends_of(rows)
         for document, chapter, title, start, end in zip(
             document_of.tolist(),
-            self.run_chapter[run].tolist(),
+            chapters.tolist(),
             title_of.tolist(),
             starts.tolist(),
             ends.tolist(),

@@ -238,17 +238,20 @@ def document_runs(
         return DocumentRuns(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64))
     # The spans' runs of the same document, chapter and title, joined where they go on one
     # from the other; their documents number the documents of each input apart, and the file
-    # tells inputs apart only with them, so both are compared.
-    runs = spans.run_first
-    file = runs_of(file_first, runs)
-    changed = np.ones(len(runs), dtype=np.bool_)
-    changed[1:] = (
-        (file[1:] != file[:-1])
-        | (spans.run_document[1:] != spans.run_document[:-1])
-        | (spans.run_chapter[1:] != spans.run_chapter[:-1])
-        | (spans.run_title[1:] != spans.run_title[:-1])
-    )
-    bounds = np.append(runs[changed], count).astype(np.int64, copy=False)
+    # tells inputs apart only with them, so both are compared. A block of runs at a time
+    # (the driver's are on disk), each block's first run compared with the last before.
+    firsts = []
+    last: list[int] | None = None  # the file, document, chapter and title of the run before
+    for first, *labels in spans.labels.blocks():
+        runs = spans.run_first[first : first + len(labels[0])]
+        keys = (runs_of(file_first, runs), *labels)
+        changed = np.zeros(len(runs), dtype=np.bool_)
+        for key in keys:
+            changed[1:] |= key[1:] != key[:-1]
+        changed[0] = last is None or last != [int(key[0]) for key in keys]
+        firsts.append(runs[changed].astype(np.int64))
+        last = [int(key[-1]) for key in keys]
+    bounds = np.append(concatenated(firsts, np.int64), count)
     return DocumentRuns(bounds, alignment.story_chars(bounds[:-1]))
 
 

@@ -183,6 +183,14 @@ class ArraySpool:
         if len(dtypes) != self._columns:
             raise ValueError(f"{len(dtypes)} dtypes for {self._columns} columns")
         columns = [np.empty(self._count, dtype=dtype) for dtype in dtypes]
+        for first, block in self.blocks():
+            for column, values in zip(columns, block.T, strict=True):
+                column[first : first + len(block)] = values
+        return columns
+
+    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any]]]:
+        """Every row, a block at a time, in order: each block's first row's number and its
+        rows (read-only), so that a sweep holds a block, not the rows whole."""
         on_disk = self._scratch.size // self._row_bytes
         for first in range(0, self._count, self._rows_a_block):
             if first >= on_disk:
@@ -190,10 +198,7 @@ class ArraySpool:
             else:
                 size = min(self._rows_a_block, on_disk - first) * self._row_bytes
                 data = self._scratch.read(size, first * self._row_bytes)
-            block = np.frombuffer(data, dtype=self._dtype).reshape(-1, self._columns)
-            for column, values in zip(columns, block.T, strict=True):
-                column[first : first + len(block)] = values
-        return columns
+            yield first, np.frombuffer(data, dtype=self._dtype).reshape(-1, self._columns)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Another process cannot read this one's file: the rows themselves go.

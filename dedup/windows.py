@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.columns import DocumentKeys, SpanTable, Strings, int32_column
+from dedup.columns import DocumentKeys, HeldRunLabels, SpanTable, Strings, int32_column
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.models import Chapter, Document, DocumentKey
@@ -77,9 +77,11 @@ class InputWindows:
             DocumentKeys.of(tuple(documents)),
             Strings.of(tuple(titles)),
             (np.cumsum(sizes) - sizes)[held],
-            each(document),
-            each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),
-            each(title),
+            HeldRunLabels(
+                each(document),
+                each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),
+                each(title),
+            ),
             concatenated([windows.starts for windows, *_rest in self.chapters], np.int64),
             concatenated([windows.ends for windows, *_rest in self.chapters], np.int64),
         )

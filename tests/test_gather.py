@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup.columns import SpanTable
+from dedup.columns import HeldRunLabels, ScanNames, SpanTable, SpooledRunLabels
 from dedup.config import ScanConfig
-from dedup.documents import PassageAlignment
+from dedup.documents import PassageAlignment, document_runs
 from dedup.engine import gather
 from dedup.engine.gather import JoinedParts, StreamedSpans
 from dedup.engine.tasks import passage_count, prepare_file
@@ -119,6 +120,63 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     assert only_texts.documents.record.strides == (0,)
     assert not any(only_texts.documents.record_ids.values())
     assert list(_streamed([])) == []
+
+
+class _Stories:
+    """What ``document_runs`` asks of an alignment: each document's characters (none here)."""
+
+    def story_chars(self, first: np.ndarray) -> np.ndarray:
+        return np.zeros(len(first), dtype=np.int64)
+
+
+def test_the_runs_documents_chapters_and_titles_stay_on_disk_and_read_as_held(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's table of the scan keeps each run's document, chapter and title on disk
+    (``SpooledRunLabels``): the runs a stage names, the whole columns, a pickled copy and
+    the documents swept a block at a time (``document_runs``, each block's first run
+    compared with the block before's last: here a chapter that goes on from one table of a
+    file into the next, where a block starts) are those of the table held whole."""
+    monkeypatch.setattr(ArraySpool, "block_bytes", 256)  # eight runs a block
+    tables = _named_tables(samples, 10)
+    table, _file, run = next(
+        (table, file, run)
+        for table, file in tables
+        for run, size in enumerate(table.run_sizes().tolist())
+        if size > 1 and table.titles[int(table.run_title[run])] is not None
+    )
+    cut = int(table.run_first[run]) + 1  # in a titled chapter
+    names = tables[0][0].documents.names
+    assert isinstance(names, ScanNames)
+    halves = [
+        (replace(half, documents=half.documents.named_in(names, len(tables))), len(tables))
+        for half in (table.take(np.arange(cut)), table.take(np.arange(cut, len(table))))
+    ]
+    runs_before = np.cumsum([0] + [len(table.run_first) for table, _file in tables])
+    before = next(k for k, runs in enumerate(runs_before) if (runs + run + 1) % 8 == 0)
+    tables = tables[:before] + halves + tables[before:]
+    joined = _streamed(tables)
+    whole = SpanTable.concatenate([table for table, _file in tables])
+    assert isinstance(joined.labels, SpooledRunLabels)
+    assert isinstance(whole.labels, HeldRunLabels)
+    runs = np.random.default_rng(0).integers(0, len(whole.run_first), 500)
+    for spooled, held in zip(joined.labels.of(runs), whole.labels.of(runs), strict=True):
+        assert np.array_equal(spooled, held) and spooled.dtype == np.int64
+    sent = pickle.loads(pickle.dumps(joined.labels))
+    assert isinstance(sent, HeldRunLabels)
+    for spooled, held in zip(sent.columns(), whole.labels.columns(), strict=True):
+        assert np.array_equal(spooled, held) and spooled.dtype == np.int32
+    assert len(list(joined.labels.blocks())) > 10
+    sizes = [len(table) for table, _file in tables]
+    files = [file for _table, file in tables]
+    file_first = np.cumsum([0, *sizes[:-1]])[np.r_[True, np.diff(files) != 0]]
+    by_blocks = document_runs(joined, file_first, _Stories())  # type: ignore[arg-type]
+    at_once = document_runs(whole, file_first, _Stories())  # type: ignore[arg-type]
+    assert np.array_equal(by_blocks.bounds, at_once.bounds)
+    # the one chapter in two tables is one document: its second table's first run, the
+    # first of a block, joined to the run before
+    assert len(by_blocks) == len(whole.run_first) - 1
+    assert int(whole.run_first[runs_before[before] + run + 1]) not in by_blocks.bounds.tolist()
 
 
 def test_a_file_in_two_tables_is_one_document_streamed_as_joined(samples: Path) -> None:

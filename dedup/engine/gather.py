@@ -22,6 +22,7 @@ from dedup.columns import (
     DocumentKeys,
     ScanNames,
     SpanTable,
+    SpooledRunLabels,
     Strings,
     int32_column,
     none_records,
@@ -191,10 +192,15 @@ class StreamedSpans:
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
-        # a run's first row in four bytes while the rows fit (arrays.Firsts)
-        run_first, document, chapter, title = self._runs.columns(
-            np.int32 if self._rows < 2**31 else np.int64, np.int32, np.int32, np.int32
+        # a run's first row in four bytes while the rows fit (arrays.Firsts); its document,
+        # chapter and title stay on disk (SpooledRunLabels)
+        run_first: Firsts = (
+            np.empty(len(self._runs), np.int32)
+            if self._rows < 2**31
+            else np.empty(len(self._runs), np.int64)
         )
+        for first, block in self._runs.blocks():
+            run_first[first : first + len(block)] = block[:, 0]
         source, path = self._documents.columns(np.int32, np.int32)
         record = (
             self._records.columns(np.int64)[0] if self._any_record else none_records(len(source))
@@ -208,9 +214,7 @@ class StreamedSpans:
             DocumentKeys(self._names, source, path, record, self._record_ids.joined()),
             Strings.of(tuple(self._titles)),
             run_first,
-            document,
-            chapter,
-            title,
+            SpooledRunLabels(self._runs, 1),
             start,
             end,
             CountedRows(self._rows) if self._counted else None,
