@@ -373,6 +373,7 @@ def _numbered(
     return np.asarray((dense.reshape(-1) << 32) | shifted, dtype=np.int64)
 
 
+# Some runs' documents, chapters and titles, a column each (RunLabels.of).
 Labels = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
 
 

@@ -112,7 +112,9 @@ _STRINGS_A_JOIN = 1024
 class StreamedSpans:
     """The span tables of the files, joined as they come (a table an input, in the scan's
     order): each run's numbers and each new document's key written to disk
-    (``ArraySpool``), and read back once at the end into a table of exactly their size.
+    (``ArraySpool``), and read back once at the end into a table of exactly their size,
+    but for each run's document, chapter and title, which the table reads from the disk
+    (``SpooledRunLabels``).
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
     grew most with the files (issue 21, docs/performance.md). The titles are held as they
