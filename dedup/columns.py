@@ -185,8 +185,9 @@ class DocumentKeys:
     of a page a record has millions (issue 21)."""
 
     names: Sequence[str]
-    source: npt.NDArray[np.int32]  # four bytes each (int32_column), as the runs' columns
-    path: npt.NDArray[np.int32]
+    # Each document's source and path (four bytes each, int32_column): on disk in the
+    # driver's keys of a whole scan.
+    places: IndexColumns
     record: npt.NDArray[np.int64]
     record_ids: Strings
 
@@ -206,23 +207,26 @@ class DocumentKeys:
         ).reshape(-1, 3)
         return cls(
             tuple(names),
-            int32_column(columns[:, 0]),
-            int32_column(columns[:, 1]),
+            HeldColumns(int32_column(columns[:, 0]), int32_column(columns[:, 1])),
             record_column(columns[:, 2].copy()),
             Strings.of([record_id for _source, _path, _record, record_id in keys]),
         )
+
+    @property
+    def source(self) -> npt.NDArray[np.int32]:
+        """Each document's source (an index into ``names``): the whole column."""
+        return self.places.columns()[0]
+
+    @property
+    def path(self) -> npt.NDArray[np.int32]:
+        """Each document's path (an index into ``names``): the whole column."""
+        return self.places.columns()[1]
 
     def __len__(self) -> int:
         return len(self.record)
 
     def __getitem__(self, index: int) -> DocumentKey:
-        record = int(self.record[index])
-        return (
-            self.names[self.source[index]],
-            self.names[self.path[index]],
-            None if record < 0 else record,
-            self.record_ids[index],
-        )
+        return self.columns(np.array([range(len(self))[index]], dtype=np.int64))[0]
 
     def __iter__(self) -> Iterator[DocumentKey]:
         return iter(self.columns())
@@ -230,12 +234,13 @@ class DocumentKeys:
     def columns(self, indexes: npt.NDArray[np.int64] | None = None) -> list[DocumentKey]:
         """The keys ``indexes`` (all of them without), made in one go."""
         rows = slice(None) if indexes is None else indexes
+        sources, paths = self.places.columns() if indexes is None else self.places.of(indexes)
         names = self.names
         return [
             (names[source], names[path], None if record < 0 else record, record_id)
             for source, path, record, record_id in zip(
-                self.source[rows].tolist(),
-                self.path[rows].tolist(),
+                sources.tolist(),
+                paths.tolist(),
                 self.record[rows].tolist(),
                 self.record_ids.values(indexes),
                 strict=True,
@@ -245,14 +250,13 @@ class DocumentKeys:
     def take(self, indexes: npt.NDArray[np.int64]) -> DocumentKeys:
         """The keys ``indexes``, holding only the names they use (a table taken is sent to
         the workers, and a scan's names are those of all its files)."""
-        source, path = self.source[indexes], self.path[indexes]
+        source, path = self.places.of(indexes)
         used, inverse = np.unique(np.concatenate((source, path)), return_inverse=True)
         names = self.names
         renumbered = int32_column(inverse.reshape(-1).astype(np.int64))
         return DocumentKeys(
             tuple(names[name] for name in used.tolist()),
-            renumbered[: len(source)],
-            renumbered[len(source) :],
+            HeldColumns(renumbered[: len(source)], renumbered[len(source) :]),
             record_column(self.record[indexes]),
             self.record_ids.take(indexes),
         )
@@ -265,14 +269,14 @@ class DocumentKeys:
     def named_in(self, names: ScanNames, file: int) -> DocumentKeys:
         """The keys with ``names`` for their own, their names numbered there (``file``: the
         number of the file they are of)."""
+        source, path = self.places.columns()
         used_as_path = np.zeros(len(self.names), dtype=np.bool_)
-        used_as_path[self.path] = True
+        used_as_path[path] = True
         numbers = names.numbers(self.names, used_as_path, file)
         return replace(
             self,
             names=names,
-            source=int32_column(numbers[self.source]),
-            path=int32_column(numbers[self.path]),
+            places=HeldColumns(int32_column(numbers[source]), int32_column(numbers[path])),
             record=record_column(self.record),  # held whole again when unpickled
         )
 
@@ -318,7 +322,7 @@ class DocumentKeys:
         )
         shared = np.flatnonzero(np.isin(path, held[holders > 1]))
         if not len(shared):  # the usual join: every document in one part
-            return cls(names, source, path, record, record_ids), [
+            return cls(names, HeldColumns(source, path), record, record_ids), [
                 np.arange(low, high, dtype=np.int64) for low, high in pairwise(bounds)
             ]
         first_of = np.arange(len(path), dtype=np.int64)
@@ -332,8 +336,7 @@ class DocumentKeys:
         place = np.cumsum(kept) - 1
         joined = cls(
             names,
-            source[kept],
-            path[kept],
+            HeldColumns(source[kept], path[kept]),
             record_column(record[kept]),
             record_ids if kept.all() else record_ids.take(np.flatnonzero(kept)),
         )
@@ -373,109 +376,88 @@ def _numbered(
     return np.asarray((dense.reshape(-1) << 32) | shifted, dtype=np.int64)
 
 
-# Some runs' documents, chapters and titles, a column each (RunLabels.of).
-Labels = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+# Some rows' numbers, a column each (IndexColumns.of).
+Numbers = tuple[npt.NDArray[np.int64], ...]
 
 
-class RunLabels:
-    """Each run's document, chapter and title (indexes into its table's documents and titles;
-    the chapter -1 where the run is in no numbered chapter), by run: held as three columns
-    of four bytes in a table a worker makes (:class:`HeldRunLabels`), kept on disk in the
-    driver's table of a whole scan (:class:`SpooledRunLabels`): a dump of a page a file has
-    a run or two a file, and millions of files (issue 21). Sent to another process, the
-    columns themselves go."""
+class IndexColumns:
+    """A few columns of numbers of four bytes (indexes into a table's names, documents or
+    titles, and chapter numbers), read by row: held in memory in a table a worker makes
+    (:class:`HeldColumns`), kept on disk in the driver's tables of a whole scan
+    (:class:`SpooledColumns`), where they are a row or two a file, and a crawl of a page a
+    file has millions of files (issue 21). Sent to another process, the columns themselves
+    go."""
 
     __slots__ = ()
 
     def __len__(self) -> int:
         raise NotImplementedError
 
-    def of(self, runs: npt.NDArray[np.int64]) -> Labels:
-        """The document, the chapter and the title of each of ``runs``."""
+    def of(self, rows: npt.NDArray[np.int64]) -> Numbers:
+        """The numbers of ``rows``, a column each."""
         raise NotImplementedError
 
-    def columns(
-        self,
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-        """Every run's document, chapter and title, as three whole columns."""
+    def columns(self) -> tuple[npt.NDArray[np.int32], ...]:
+        """Every row's numbers, as whole columns."""
         raise NotImplementedError
 
-    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]]:
-        """Every run's document, chapter and title, some runs at a time, in order: each
-        block's first run and its three columns."""
+    def blocks(self) -> Iterator[tuple[int, tuple[npt.NDArray[Any], ...]]]:
+        """Every row's numbers, some rows at a time, in order: each block's first row and
+        its columns."""
         raise NotImplementedError
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (HeldRunLabels, self.columns())
+        return (HeldColumns, self.columns())
 
 
-class HeldRunLabels(RunLabels):
-    """Run labels held as three columns."""
+class HeldColumns(IndexColumns):
+    """Columns held in memory."""
 
-    __slots__ = ("_chapter", "_document", "_title")
+    __slots__ = ("_columns",)
 
-    def __init__(
-        self,
-        document: npt.NDArray[np.int32],
-        chapter: npt.NDArray[np.int32],
-        title: npt.NDArray[np.int32],
-    ) -> None:
-        self._document, self._chapter, self._title = document, chapter, title
+    def __init__(self, *columns: npt.NDArray[np.int32]) -> None:
+        self._columns = columns
 
     def __len__(self) -> int:
-        return len(self._document)
+        return len(self._columns[0])
 
-    def of(self, runs: npt.NDArray[np.int64]) -> Labels:
-        return (
-            self._document[runs].astype(np.int64),
-            self._chapter[runs].astype(np.int64),
-            self._title[runs].astype(np.int64),
-        )
+    def of(self, rows: npt.NDArray[np.int64]) -> Numbers:
+        return tuple(column[rows].astype(np.int64) for column in self._columns)
 
-    def columns(
-        self,
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-        return self._document, self._chapter, self._title
+    def columns(self) -> tuple[npt.NDArray[np.int32], ...]:
+        return self._columns
 
-    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]]:
-        yield 0, self._document, self._chapter, self._title
+    def blocks(self) -> Iterator[tuple[int, tuple[npt.NDArray[Any], ...]]]:
+        yield 0, self._columns
 
 
-class SpooledRunLabels(RunLabels):
-    """Run labels kept on disk, as rows of ``spool`` (an ``ArraySpool``) whose columns
-    ``at`` to ``at + 2`` are a run's document, chapter and title: runs are read back a block
-    at a time, those :meth:`of` names or all of them in turn (:meth:`blocks`)."""
+class SpooledColumns(IndexColumns):
+    """Columns kept on disk, as columns ``at`` to ``at + count - 1`` of the rows of
+    ``spool`` (an ``ArraySpool``): read back a block at a time, the rows :meth:`of` names
+    or all of them in turn (:meth:`blocks`)."""
 
-    __slots__ = ("_at", "_spool")
+    __slots__ = ("_at", "_spool", "_stop")
 
-    def __init__(self, spool: ArraySpool, at: int) -> None:
-        self._spool, self._at = spool, at
+    def __init__(self, spool: ArraySpool, at: int, count: int) -> None:
+        self._spool, self._at, self._stop = spool, at, at + count
 
     def __len__(self) -> int:
         return len(self._spool)
 
-    def of(self, runs: npt.NDArray[np.int64]) -> Labels:
-        rows = self._spool.take(runs)
-        at = self._at
-        return (
-            rows[:, at].astype(np.int64),
-            rows[:, at + 1].astype(np.int64),
-            rows[:, at + 2].astype(np.int64),
-        )
+    def of(self, rows: npt.NDArray[np.int64]) -> Numbers:
+        taken = self._spool.take(rows)
+        return tuple(taken[:, at].astype(np.int64) for at in range(self._at, self._stop))
 
-    def columns(
-        self,
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-        columns = [np.empty(len(self), dtype=np.int32) for _ in range(3)]
-        for first, *block in self.blocks():
+    def columns(self) -> tuple[npt.NDArray[np.int32], ...]:
+        columns = tuple(np.empty(len(self), dtype=np.int32) for _ in range(self._at, self._stop))
+        for first, block in self.blocks():
             for column, values in zip(columns, block, strict=True):
                 column[first : first + len(values)] = values
-        return columns[0], columns[1], columns[2]
+        return columns
 
-    def blocks(self) -> Iterator[tuple[int, npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]]:
-        at = self._at
+    def blocks(self) -> Iterator[tuple[int, tuple[npt.NDArray[Any], ...]]]:
         for first, rows in self._spool.blocks():
-            yield first, rows[:, at], rows[:, at + 1], rows[:, at + 2]
+            yield first, tuple(rows[:, at] for at in range(self._at, self._stop))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -496,9 +478,10 @@ class SpanTable(ColumnTable[PassageSpan]):
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
     run_first: Firsts  # four bytes each in a table of fewer than 2**31 rows joined here
-    # Each run's document, chapter and title: a dump of a record a page has a run or two a
-    # record, and the driver's table of the scan keeps them on disk.
-    labels: RunLabels
+    # Each run's document (an index into documents), chapter (-1 where the run is in no
+    # numbered chapter) and title (an index into titles): a dump of a record a page has a
+    # run or two a record, and the driver's table of the scan keeps them on disk.
+    labels: IndexColumns
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
     held: HeldSpanEnds | None = None
@@ -564,7 +547,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             documents,
             titles,
             first,
-            HeldRunLabels(
+            HeldColumns(
                 int32_column(document[first]),
                 int32_column(chapter[first]),
                 int32_column(title[first]),
@@ -625,7 +608,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             documents,
             Strings.of(tuple(titles)),
             concatenated(firsts, np.int64),
-            HeldRunLabels(
+            HeldColumns(
                 concatenated(document_runs, np.int32),
                 concatenated(chapter_runs, np.int32),
                 concatenated(title_runs, np.int32),

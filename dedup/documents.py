@@ -242,7 +242,7 @@ def document_runs(
     # (the driver's are on disk), each block's first run compared with the last before.
     firsts = []
     last: list[int] | None = None  # the file, document, chapter and title of the run before
-    for first, *labels in spans.labels.blocks():
+    for first, labels in spans.labels.blocks():
         runs = spans.run_first[first : first + len(labels[0])]
         keys = (runs_of(file_first, runs), *labels)
         changed = np.zeros(len(runs), dtype=np.bool_)

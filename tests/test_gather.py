@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup.columns import HeldRunLabels, ScanNames, SpanTable, SpooledRunLabels
+from dedup.columns import HeldColumns, ScanNames, SpanTable, SpooledColumns
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, document_runs
 from dedup.engine import gather
@@ -129,11 +129,12 @@ class _Stories:
         return np.zeros(len(first), dtype=np.int64)
 
 
-def test_the_runs_documents_chapters_and_titles_stay_on_disk_and_read_as_held(
+def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The driver's table of the scan keeps each run's document, chapter and title on disk
-    (``SpooledRunLabels``): the runs a stage names, the whole columns, a pickled copy and
+    """The driver's table of the scan keeps each run's document, chapter and title, and
+    each document's source and path, on disk (``SpooledColumns``): the rows a stage names,
+    the whole columns, a pickled copy and
     the documents swept a block at a time (``document_runs``, each block's first run
     compared with the block before's last: here a chapter that goes on from one table of a
     file into the next, where a block starts) are those of the table held whole."""
@@ -157,16 +158,25 @@ def test_the_runs_documents_chapters_and_titles_stay_on_disk_and_read_as_held(
     tables = tables[:before] + halves + tables[before:]
     joined = _streamed(tables)
     whole = SpanTable.concatenate([table for table, _file in tables])
-    assert isinstance(joined.labels, SpooledRunLabels)
-    assert isinstance(whole.labels, HeldRunLabels)
+    assert isinstance(joined.labels, SpooledColumns)
+    assert isinstance(whole.labels, HeldColumns)
     runs = np.random.default_rng(0).integers(0, len(whole.run_first), 500)
     for spooled, held in zip(joined.labels.of(runs), whole.labels.of(runs), strict=True):
         assert np.array_equal(spooled, held) and spooled.dtype == np.int64
     sent = pickle.loads(pickle.dumps(joined.labels))
-    assert isinstance(sent, HeldRunLabels)
+    assert isinstance(sent, HeldColumns)
     for spooled, held in zip(sent.columns(), whole.labels.columns(), strict=True):
         assert np.array_equal(spooled, held) and spooled.dtype == np.int32
     assert len(list(joined.labels.blocks())) > 10
+    # the documents' sources and paths stay on disk as well
+    keys = joined.documents
+    assert isinstance(keys.places, SpooledColumns)
+    picked = np.random.default_rng(1).integers(0, len(whole.documents), 200)
+    assert keys.columns(picked) == whole.documents.columns(picked)
+    assert list(keys) == list(whole.documents) and keys[-1] == whole.documents[-1]
+    assert list(keys.take(picked)) == list(whole.documents.take(picked))
+    assert list(pickle.loads(pickle.dumps(keys))) == list(whole.documents)
+    assert np.array_equal(keys.texts(), whole.documents.texts())
     sizes = [len(table) for table, _file in tables]
     files = [file for _table, file in tables]
     file_first = np.cumsum([0, *sizes[:-1]])[np.r_[True, np.diff(files) != 0]]

@@ -22,7 +22,7 @@ from dedup.columns import (
     DocumentKeys,
     ScanNames,
     SpanTable,
-    SpooledRunLabels,
+    SpooledColumns,
     Strings,
     int32_column,
     none_records,
@@ -114,7 +114,7 @@ class StreamedSpans:
     order): each run's numbers and each new document's key written to disk
     (``ArraySpool``), and read back once at the end into a table of exactly their size,
     but for each run's document, chapter and title, which the table reads from the disk
-    (``SpooledRunLabels``).
+    (``SpooledColumns``).
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
     grew most with the files (issue 21, docs/performance.md). The titles are held as they
@@ -195,7 +195,7 @@ class StreamedSpans:
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
         # a run's first row in four bytes while the rows fit (arrays.Firsts); its document,
-        # chapter and title stay on disk (SpooledRunLabels)
+        # chapter and title stay on disk (SpooledColumns)
         run_first: Firsts = (
             np.empty(len(self._runs), np.int32)
             if self._rows < 2**31
@@ -203,9 +203,10 @@ class StreamedSpans:
         )
         for first, block in self._runs.blocks():
             run_first[first : first + len(block)] = block[:, 0]
-        source, path = self._documents.columns(np.int32, np.int32)
+        # each document's source and path stay on disk too
+        places = SpooledColumns(self._documents, 0, 2)
         record = (
-            self._records.columns(np.int64)[0] if self._any_record else none_records(len(source))
+            self._records.columns(np.int64)[0] if self._any_record else none_records(len(places))
         )
         start, end = (
             (_NO_PASSAGES, _NO_PASSAGES)
@@ -213,10 +214,10 @@ class StreamedSpans:
             else self._ends.columns(np.int64, np.int64)
         )
         return SpanTable(
-            DocumentKeys(self._names, source, path, record, self._record_ids.joined()),
+            DocumentKeys(self._names, places, record, self._record_ids.joined()),
             Strings.of(tuple(self._titles)),
             run_first,
-            SpooledRunLabels(self._runs, 1),
+            SpooledColumns(self._runs, 1, 3),
             start,
             end,
             CountedRows(self._rows) if self._counted else None,
