@@ -40,23 +40,9 @@ def concatenated(
     return np.empty(0 if columns is None else (0, columns), dtype=dtype)
 
 
-# The first rows of runs a scan holds for its whole length (each file's first passage, each
-# run's of the passages' table), in four bytes each while the passages fit.
+# The first rows of runs a scan holds for its whole length (each run's of the passages'
+# table), in four bytes each while the passages fit.
 Firsts = npt.NDArray[np.int32] | npt.NDArray[np.int64]
-
-
-def firsts_of(sizes: npt.NDArray[Any], count: int) -> Firsts:
-    """The first row of each of runs of ``sizes`` rows (``count`` in all), in four bytes each
-    while ``count`` fits, made in place: not a copy of the sizes in eight bytes, then their
-    sums, then the firsts, each of a row a file (issue 21: the driver's peak)."""
-    firsts: Firsts = (
-        np.zeros(len(sizes), dtype=np.int32)
-        if count < 2**31
-        else np.zeros(len(sizes), dtype=np.int64)
-    )
-    if len(sizes):
-        np.cumsum(sizes[:-1], out=firsts[1:])
-    return firsts
 
 
 def runs_of(firsts: Firsts, rows: Firsts) -> npt.NDArray[np.int64]:

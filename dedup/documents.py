@@ -22,7 +22,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import (
-    Firsts,
     concatenated,
     found_in,
     key_counts,
@@ -31,7 +30,7 @@ from dedup.arrays import (
     runs_of,
     sorted_unique,
 )
-from dedup.columns import SimilarityTable, SpanTable
+from dedup.columns import IndexColumns, SimilarityTable, SpanTable
 from dedup.kernels import compiled
 from dedup.kernels.rows import with_room
 from dedup.offset_steps import StepPacker
@@ -228,23 +227,26 @@ class DocumentRuns:
 
 
 def document_runs(
-    spans: SpanTable, file_first: Firsts, alignment: PassageAlignment
+    spans: SpanTable, run_inputs: IndexColumns, alignment: PassageAlignment
 ) -> DocumentRuns:
-    """The documents of a dump's passages (in file order): a new one where the file, the
-    record, the chapter or its title changes (``file_first``: the first passage of each
-    file, as ``Passages.file_first``)."""
+    """The documents of a dump's passages (in file order): a new one where the input, the
+    record, the chapter or its title changes (``run_inputs``: the input of each run of
+    ``spans``, as ``Passages.run_inputs``)."""
     count = len(spans)
     if not count:
         return DocumentRuns(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64))
     # The spans' runs of the same document, chapter and title, joined where they go on one
-    # from the other; their documents number the documents of each input apart, and the file
-    # tells inputs apart only with them, so both are compared. A block of runs at a time
-    # (the driver's are on disk), each block's first run compared with the last before.
+    # from the other; their documents number the documents of each input apart, and the
+    # input tells them apart only with them, so both are compared. A block of runs at a
+    # time (the driver's are on disk), each block's first run compared with the last before.
     firsts = []
-    last: list[int] | None = None  # the file, document, chapter and title of the run before
-    for first, labels in spans.labels.blocks():
+    last: list[int] | None = None  # the input, document, chapter and title of the run before
+    blocks = zip(run_inputs.blocks(), spans.labels.blocks(), strict=True)
+    for (first, inputs), (first_labelled, labels) in blocks:
+        if first != first_labelled or len(inputs[0]) != len(labels[0]):
+            raise ValueError("the runs' inputs and labels read in blocks of other sizes")
         runs = spans.run_first[first : first + len(labels[0])]
-        keys = (runs_of(file_first, runs), *labels)
+        keys = (*inputs, *labels)
         changed = np.zeros(len(runs), dtype=np.bool_)
         for key in keys:
             changed[1:] |= key[1:] != key[:-1]

@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dedup.arrays import (
-    firsts_of,
     found_in,
     numbered_afresh,
     partitioned,
@@ -78,13 +77,11 @@ def test_runs_of_firsts_in_four_bytes_are_those_of_the_firsts_in_eight(
     sizes: list[int], rows: list[int]
 ) -> None:
     """The first rows of runs held in four bytes each while their count fits (a scan's runs
-    of passages and files), searched with rows of eight bytes, even past four bytes' range:
+    of passages), searched with rows of eight bytes, even past four bytes' range:
     each row is in the run it is in among the firsts held whole."""
     sized = np.array(sizes, dtype=np.int64)
     whole = np.cumsum(sized) - sized
-    compact = firsts_of(sized.astype(np.int32), int(sized.sum()))
-    assert np.array_equal(compact, whole)
-    assert compact.dtype == (np.int32 if sum(sizes) < 2**31 else np.int64)
+    compact = whole.astype(np.int32) if sum(sizes) < 2**31 else whole
     wanted = np.array(rows, dtype=np.int64)
     assert (
         runs_of(compact, wanted).tolist() == (np.searchsorted(whole, wanted, "right") - 1).tolist()

@@ -78,11 +78,19 @@ def _with_record_ids(table: SpanTable, prefix: str) -> SpanTable:
     return replace(table, documents=replace(table.documents, record_ids=ids))
 
 
-def _streamed(tables: list[tuple[SpanTable, int]]) -> SpanTable:
+def _streamed(tables: list[tuple[SpanTable, int]], inputs: list[int] | None = None) -> SpanTable:
+    return _streaming(tables, inputs).joined()
+
+
+def _streaming(
+    tables: list[tuple[SpanTable, int]], inputs: list[int] | None = None
+) -> StreamedSpans:
+    """The tables (each with its file's number) streamed, each an input of its own or the
+    input ``inputs`` gives it."""
     streamed = StreamedSpans()
-    for table, file in tables:
-        streamed.append(table, file)
-    return streamed.joined()
+    for number, (table, file) in enumerate(tables):
+        streamed.append(table, file, number if inputs is None else inputs[number])
+    return streamed
 
 
 def test_span_tables_streamed_as_they_come_are_the_table_of_all(
@@ -138,7 +146,7 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     the documents swept a block at a time (``document_runs``, each block's first run
     compared with the block before's last: here a chapter that goes on from one table of a
     file into the next, where a block starts) are those of the table held whole."""
-    monkeypatch.setattr(ArraySpool, "block_bytes", 256)  # eight runs a block
+    monkeypatch.setattr(ArraySpool, "block_bytes", 8 * 5 * 8)  # eight runs (five numbers) a block
     tables = _named_tables(samples, 10)
     table, _file, run = next(
         (table, file, run)
@@ -156,7 +164,10 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     runs_before = np.cumsum([0] + [len(table.run_first) for table, _file in tables])
     before = next(k for k, runs in enumerate(runs_before) if (runs + run + 1) % 8 == 0)
     tables = tables[:before] + halves + tables[before:]
-    joined = _streamed(tables)
+    # an input a table, but the two halves one input (a large file's pieces)
+    inputs = [number - (number > before) for number in range(len(tables))]
+    streaming = _streaming(tables, inputs)
+    joined = streaming.joined()
     whole = SpanTable.concatenate([table for table, _file in tables])
     assert isinstance(joined.labels, SpooledColumns)
     assert isinstance(whole.labels, HeldColumns)
@@ -167,7 +178,9 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     assert isinstance(sent, HeldColumns)
     for spooled, held in zip(sent.columns(), whole.labels.columns(), strict=True):
         assert np.array_equal(spooled, held) and spooled.dtype == np.int32
-    assert len(list(joined.labels.blocks())) > 10
+    block_firsts = [first for first, _labels in joined.labels.blocks()]
+    assert len(block_firsts) > 10
+    assert runs_before[before] + run + 1 in block_firsts  # the second half starts a block
     # the documents' sources and paths stay on disk as well
     keys = joined.documents
     assert isinstance(keys.places, SpooledColumns)
@@ -177,11 +190,14 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     assert list(keys.take(picked)) == list(whole.documents.take(picked))
     assert list(pickle.loads(pickle.dumps(keys))) == list(whole.documents)
     assert np.array_equal(keys.texts(), whole.documents.texts())
-    sizes = [len(table) for table, _file in tables]
-    files = [file for _table, file in tables]
-    file_first = np.cumsum([0, *sizes[:-1]])[np.r_[True, np.diff(files) != 0]]
-    by_blocks = document_runs(joined, file_first, _Stories())  # type: ignore[arg-type]
-    at_once = document_runs(whole, file_first, _Stories())  # type: ignore[arg-type]
+    run_inputs = streaming.run_inputs()
+    assert isinstance(run_inputs, SpooledColumns)
+    held_inputs = np.repeat(inputs, [len(table.run_first) for table, _file in tables])
+    assert np.array_equal(run_inputs.columns()[0], held_inputs)
+    by_blocks = document_runs(joined, run_inputs, _Stories())  # type: ignore[arg-type]
+    at_once = document_runs(  # type: ignore[arg-type]
+        whole, HeldColumns(held_inputs.astype(np.int32)), _Stories()
+    )
     assert np.array_equal(by_blocks.bounds, at_once.bounds)
     # the one chapter in two tables is one document: its second table's first run, the
     # first of a block, joined to the run before

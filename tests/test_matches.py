@@ -425,7 +425,7 @@ def test_keep_order_of_the_documents_pairs_name_is_their_order_among_all(
     and every other document comes after them."""
     import numpy as np
 
-    from dedup.columns import SpanTable
+    from dedup.columns import HeldColumns, SpanTable
     from dedup.config import ScanConfig
     from dedup.documents import PassageAlignment, document_runs
     from dedup.engine.tasks import prepare_file
@@ -435,10 +435,10 @@ def test_keep_order_of_the_documents_pairs_name_is_their_order_among_all(
     files, _skipped = discover_inputs([str(samples)])
     items = [item for file in files for item in prepare_file(file, ScanConfig(), {}).inputs]
     spans = SpanTable.concatenate([item.passages for item in items])
-    per_file = np.array([len(item.passages) for item in items], dtype=np.int64)
+    runs = [len(item.passages.run_first) for item in items]
     documents = document_runs(
         spans,
-        np.cumsum(per_file) - per_file,
+        HeldColumns(np.repeat(np.arange(len(items), dtype=np.int32), runs)),
         PassageAlignment.concatenate([item.alignment for item in items]),
     )
     count = len(documents)

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import Firsts, firsts_of, runs_of
+from dedup.arrays import Firsts
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
 from dedup.columns import (
     CountedRows,
     DocumentKeys,
+    IndexColumns,
     ScanNames,
     SpanTable,
     SpooledColumns,
@@ -42,7 +43,7 @@ from dedup.engine.tasks import (
     second_pass,
 )
 from dedup.fingerprint import HeldSignatures, SignatureTable
-from dedup.models import InputFiles, Skipped, extended
+from dedup.models import InputFiles, Skipped
 from dedup.normalize.repeated_lines import (
     LearnPass,
     RepeatedLines,
@@ -122,7 +123,7 @@ class StreamedSpans:
 
     def __init__(self) -> None:
         self._names: Sequence[str] = ()
-        self._runs = ArraySpool(np.int64, 4)  # first row, document, chapter, title
+        self._runs = ArraySpool(np.int64, 5)  # first row, document, chapter, title, input
         self._documents = ArraySpool(np.int64, 2)  # source, path
         self._records = ArraySpool(np.int64, 1)  # read back only where one is a record
         self._record_ids = _SpooledStrings()
@@ -135,16 +136,17 @@ class StreamedSpans:
         # the last table's documents, of file _file: their keys and their numbers here
         self._last = np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64)
 
-    def append(self, table: SpanTable, file: int) -> None:
-        """``table``, of file number ``file``, after the others: its documents named in the
-        scan's names (``DocumentKeys.named_in``), as every table appended."""
+    def append(self, table: SpanTable, file: int, number: int) -> None:
+        """``table``, of file number ``file`` and input ``number`` (an index into
+        ``Prepared.files``), after the others: its documents named in the scan's names
+        (``DocumentKeys.named_in``), as every table appended."""
         if len(table):
             counted = table.held is not None
             if self._counted is not None and counted != self._counted:
                 raise ValueError("tables with their starts and ends joined to tables without")
             self._counted = counted
         self._names = table.documents.names
-        number = self._numbered(table.documents, file)
+        documents = self._numbered(table.documents, file)
         titles = np.array(
             [self._titles.setdefault(title, len(self._titles)) for title in table.titles.values()],
             dtype=np.int64,
@@ -153,9 +155,10 @@ class StreamedSpans:
             np.column_stack(
                 (
                     table.run_first + self._rows,
-                    number[table.run_document],
+                    documents[table.run_document],
                     table.run_chapter,
                     int32_column(titles[table.run_title]),
+                    np.full(len(table.run_first), number),
                 )
             )
         )
@@ -191,6 +194,12 @@ class StreamedSpans:
         if len(keys):
             self._file, self._last = file, (keys, number)
         return number
+
+    def run_inputs(self) -> IndexColumns:
+        """The input (an index into ``Prepared.files``) of each run of the tables, in
+        order, on disk: what tells two inputs' runs apart, where a file's first passage
+        held four bytes a file (issue 21)."""
+        return SpooledColumns(self._runs, 4, 1)
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
@@ -344,8 +353,6 @@ class Prepared:
     # Of each input (an archive's: many), its file's number in ``found``: as a table of
     # its own, a file's row again (some 40 B a file of a crawl of a page a file).
     file_numbers: NumberRuns = field(default_factory=NumberRuns)
-    # four bytes each while they fit (models.extended)
-    spans_per_file: array.array[int] = field(default_factory=lambda: array.array("i"))
     normalized: list[TextRun] = field(default_factory=list)
     hashes: JoinedParts[npt.NDArray[np.int64]] = field(
         default_factory=lambda: JoinedParts(_joined_rows)
@@ -395,10 +402,11 @@ class Prepared:
             self.count += len(item.passages)
             spans = item.passages
             self.spans.append(
-                replace(spans, documents=spans.documents.named_in(self.names, number)), number
+                replace(spans, documents=spans.documents.named_in(self.names, number)),
+                number,
+                len(self.file_numbers),
             )
             self.file_numbers.append(number)
-            self.spans_per_file = extended(self.spans_per_file, (len(item.passages),))
             self.hashes.append(item.hashes)
             self.byte_spans.append(item.byte_spans)
             if item.entry is not None:
@@ -414,10 +422,7 @@ class Prepared:
         spans = self.spans.joined()
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
-            file_first=firsts_of(
-                np.frombuffer(self.spans_per_file, dtype=f"i{self.spans_per_file.itemsize}"),
-                self.count,
-            ),
+            run_inputs=self.spans.run_inputs(),
             byte_spans=self.byte_spans,
             texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
@@ -441,7 +446,7 @@ class Prepared:
         for parts in (self.alignment, self.hashes):
             parts.clear()
         self.spans = StreamedSpans()
-        self.byte_spans, self.spans_per_file = ArraySpool(np.int32, 2), array.array("i")
+        self.byte_spans = ArraySpool(np.int32, 2)
         self.normalized = []
         self.signatures = SignatureTable(self.signatures.num_perm)
         self.kept = None
@@ -456,8 +461,8 @@ class Passages:
     """Every passage of a dump, in file order, as the stages after the workers use them."""
 
     spans: SpanTable  # where each passage is (on a cluster, its start and end on the workers)
-    # The first passage of each of Prepared.files (of one holding none, the next file's).
-    file_first: Firsts
+    # The input (an index into Prepared.files) of each run of spans, on disk.
+    run_inputs: IndexColumns
     # Where each run of spans is in its file's bytes (PreparedInput.byte_spans), on disk.
     byte_spans: ArraySpool
     # Normalized texts (empty for a later copy of a text: see dedup.engine.copies), their two
@@ -473,7 +478,7 @@ class Passages:
 
     def file_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The index in Prepared.files of the file of each of ``rows``."""
-        return runs_of(self.file_first, rows)
+        return self.run_inputs.of(self.spans.run_of(rows))[0]
 
     def let_go_of_signatures(self) -> None:
         """Signatures are done with once the candidate pairs' MinHash estimates are made, and

@@ -20,7 +20,7 @@ import numpy as np
 
 from dedup.candidates import Leaders
 from dedup.codepoints import TextRun, code_points
-from dedup.columns import Similarity, SimilarityTable, SpanTable
+from dedup.columns import HeldColumns, Similarity, SimilarityTable, SpanTable
 from dedup.config import ScanConfig
 from dedup.documents import (
     PassageAlignment,
@@ -235,7 +235,7 @@ def warm_up_alignment(config: ScanConfig) -> None:
             )
         ]
     )
-    documents = document_runs(spans, np.array([0, 0, 1, 1], dtype=np.int64), alignment)
+    documents = document_runs(spans, HeldColumns(np.array([0, 1], dtype=np.int32)), alignment)
     leader = Leaders.of_array(np.array([0, 1, 0, 3], dtype=np.int64))
     verified = SimilarityTable.of([Similarity(1, 3, 0.6, 0.6, 0.6, 90)])
     pairs = candidate_documents(documents, leader, alignment, verified, _HERE)
