@@ -227,11 +227,11 @@ class DocumentRuns:
 
 
 def document_runs(
-    spans: SpanTable, run_inputs: IndexColumns, alignment: PassageAlignment
+    spans: SpanTable, runs: IndexColumns, alignment: PassageAlignment
 ) -> DocumentRuns:
     """The documents of a dump's passages (in file order): a new one where the input, the
-    record, the chapter or its title changes (``run_inputs``: the input of each run of
-    ``spans``, as ``Passages.run_inputs``)."""
+    record, the chapter or its title changes (``runs``: each run of ``spans``' input,
+    document, chapter and title, as ``Passages.runs``)."""
     count = len(spans)
     if not count:
         return DocumentRuns(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64))
@@ -241,17 +241,13 @@ def document_runs(
     # time (the driver's are on disk), each block's first run compared with the last before.
     firsts = []
     last: list[int] | None = None  # the input, document, chapter and title of the run before
-    blocks = zip(run_inputs.blocks(), spans.labels.blocks(), strict=True)
-    for (first, inputs), (first_labelled, labels) in blocks:
-        if first != first_labelled or len(inputs[0]) != len(labels[0]):
-            raise ValueError("the runs' inputs and labels read in blocks of other sizes")
-        runs = spans.run_first[first : first + len(labels[0])]
-        keys = (*inputs, *labels)
-        changed = np.zeros(len(runs), dtype=np.bool_)
+    for first, keys in runs.blocks():
+        block = spans.run_first[first : first + len(keys[0])]
+        changed = np.zeros(len(block), dtype=np.bool_)
         for key in keys:
             changed[1:] |= key[1:] != key[:-1]
         changed[0] = last is None or last != [int(key[0]) for key in keys]
-        firsts.append(runs[changed].astype(np.int64))
+        firsts.append(block[changed].astype(np.int64))
         last = [int(key[-1]) for key in keys]
     bounds = np.append(concatenated(firsts, np.int64), count)
     return DocumentRuns(bounds, alignment.story_chars(bounds[:-1]))

@@ -118,7 +118,7 @@ def scan_files(
             engine.compiled_ahead()
             # Documents (chapters, records) that share seeds or verified passages are
             # aligned on their normalized texts, held once per distinct passage text.
-            documents = document_runs(passages.spans, passages.run_inputs, passages.alignment)
+            documents = document_runs(passages.spans, passages.runs, passages.alignment)
             document_pairs = candidate_documents(
                 documents, leader, passages.alignment, verified, engine
             )

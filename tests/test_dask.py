@@ -220,7 +220,7 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
                 engine,
             )
             leader = candidates.leaders(len(passages.spans))
-            documents = document_runs(passages.spans, passages.run_inputs, passages.alignment)
+            documents = document_runs(passages.spans, passages.runs, passages.alignment)
             document_pairs = candidate_documents(
                 documents, leader, passages.alignment, verified, engine
             )

@@ -190,13 +190,16 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     assert list(keys.take(picked)) == list(whole.documents.take(picked))
     assert list(pickle.loads(pickle.dumps(keys))) == list(whole.documents)
     assert np.array_equal(keys.texts(), whole.documents.texts())
-    run_inputs = streaming.run_inputs()
-    assert isinstance(run_inputs, SpooledColumns)
+    run_keys = streaming.run_keys()
+    assert isinstance(run_keys, SpooledColumns)
     held_inputs = np.repeat(inputs, [len(table.run_first) for table, _file in tables])
-    assert np.array_equal(run_inputs.columns()[0], held_inputs)
-    by_blocks = document_runs(joined, run_inputs, _Stories())  # type: ignore[arg-type]
+    spooled_keys = run_keys.columns()
+    assert np.array_equal(spooled_keys[0], held_inputs)
+    for spooled, held in zip(spooled_keys[1:], whole.labels.columns(), strict=True):
+        assert np.array_equal(spooled, held)
+    by_blocks = document_runs(joined, run_keys, _Stories())  # type: ignore[arg-type]
     at_once = document_runs(  # type: ignore[arg-type]
-        whole, HeldColumns(held_inputs.astype(np.int32)), _Stories()
+        whole, HeldColumns(held_inputs.astype(np.int32), *whole.labels.columns()), _Stories()
     )
     assert np.array_equal(by_blocks.bounds, at_once.bounds)
     # the one chapter in two tables is one document: its second table's first run, the

@@ -438,7 +438,9 @@ def test_keep_order_of_the_documents_pairs_name_is_their_order_among_all(
     runs = [len(item.passages.run_first) for item in items]
     documents = document_runs(
         spans,
-        HeldColumns(np.repeat(np.arange(len(items), dtype=np.int32), runs)),
+        HeldColumns(
+            np.repeat(np.arange(len(items), dtype=np.int32), runs), *spans.labels.columns()
+        ),
         PassageAlignment.concatenate([item.alignment for item in items]),
     )
     count = len(documents)

@@ -329,7 +329,7 @@ def test_partitions_of_seeds_count_the_pairs_one_process_counts(
     # The pairs of documents: this process's, and those of a cluster, whose partitions'
     # pairs go to the partition of each pair of documents, summed there, with the pairs the
     # verified pairs of texts propose added.
-    runs_of = documents_module.document_runs(passages.spans, passages.run_inputs, alignment)
+    runs_of = documents_module.document_runs(passages.spans, passages.runs, alignment)
     holding = documents_module.TextHolders.of(Leaders.of_array(leader), runs_of)
     # Held compactly (a text's own document, and its copies' where it has some), each
     # text's holders are its passages' documents in the scan's order.

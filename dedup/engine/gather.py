@@ -113,9 +113,9 @@ _STRINGS_A_JOIN = 1024
 class StreamedSpans:
     """The span tables of the files, joined as they come (a table an input, in the scan's
     order): each run's numbers and each new document's key written to disk
-    (``ArraySpool``), and read back once at the end into a table of exactly their size,
-    but for each run's document, chapter and title, which the table reads from the disk
-    (``SpooledColumns``).
+    (``ArraySpool``), and at the end each run's first row read back into a column of
+    exactly their size; each run's input, document, chapter and title and each document's
+    source and path the table reads from the disk (``SpooledColumns``).
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
     grew most with the files (issue 21, docs/performance.md). The titles are held as they
@@ -123,7 +123,7 @@ class StreamedSpans:
 
     def __init__(self) -> None:
         self._names: Sequence[str] = ()
-        self._runs = ArraySpool(np.int64, 5)  # first row, document, chapter, title, input
+        self._runs = ArraySpool(np.int64, 5)  # first row, input, document, chapter, title
         self._documents = ArraySpool(np.int64, 2)  # source, path
         self._records = ArraySpool(np.int64, 1)  # read back only where one is a record
         self._record_ids = _SpooledStrings()
@@ -155,10 +155,10 @@ class StreamedSpans:
             np.column_stack(
                 (
                     table.run_first + self._rows,
+                    np.full(len(table.run_first), number),
                     documents[table.run_document],
                     table.run_chapter,
                     int32_column(titles[table.run_title]),
-                    np.full(len(table.run_first), number),
                 )
             )
         )
@@ -195,11 +195,11 @@ class StreamedSpans:
             self._file, self._last = file, (keys, number)
         return number
 
-    def run_inputs(self) -> IndexColumns:
-        """The input (an index into ``Prepared.files``) of each run of the tables, in
-        order, on disk: what tells two inputs' runs apart, where a file's first passage
-        held four bytes a file (issue 21)."""
-        return SpooledColumns(self._runs, 4, 1)
+    def run_keys(self) -> IndexColumns:
+        """Each run's input (an index into ``Prepared.files``), document, chapter and title,
+        on disk: the input tells two inputs' runs apart, where each file's first passage was
+        held, four bytes a file (issue 21)."""
+        return SpooledColumns(self._runs, 1, 4)
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
@@ -226,7 +226,7 @@ class StreamedSpans:
             DocumentKeys(self._names, places, record, self._record_ids.joined()),
             Strings.of(tuple(self._titles)),
             run_first,
-            SpooledColumns(self._runs, 1, 3),
+            SpooledColumns(self._runs, 2, 3),
             start,
             end,
             CountedRows(self._rows) if self._counted else None,
@@ -422,7 +422,7 @@ class Prepared:
         spans = self.spans.joined()
         passages = Passages(
             spans=spans if kept is None else spans.ends_held_by(kept.span_ends()),
-            run_inputs=self.spans.run_inputs(),
+            runs=self.spans.run_keys(),
             byte_spans=self.byte_spans,
             texts=TextRun.joined(self.normalized) if kept is None else kept.texts(),
             hashes=self.hashes.joined(np.empty((0, 2), dtype=np.int64))
@@ -461,8 +461,9 @@ class Passages:
     """Every passage of a dump, in file order, as the stages after the workers use them."""
 
     spans: SpanTable  # where each passage is (on a cluster, its start and end on the workers)
-    # The input (an index into Prepared.files) of each run of spans, on disk.
-    run_inputs: IndexColumns
+    # Each run of spans' input (an index into Prepared.files), document, chapter and title,
+    # on disk (its labels, spans.labels, and the input that tells two inputs' runs apart).
+    runs: IndexColumns
     # Where each run of spans is in its file's bytes (PreparedInput.byte_spans), on disk.
     byte_spans: ArraySpool
     # Normalized texts (empty for a later copy of a text: see dedup.engine.copies), their two
@@ -478,7 +479,7 @@ class Passages:
 
     def file_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The index in Prepared.files of the file of each of ``rows``."""
-        return self.run_inputs.of(self.spans.run_of(rows))[0]
+        return self.runs.of(self.spans.run_of(rows))[0]
 
     def let_go_of_signatures(self) -> None:
         """Signatures are done with once the candidate pairs' MinHash estimates are made, and

@@ -235,7 +235,8 @@ def warm_up_alignment(config: ScanConfig) -> None:
             )
         ]
     )
-    documents = document_runs(spans, HeldColumns(np.array([0, 1], dtype=np.int32)), alignment)
+    runs = HeldColumns(np.array([0, 1], dtype=np.int32), *spans.labels.columns())
+    documents = document_runs(spans, runs, alignment)
     leader = Leaders.of_array(np.array([0, 1, 0, 3], dtype=np.int64))
     verified = SimilarityTable.of([Similarity(1, 3, 0.6, 0.6, 0.6, 90)])
     pairs = candidate_documents(documents, leader, alignment, verified, _HERE)
