@@ -460,6 +460,86 @@ class SpooledColumns(IndexColumns):
             yield first, tuple(rows[:, at] for at in range(self._at, self._stop))
 
 
+class RunFirsts:
+    """Each run's first row, ascending (a table's runs of rows: :class:`SpanTable`): held in
+    memory in a table a worker makes (:class:`HeldFirsts`), kept on disk in the driver's
+    table of a whole scan (:class:`SpooledFirsts`), where they are a run or two a file
+    (issue 21). Sent to another process, the column itself goes."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def runs_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The run each of ``rows`` is in."""
+        raise NotImplementedError
+
+    def between(self, first: int, stop: int) -> Firsts:
+        """The first rows of runs ``first`` to ``stop - 1``."""
+        raise NotImplementedError
+
+    def column(self) -> Firsts:
+        """Every run's first row, as one column (four bytes each while the rows fit)."""
+        raise NotImplementedError
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HeldFirsts, (self.column(),))
+
+
+class HeldFirsts(RunFirsts):
+    """The first rows held in memory."""
+
+    __slots__ = ("_firsts",)
+
+    def __init__(self, firsts: Firsts) -> None:
+        self._firsts = firsts
+
+    def __len__(self) -> int:
+        return len(self._firsts)
+
+    def runs_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return runs_of(self._firsts, rows)
+
+    def between(self, first: int, stop: int) -> Firsts:
+        return self._firsts[first:stop]
+
+    def column(self) -> Firsts:
+        return self._firsts
+
+
+class SpooledFirsts(RunFirsts):
+    """The first rows kept on disk, as column ``at`` of the rows of ``spool`` (an
+    ``ArraySpool``), searched a block at a time (``ArraySpool.search``); ``rows`` is the
+    table's count of rows, which the column's values are less than."""
+
+    __slots__ = ("_at", "_rows", "_spool")
+
+    def __init__(self, spool: ArraySpool, at: int, rows: int) -> None:
+        self._spool, self._at, self._rows = spool, at, rows
+
+    def __len__(self) -> int:
+        return len(self._spool)
+
+    def runs_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return self._spool.search(self._at, rows)
+
+    def between(self, first: int, stop: int) -> Firsts:
+        taken = self._spool.take(np.arange(first, min(stop, len(self)), dtype=np.int64))
+        return self._narrow(taken[:, self._at])
+
+    def column(self) -> Firsts:
+        column: Firsts = (
+            np.empty(len(self), np.int32) if self._rows < 2**31 else np.empty(len(self), np.int64)
+        )
+        for first, block in self._spool.blocks():
+            column[first : first + len(block)] = block[:, self._at]
+        return column
+
+    def _narrow(self, values: npt.NDArray[np.int64]) -> Firsts:
+        return values.astype(np.int32) if self._rows < 2**31 else values
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SpanTable(ColumnTable[PassageSpan]):
     """The spans of many passages as columns: what workers hand back and what a scan keeps for
@@ -477,7 +557,7 @@ class SpanTable(ColumnTable[PassageSpan]):
     titles: Strings
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
-    run_first: Firsts  # four bytes each in a table of fewer than 2**31 rows joined here
+    run_first: RunFirsts
     # Each run's document (an index into documents), chapter (-1 where the run is in no
     # numbered chapter) and title (an index into titles): a dump of a record a page has a
     # run or two a record, and the driver's table of the scan keeps them on disk.
@@ -546,7 +626,7 @@ class SpanTable(ColumnTable[PassageSpan]):
         return cls(
             documents,
             titles,
-            first,
+            HeldFirsts(first),
             HeldColumns(
                 int32_column(document[first]),
                 int32_column(chapter[first]),
@@ -599,7 +679,7 @@ class SpanTable(ColumnTable[PassageSpan]):
             document_runs.append(int32_column(in_documents[document]))
             chapter_runs.append(chapter)
             title_runs.append(int32_column(np.array(title_index, dtype=np.int64)[title]))
-            firsts.append(table.run_first.astype(np.int64) + rows)
+            firsts.append(table.run_first.column().astype(np.int64) + rows)
             rows += len(table)
         counted = [table.held is not None for table in tables if len(table)]
         if any(counted) and not all(counted):
@@ -607,7 +687,7 @@ class SpanTable(ColumnTable[PassageSpan]):
         return cls(
             documents,
             Strings.of(tuple(titles)),
-            concatenated(firsts, np.int64),
+            HeldFirsts(concatenated(firsts, np.int64)),
             HeldColumns(
                 concatenated(document_runs, np.int32),
                 concatenated(chapter_runs, np.int32),
@@ -620,7 +700,7 @@ class SpanTable(ColumnTable[PassageSpan]):
 
     def run_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The run of each of ``rows``."""
-        return runs_of(self.run_first, rows)
+        return self.run_first.runs_of(rows)
 
     def document_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The document (an index into ``documents``) of each of ``rows``."""
@@ -633,7 +713,7 @@ class SpanTable(ColumnTable[PassageSpan]):
 
     def run_sizes(self) -> npt.NDArray[np.int64]:
         """The rows of each run."""
-        return np.diff(np.append(self.run_first.astype(np.int64), len(self)))
+        return np.diff(np.append(self.run_first.column().astype(np.int64), len(self)))
 
     def rows(self, rows: npt.NDArray[np.int64]) -> list[PassageSpan]:
         """The spans of ``rows``, made in one go (faster than one ``table[i]`` at a time)."""

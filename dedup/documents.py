@@ -242,7 +242,7 @@ def document_runs(
     firsts = []
     last: list[int] | None = None  # the input, document, chapter and title of the run before
     for first, keys in runs.blocks():
-        block = spans.run_first[first : first + len(keys[0])]
+        block = spans.run_first.between(first, first + len(keys[0]))
         changed = np.zeros(len(block), dtype=np.bool_)
         for key in keys:
             changed[1:] |= key[1:] != key[:-1]

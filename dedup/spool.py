@@ -139,10 +139,14 @@ class ArraySpool:
         self._count = 0
         self._pending = bytearray()  # the rows not written yet: less than a block
         self._scratch = _ScratchFile()
+        self._heads = bytearray()  # each block's first row, for search: a row a block
 
     def append(self, rows: npt.NDArray[Any]) -> None:
         """``rows`` (of ``columns`` numbers each) after the others."""
-        self._pending += np.ascontiguousarray(rows, dtype=self._dtype).tobytes()
+        rows = np.ascontiguousarray(rows, dtype=self._dtype).reshape(-1, self._columns)
+        each = self._rows_a_block
+        self._heads += rows[-self._count % each :: each].tobytes()
+        self._pending += rows.tobytes()
         self._count += len(rows)
         block = self._rows_a_block * self._row_bytes
         if len(self._pending) >= block:
@@ -160,9 +164,30 @@ class ArraySpool:
         if len(rows) and (rows.min() < 0 or rows.max() >= self._count):
             raise IndexError(f"rows {rows.min()} to {rows.max()} of {self._count}")
         taken = np.empty((len(rows), self._columns), dtype=self._dtype)
+        for at, first, block in self._blocks_of(rows // self._rows_a_block):
+            taken[at] = block[rows[at] - first]
+        return taken
+
+    def search(self, column: int, values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """The last row whose number in ``column`` (ascending, row after row) is at most
+        each of ``values``, -1 where none is: each block it is in read once."""
+        values = np.asarray(values).reshape(-1)
+        heads = np.frombuffer(self._heads, dtype=self._dtype).reshape(-1, self._columns)
+        blocks = np.searchsorted(heads[:, column], values, side="right").astype(np.int64) - 1
+        found = np.full(len(values), -1, dtype=np.int64)
+        inside = np.flatnonzero(blocks >= 0)
+        for at, first, block in self._blocks_of(blocks[inside]):
+            at = inside[at]
+            found[at] = first + np.searchsorted(block[:, column], values[at], side="right") - 1
+        return found
+
+    def _blocks_of(
+        self, blocks: npt.NDArray[np.int64]
+    ) -> Iterator[tuple[npt.NDArray[np.intp], int, npt.NDArray[Any]]]:
+        """Each of the distinct ``blocks`` (block numbers), read once: where it is among
+        them, its first row's number and its rows."""
         on_disk = self._scratch.size // self._row_bytes
         each = self._rows_a_block
-        blocks = rows // each
         order = np.argsort(blocks, kind="stable")
         bounds = np.flatnonzero(np.diff(blocks[order], prepend=-1, append=-1))
         for low, high in itertools.pairwise(bounds.tolist()):
@@ -172,9 +197,7 @@ class ArraySpool:
                 data, first = bytes(self._pending), on_disk
             else:
                 data = self._scratch.read(each * self._row_bytes, first * self._row_bytes)
-            block = np.frombuffer(data, dtype=self._dtype).reshape(-1, self._columns)
-            taken[at] = block[rows[at] - first]
-        return taken
+            yield at, first, np.frombuffer(data, dtype=self._dtype).reshape(-1, self._columns)
 
     def columns(self, *dtypes: npt.DTypeLike) -> list[npt.NDArray[Any]]:
         """Every row, as one array a column (of ``dtypes``, one a column, each wide enough

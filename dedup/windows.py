@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
-from dedup.columns import DocumentKeys, HeldColumns, SpanTable, Strings, int32_column
+from dedup.columns import DocumentKeys, HeldColumns, HeldFirsts, SpanTable, Strings, int32_column
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.models import Chapter, Document, DocumentKey
@@ -76,7 +76,7 @@ class InputWindows:
         return SpanTable(
             DocumentKeys.of(tuple(documents)),
             Strings.of(tuple(titles)),
-            (np.cumsum(sizes) - sizes)[held],
+            HeldFirsts((np.cumsum(sizes) - sizes)[held]),
             HeldColumns(
                 each(document),
                 each([-1 if number is None else number for _w, _k, number, _t in self.chapters]),

@@ -74,7 +74,7 @@ def test_texts_by_bytes_are_the_texts_read_again(
     for found in discover_inputs([str(dump)])[0]:
         for item in _prepared(found, config):
             # a run of passages (a chapter's) at a time, from its first passage to its last
-            firsts = item.passages.run_first
+            firsts = item.passages.run_first.column()
             lasts = np.append(firsts[1:], len(item.passages)) - 1
             assert len(item.byte_spans) == len(firsts) > 0
             known = item.byte_spans[:, 0] != NOT_IN_BYTES

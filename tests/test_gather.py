@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup.columns import HeldColumns, ScanNames, SpanTable, SpooledColumns
+from dedup.columns import (
+    HeldColumns,
+    HeldFirsts,
+    ScanNames,
+    SpanTable,
+    SpooledColumns,
+    SpooledFirsts,
+)
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, document_runs
 from dedup.engine import gather
@@ -113,11 +120,11 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     assert len(whole) > 2000
     assert list(joined) == list(whole)
     assert joined.documents.names is tables[0][0].documents.names
-    for column in ("run_first", "run_document", "run_chapter", "run_title", "start", "end"):
-        assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
+    assert np.array_equal(joined.run_first.column(), whole.run_first.column())
     for column in ("run_document", "run_chapter", "run_title", "start", "end"):
+        assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
         assert getattr(joined, column).dtype == getattr(whole, column).dtype, column
-    assert joined.run_first.dtype == np.int32  # the rows fit: four bytes a run
+    assert joined.run_first.column().dtype == np.int32  # the rows fit: four bytes a run
     ids = joined.documents.record_ids.values()
     assert ids == whole.documents.record_ids.values()
     assert None in ids and any(ids)
@@ -140,8 +147,9 @@ class _Stories:
 def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The driver's table of the scan keeps each run's document, chapter and title, and
-    each document's source and path, on disk (``SpooledColumns``): the rows a stage names,
+    """The driver's table of the scan keeps each run's first row, document, chapter and
+    title, and each document's source and path, on disk (``SpooledFirsts``,
+    ``SpooledColumns``): the runs of the rows a stage names, the rows a stage names,
     the whole columns, a pickled copy and
     the documents swept a block at a time (``document_runs``, each block's first run
     compared with the block before's last: here a chapter that goes on from one table of a
@@ -154,7 +162,7 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
         for run, size in enumerate(table.run_sizes().tolist())
         if size > 1 and table.titles[int(table.run_title[run])] is not None
     )
-    cut = int(table.run_first[run]) + 1  # in a titled chapter
+    cut = int(table.run_first.column()[run]) + 1  # in a titled chapter
     names = tables[0][0].documents.names
     assert isinstance(names, ScanNames)
     halves = [
@@ -178,6 +186,14 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     assert isinstance(sent, HeldColumns)
     for spooled, held in zip(sent.columns(), whole.labels.columns(), strict=True):
         assert np.array_equal(spooled, held) and spooled.dtype == np.int32
+    # so does each run's first row, searched a block at a time
+    assert isinstance(joined.run_first, SpooledFirsts)
+    firsts = whole.run_first.column()
+    rows = np.concatenate((firsts, firsts[1:] - 1, [len(whole) - 1], np.arange(0, len(whole), 7)))
+    assert np.array_equal(joined.run_of(rows), whole.run_of(rows))
+    assert np.array_equal(joined.run_first.between(5, 30), firsts[5:30])
+    assert isinstance(pickle.loads(pickle.dumps(joined.run_first)), HeldFirsts)
+    assert np.array_equal(pickle.loads(pickle.dumps(joined.run_first)).column(), firsts)
     block_firsts = [first for first, _labels in joined.labels.blocks()]
     assert len(block_firsts) > 10
     assert runs_before[before] + run + 1 in block_firsts  # the second half starts a block
@@ -205,7 +221,8 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     # the one chapter in two tables is one document: its second table's first run, the
     # first of a block, joined to the run before
     assert len(by_blocks) == len(whole.run_first) - 1
-    assert int(whole.run_first[runs_before[before] + run + 1]) not in by_blocks.bounds.tolist()
+    second_half = int(whole.run_first.column()[runs_before[before] + run + 1])
+    assert second_half not in by_blocks.bounds.tolist()
 
 
 def test_a_file_in_two_tables_is_one_document_streamed_as_joined(samples: Path) -> None:
@@ -219,7 +236,7 @@ def test_a_file_in_two_tables_is_one_document_streamed_as_joined(samples: Path) 
         for run, size in enumerate(table.run_sizes().tolist())
         if size > 1 and table.titles[int(table.run_title[run])] is not None
     )
-    cut = int(table.run_first[run]) + 1  # in a titled chapter
+    cut = int(table.run_first.column()[run]) + 1  # in a titled chapter
     halves = [table.take(np.arange(cut)), table.take(np.arange(cut, len(table)))]
     halves = [
         replace(half, documents=half.documents.named_in(table.documents.names, file))
@@ -229,7 +246,8 @@ def test_a_file_in_two_tables_is_one_document_streamed_as_joined(samples: Path) 
     assert list(one_file) == list(table)
     assert len(one_file.documents) == len(table.documents)
     joined = SpanTable.concatenate(halves)
-    for column in ("run_first", "run_document", "run_title"):
+    assert np.array_equal(one_file.run_first.column(), joined.run_first.column())
+    for column in ("run_document", "run_title"):
         assert np.array_equal(getattr(one_file, column), getattr(joined, column)), column
     assert one_file.run_document[run + 1] == one_file.run_document[run]  # one document
     two_files = _streamed([(halves[0], file), (halves[1], file + 1)])

@@ -62,12 +62,12 @@ def test_a_chapter_cut_between_two_tables_is_one_document_with_its_title(samples
             break
     else:
         raise AssertionError("no titled chapter of two passages in the samples")
-    cut = int(table.run_first[titled[-1]]) + 1
+    cut = int(table.run_first.column()[titled[-1]]) + 1
     halves = [table.take(np.arange(cut)), table.take(np.arange(cut, len(table)))]
     joined = SpanTable.concatenate(halves)
     assert list(joined) == list(table)
-    after = int(np.searchsorted(joined.run_first, cut))
-    assert joined.run_first[after] == cut
+    after = int(np.searchsorted(joined.run_first.column(), cut))
+    assert joined.run_first.column()[after] == cut
     assert joined.run_title[after] == joined.run_title[after - 1]
     assert joined.run_document[after] == joined.run_document[after - 1]
     assert len(joined.documents) == len(table.documents)
@@ -145,7 +145,7 @@ def test_a_table_whose_starts_and_ends_are_kept_elsewhere_looks_them_up(samples:
     # Each file's spans come back counted, without their starts and ends (tasks.without_kept).
     counted = SpanTable.concatenate([part.without_ends() for part in parts])
     assert len(counted) == len(whole) and not len(counted.start) and not len(counted.end)
-    assert np.array_equal(counted.run_first, whole.run_first)
+    assert np.array_equal(counted.run_first.column(), whole.run_first.column())
     with pytest.raises(LookupError):
         counted.ends_of(np.array([0]))
     with pytest.raises(ValueError, match="without"):

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dedup.cli import cli
 from dedup.errors import ScratchSpaceError
@@ -181,6 +183,37 @@ def test_array_rows_taken_back_as_appended(monkeypatch: pytest.MonkeyPatch) -> N
         spool.take(np.array([-1]))
     again = pickle.loads(pickle.dumps(spool))
     assert np.array_equal(again.take(np.arange(100)), rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 30), max_size=8),
+    wanted=st.lists(st.integers(-5, 400), max_size=40),
+    step=st.integers(0, 3),
+)
+def test_array_rows_searched_by_a_sorted_column_as_a_whole_column_is(
+    sizes: list[int], wanted: list[int], step: int
+) -> None:
+    """``search`` finds, a block at a time, the last row whose number in a column that goes
+    up (or stays) is at most each value, -1 before the first: as a search of the whole
+    column does, from blocks written and from those not written yet."""
+    pick = np.random.default_rng(sum(sizes) + step)
+    column = np.cumsum(pick.integers(0, step + 1, size=sum(sizes)))
+    rows = np.column_stack((pick.integers(0, 9, size=len(column)), column))
+    spool = _ThreeRowsABlock(np.int64, 2)
+    for low, size in zip(np.cumsum([0, *sizes]).tolist(), sizes, strict=False):
+        spool.append(rows[low : low + size])
+    values = np.array(wanted, dtype=np.int64)
+    found = spool.search(1, values)
+    assert np.array_equal(found, np.searchsorted(column, values, side="right") - 1)
+    assert found.dtype == np.int64
+
+
+class _ThreeRowsABlock(ArraySpool):
+    """A spool of small blocks (a class of its own: hypothesis runs a test many times in one
+    fixture's life)."""
+
+    block_bytes = 16 * 3
 
 
 def test_array_rows_are_held_on_disk_not_in_memory() -> None:

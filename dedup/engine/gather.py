@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from dedup.arrays import Firsts
 from dedup.candidates import HeldHashes
 from dedup.codepoints import TextRun
 from dedup.columns import (
@@ -24,6 +23,7 @@ from dedup.columns import (
     ScanNames,
     SpanTable,
     SpooledColumns,
+    SpooledFirsts,
     Strings,
     int32_column,
     none_records,
@@ -154,7 +154,7 @@ class StreamedSpans:
         self._runs.append(
             np.column_stack(
                 (
-                    table.run_first + self._rows,
+                    table.run_first.column() + self._rows,
                     np.full(len(table.run_first), number),
                     documents[table.run_document],
                     table.run_chapter,
@@ -203,15 +203,8 @@ class StreamedSpans:
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
-        # a run's first row in four bytes while the rows fit (arrays.Firsts); its document,
-        # chapter and title stay on disk (SpooledColumns)
-        run_first: Firsts = (
-            np.empty(len(self._runs), np.int32)
-            if self._rows < 2**31
-            else np.empty(len(self._runs), np.int64)
-        )
-        for first, block in self._runs.blocks():
-            run_first[first : first + len(block)] = block[:, 0]
+        # each run's first row, document, chapter and title stay on disk (SpooledFirsts,
+        # SpooledColumns), searched and read a block at a time
         # each document's source and path stay on disk too
         places = SpooledColumns(self._documents, 0, 2)
         record = (
@@ -225,7 +218,7 @@ class StreamedSpans:
         return SpanTable(
             DocumentKeys(self._names, places, record, self._record_ids.joined()),
             Strings.of(tuple(self._titles)),
-            run_first,
+            SpooledFirsts(self._runs, 0, self._rows),
             SpooledColumns(self._runs, 2, 3),
             start,
             end,

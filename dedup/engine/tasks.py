@@ -348,7 +348,7 @@ def _byte_spans(
     """Where the text of each run of ``passages`` is in the bytes of its file, when the
     input's one document is those bytes decoded as UTF-8, nothing replaced (after a
     byte-order mark, if any): a document's passages are some runs, one after another."""
-    firsts = passages.run_first
+    firsts = passages.run_first.column()
     unknown = np.full((len(firsts), 2), NOT_IN_BYTES, dtype=np.int32)
     if not len(firsts):  # no passage (a text too short for one): nothing to place
         return unknown
