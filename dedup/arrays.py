@@ -45,6 +45,14 @@ def concatenated(
 Firsts = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 
 
+def narrowed(values: npt.NDArray[np.int64]) -> Firsts:
+    """``values`` (not negative) in four bytes each where all fit, else as they are: for
+    what the driver holds a document or a run of a whole scan (issue 21)."""
+    if not len(values) or int(values.max()) < 2**31:
+        return values.astype(np.int32)
+    return values
+
+
 def runs_of(firsts: Firsts, rows: Firsts) -> npt.NDArray[np.int64]:
     """The run each of ``rows`` is in, of runs of rows given by their first rows (sorted; an
     empty run's first is the next one's, and no row is in it)."""

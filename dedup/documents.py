@@ -22,9 +22,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import (
+    Firsts,
     concatenated,
     found_in,
     key_counts,
+    narrowed,
     numbered_afresh,
     partitioned,
     runs_of,
@@ -205,21 +207,28 @@ class DocumentRuns:
     """Each document as the run of its passages ``first[d]:end[d]`` (a document a run, and
     nothing a passage: :meth:`of` finds a passage's). A document ends where the next one
     starts, so both are views of one array of bounds (8 B a document, not 16: the driver
-    holds them through the alignment, issue 21)."""
+    holds them through the alignment, issue 21), and both it and each document's
+    characters are four bytes each where they fit (4 B and 4 B a document, not 8 and 8)."""
 
-    bounds: npt.NDArray[np.int64]  # the documents' first passages, then the passages' count
-    story_chars: npt.NDArray[np.int64]  # normalized characters of each document
+    bounds: Firsts  # the documents' first passages, then the passages' count
+    story_chars: Firsts  # normalized characters of each document
 
     @property
-    def first(self) -> npt.NDArray[np.int64]:
+    def first(self) -> Firsts:
         return self.bounds[:-1]
 
     @property
-    def end(self) -> npt.NDArray[np.int64]:
+    def end(self) -> Firsts:
         return self.bounds[1:]
 
     def __len__(self) -> int:
         return len(self.bounds) - 1
+
+    def passages_of(
+        self, numbers: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The first passage of each of documents ``numbers``, and the end of its passages."""
+        return self.first[numbers].astype(np.int64), self.end[numbers].astype(np.int64)
 
     def of(self, passages: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """The document of each of ``passages``."""
@@ -250,7 +259,7 @@ def document_runs(
         firsts.append(block[changed].astype(np.int64))
         last = [int(key[-1]) for key in keys]
     bounds = np.append(concatenated(firsts, np.int64), count)
-    return DocumentRuns(bounds, alignment.story_chars(bounds[:-1]))
+    return DocumentRuns(narrowed(bounds), narrowed(alignment.story_chars(bounds[:-1])))
 
 
 def candidate_documents(
@@ -304,7 +313,7 @@ class TextHolders:
     passage's document and then its copies', in the scan's order. So what is sent to every
     worker grows with the documents and the copies, not with the passages."""
 
-    document_first: npt.NDArray[np.int64]
+    document_first: Firsts
     copied: npt.NDArray[np.int64]
     holders: npt.NDArray[np.int64]
     start: npt.NDArray[np.int64]

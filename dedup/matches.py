@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup.align import seed_table, spans_with_table
-from dedup.arrays import concatenated, sorted_unique
+from dedup.arrays import Firsts, concatenated, sorted_unique
 from dedup.candidates import Leaders
 from dedup.cluster import components
 from dedup.codepoints import TextRun
@@ -190,7 +190,7 @@ def _strongest_pairs(
     return chosen
 
 
-def _groups(aligned: AlignedPairs, story: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def _groups(aligned: AlignedPairs, story: Firsts) -> npt.NDArray[np.int64]:
     """Each document's group (a document of its own, if none): documents joined by aligned
     pairs whose spans cover GROUP_COVERAGE of both, as document_groups joins matches."""
     rows = aligned.spans
@@ -303,17 +303,39 @@ def align_pairs(
         if isinstance(texts, HeldNormalizedTexts)
         else _CHUNKS
     )
-    chunks = _chunks(order, held, story[scanned], story[held], count)
+    chunks = _chunks(
+        order, held, story[scanned].astype(np.int64), story[held].astype(np.int64), count
+    )
+    if isinstance(texts, HeldNormalizedTexts):
+        parts = list(_aligned_where_held(chunks, pairs, hold_a, documents, texts, config))
+    else:
+        parts = _aligned_in_threads(chunks, pairs, hold_a, documents, texts, config, engine)
+    spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
+    # back in the order of the pairs (each pair's spans are in order along a already)
+    return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])
+
+
+def _aligned_in_threads(
+    chunks: Sequence[npt.NDArray[np.int64]],
+    pairs: npt.NDArray[np.int64],
+    hold_a: npt.NDArray[np.bool_],
+    documents: DocumentRuns,
+    texts: NormalizedTexts,
+    config: AlignConfig,
+    engine: Threads,
+) -> list[npt.NDArray[np.int64]]:
+    """The spans of the pairs of each of ``chunks``, aligned on this process's threads."""
+    # the documents' bounds in eight bytes, as the loop is built for (while it runs)
+    bounds = np.asarray(documents.bounds, dtype=np.int64)
 
     def run(chunk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        assert isinstance(texts, NormalizedTexts)
         return _align_chunk(
             texts.units,
             texts.start,
             texts.lengths,
             texts.leads,
-            documents.first,
-            documents.end,
+            bounds[:-1],
+            bounds[1:],
             pairs[chunk],
             hold_a[chunk],
             chunk,
@@ -322,13 +344,7 @@ def align_pairs(
             config.min_identical,
         )
 
-    if isinstance(texts, HeldNormalizedTexts):
-        parts = list(_aligned_where_held(chunks, pairs, hold_a, documents, texts, config))
-    else:
-        parts = list(engine.in_threads(run, chunks))
-    spans = np.concatenate(parts) if parts else np.empty((0, 6), dtype=np.int64)
-    # back in the order of the pairs (each pair's spans are in order along a already)
-    return AlignedPairs(pairs, spans[np.argsort(spans[:, 0], kind="stable")])
+    return list(engine.in_threads(run, chunks))
 
 
 def _aligned_where_held(
@@ -345,7 +361,7 @@ def _aligned_where_held(
     planned = []
     for chunk in chunks:
         shown = sorted_unique(pairs[chunk])
-        first, end = documents.first[shown], documents.end[shown]
+        first, end = documents.passages_of(shown)
         sizes = end - first
         passages = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
         planned.append((chunk, shown, sizes, passages))
@@ -550,9 +566,10 @@ def original_spans(
     # where each one's own characters (all but its lead) end in those documents' stories
     # (a document's story is its passages' own characters), made in place of its length.
     shown = sorted_unique(aligned.pairs[sorted_unique(rows[:, 0])])
-    sizes = documents.end[shown] - documents.first[shown]
+    first, stop = documents.passages_of(shown)
+    sizes = stop - first
     local_first = np.cumsum(sizes) - sizes
-    passage_of = np.repeat(documents.first[shown] - local_first, sizes) + np.arange(sizes.sum())
+    passage_of = np.repeat(first - local_first, sizes) + np.arange(sizes.sum())
     own_ends, leads = alignment.lengths_and_leads(passage_of)
     own_ends -= leads
     np.cumsum(own_ends, out=own_ends)
@@ -681,7 +698,8 @@ def keep_order(
     have a copy (issue 21: the driver's memory past the pairs)."""
     key = keep_key(keep)
     named = sorted_unique(pairs)
-    first, last = documents.first[named], documents.end[named] - 1
+    first, end = documents.passages_of(named)
+    last = end - 1
     keys = []
     for (source, path, record, _record_id), story, start, end in zip(
         spans.documents.columns(spans.document_of(first)),

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from dedup.arrays import (
     found_in,
+    narrowed,
     numbered_afresh,
     partitioned,
     runs_of,
@@ -86,3 +87,13 @@ def test_runs_of_firsts_in_four_bytes_are_those_of_the_firsts_in_eight(
     assert (
         runs_of(compact, wanted).tolist() == (np.searchsorted(whole, wanted, "right") - 1).tolist()
     )
+
+
+@given(st.lists(st.integers(0, 2**40), max_size=20))
+def test_narrowed_numbers_are_four_bytes_each_only_where_all_fit(values: list[int]) -> None:
+    """What the driver holds a document (its first passage, its characters) in four bytes
+    where every one fits, else in eight: the same numbers either way."""
+    wide = np.array(values, dtype=np.int64)
+    narrow = narrowed(wide)
+    assert narrow.tolist() == values
+    assert narrow.dtype == (np.int32 if all(v < 2**31 for v in values) else np.int64)

@@ -218,6 +218,7 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
         whole, HeldColumns(held_inputs.astype(np.int32), *whole.labels.columns()), _Stories()
     )
     assert np.array_equal(by_blocks.bounds, at_once.bounds)
+    assert by_blocks.bounds.dtype == by_blocks.story_chars.dtype == np.int32  # they fit
     # the one chapter in two tables is one document: its second table's first run, the
     # first of a block, joined to the run before
     assert len(by_blocks) == len(whole.run_first) - 1

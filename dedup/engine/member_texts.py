@@ -171,7 +171,8 @@ def read_documents(
     """The documents ``numbers`` (sorted) with their text, read back as member texts are; and
     the paths of the files that changed since they were scanned (their documents left out)."""
     spans, byte_spans = passages.spans, passages.byte_spans
-    first, last = documents.first[numbers], documents.end[numbers] - 1
+    first, end = documents.passages_of(numbers)
+    last = end - 1
     table = replace(spans.take(first), end=spans.ends_of(last)[1])
     # A document is some runs of spans, one after another: its bytes are from its first
     # run's start to its last run's end.
