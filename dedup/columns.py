@@ -175,6 +175,77 @@ class ScanNames(PackedPaths):
         return numbers
 
 
+class NumberColumn:
+    """A column of numbers of eight bytes (documents' records: a file's may pass 32 bits),
+    read by row: held in memory in a table a worker makes (:class:`HeldNumbers`), kept on
+    disk in the driver's keys of a whole scan (:class:`SpooledNumbers`), where a JSON Lines
+    crawl of a record a page has one a page (issue 21). Sent to another process, the column
+    itself goes."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The numbers of ``rows``."""
+        raise NotImplementedError
+
+    def column(self) -> npt.NDArray[np.int64]:
+        """Every row's number, as one column."""
+        raise NotImplementedError
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HeldNumbers, (self.column(),))
+
+
+class HeldNumbers(NumberColumn):
+    """The numbers held in memory."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: npt.NDArray[np.int64]) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        taken: npt.NDArray[np.int64] = self._values[rows]
+        return taken
+
+    def column(self) -> npt.NDArray[np.int64]:
+        return self._values
+
+
+class SpooledNumbers(NumberColumn):
+    """The numbers kept on disk, as column ``at`` of the rows of ``spool`` (an
+    ``ArraySpool`` of eight-byte numbers)."""
+
+    __slots__ = ("_at", "_spool")
+
+    def __init__(self, spool: ArraySpool, at: int) -> None:
+        self._spool, self._at = spool, at
+
+    def __len__(self) -> int:
+        return len(self._spool)
+
+    def of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.ascontiguousarray(self._spool.take(rows)[:, self._at], dtype=np.int64)
+
+    def column(self) -> npt.NDArray[np.int64]:
+        column = np.empty(len(self), dtype=np.int64)
+        _fill_from_blocks(column, self._spool, self._at)
+        return column
+
+
+def _fill_from_blocks(column: npt.NDArray[Any], spool: ArraySpool, at: int) -> None:
+    """``column`` (of a row of ``spool`` each) filled with column ``at`` of its rows, a
+    block read at a time."""
+    for first, block in spool.blocks():
+        column[first : first + len(block)] = block[:, at]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DocumentKeys:
     """The keys of many documents (their source, path, record and record id: a
@@ -185,10 +256,10 @@ class DocumentKeys:
     of a page a record has millions (issue 21)."""
 
     names: Sequence[str]
-    # Each document's source and path (four bytes each, int32_column): on disk in the
-    # driver's keys of a whole scan.
+    # Each document's source and path (four bytes each, int32_column), and its record:
+    # on disk in the driver's keys of a whole scan.
     places: IndexColumns
-    record: npt.NDArray[np.int64]
+    records: NumberColumn
     record_ids: Strings
 
     @classmethod
@@ -208,7 +279,7 @@ class DocumentKeys:
         return cls(
             tuple(names),
             HeldColumns(int32_column(columns[:, 0]), int32_column(columns[:, 1])),
-            record_column(columns[:, 2].copy()),
+            HeldNumbers(record_column(columns[:, 2].copy())),
             Strings.of([record_id for _source, _path, _record, record_id in keys]),
         )
 
@@ -222,8 +293,13 @@ class DocumentKeys:
         """Each document's path (an index into ``names``): the whole column."""
         return self.places.columns()[1]
 
+    @property
+    def record(self) -> npt.NDArray[np.int64]:
+        """Each document's record (-1: none): the whole column."""
+        return self.records.column()
+
     def __len__(self) -> int:
-        return len(self.record)
+        return len(self.records)
 
     def __getitem__(self, index: int) -> DocumentKey:
         return self.columns(np.array([range(len(self))[index]], dtype=np.int64))[0]
@@ -233,15 +309,15 @@ class DocumentKeys:
 
     def columns(self, indexes: npt.NDArray[np.int64] | None = None) -> list[DocumentKey]:
         """The keys ``indexes`` (all of them without), made in one go."""
-        rows = slice(None) if indexes is None else indexes
         sources, paths = self.places.columns() if indexes is None else self.places.of(indexes)
+        records = self.records.column() if indexes is None else self.records.of(indexes)
         names = self.names
         return [
             (names[source], names[path], None if record < 0 else record, record_id)
             for source, path, record, record_id in zip(
                 sources.tolist(),
                 paths.tolist(),
-                self.record[rows].tolist(),
+                records.tolist(),
                 self.record_ids.values(indexes),
                 strict=True,
             )
@@ -257,7 +333,7 @@ class DocumentKeys:
         return DocumentKeys(
             tuple(names[name] for name in used.tolist()),
             HeldColumns(renumbered[: len(source)], renumbered[len(source) :]),
-            record_column(self.record[indexes]),
+            HeldNumbers(record_column(self.records.of(indexes))),
             self.record_ids.take(indexes),
         )
 
@@ -277,7 +353,7 @@ class DocumentKeys:
             self,
             names=names,
             places=HeldColumns(int32_column(numbers[source]), int32_column(numbers[path])),
-            record=record_column(self.record),  # held whole again when unpickled
+            records=HeldNumbers(record_column(self.record)),  # held whole again when unpickled
         )
 
     @classmethod
@@ -322,7 +398,7 @@ class DocumentKeys:
         )
         shared = np.flatnonzero(np.isin(path, held[holders > 1]))
         if not len(shared):  # the usual join: every document in one part
-            return cls(names, HeldColumns(source, path), record, record_ids), [
+            return cls(names, HeldColumns(source, path), HeldNumbers(record), record_ids), [
                 np.arange(low, high, dtype=np.int64) for low, high in pairwise(bounds)
             ]
         first_of = np.arange(len(path), dtype=np.int64)
@@ -337,7 +413,7 @@ class DocumentKeys:
         joined = cls(
             names,
             HeldColumns(source[kept], path[kept]),
-            record_column(record[kept]),
+            HeldNumbers(record_column(record[kept])),
             record_ids if kept.all() else record_ids.take(np.flatnonzero(kept)),
         )
         at = place[first_of]
@@ -532,8 +608,7 @@ class SpooledFirsts(RunFirsts):
         column: Firsts = (
             np.empty(len(self), np.int32) if self._rows < 2**31 else np.empty(len(self), np.int64)
         )
-        for first, block in self._spool.blocks():
-            column[first : first + len(block)] = block[:, self._at]
+        _fill_from_blocks(column, self._spool, self._at)
         return column
 
     def _narrow(self, values: npt.NDArray[np.int64]) -> Firsts:

@@ -15,10 +15,12 @@ from hypothesis import strategies as st
 from dedup.columns import (
     HeldColumns,
     HeldFirsts,
+    HeldNumbers,
     ScanNames,
     SpanTable,
     SpooledColumns,
     SpooledFirsts,
+    SpooledNumbers,
 )
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, document_runs
@@ -148,10 +150,9 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The driver's table of the scan keeps each run's first row, document, chapter and
-    title, and each document's source and path, on disk (``SpooledFirsts``,
-    ``SpooledColumns``): the runs of the rows a stage names, the rows a stage names,
-    the whole columns, a pickled copy and
-    the documents swept a block at a time (``document_runs``, each block's first run
+    title, and each document's source, path and record, on disk (``SpooledFirsts``,
+    ``SpooledColumns``, ``SpooledNumbers``): the rows a stage names and their runs, the
+    whole columns, a pickled copy and the documents swept a block at a time (``document_runs``, each block's first run
     compared with the block before's last: here a chapter that goes on from one table of a
     file into the next, where a block starts) are those of the table held whole."""
     monkeypatch.setattr(ArraySpool, "block_bytes", 8 * 5 * 8)  # eight runs (five numbers) a block
@@ -205,6 +206,11 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     assert list(keys) == list(whole.documents) and keys[-1] == whole.documents[-1]
     assert list(keys.take(picked)) == list(whole.documents.take(picked))
     assert list(pickle.loads(pickle.dumps(keys))) == list(whole.documents)
+    # and their records (the samples' JSON Lines files have some)
+    assert isinstance(keys.records, SpooledNumbers) and (whole.documents.record >= 0).any()
+    assert np.array_equal(keys.records.of(picked), whole.documents.record[picked])
+    assert np.array_equal(keys.record, whole.documents.record)
+    assert isinstance(pickle.loads(pickle.dumps(keys)).records, HeldNumbers)
     assert np.array_equal(keys.texts(), whole.documents.texts())
     run_keys = streaming.run_keys()
     assert isinstance(run_keys, SpooledColumns)

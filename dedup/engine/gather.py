@@ -19,11 +19,13 @@ from dedup.codepoints import TextRun
 from dedup.columns import (
     CountedRows,
     DocumentKeys,
+    HeldNumbers,
     IndexColumns,
     ScanNames,
     SpanTable,
     SpooledColumns,
     SpooledFirsts,
+    SpooledNumbers,
     Strings,
     int32_column,
     none_records,
@@ -207,8 +209,10 @@ class StreamedSpans:
         # SpooledColumns), searched and read a block at a time
         # each document's source and path stay on disk too
         places = SpooledColumns(self._documents, 0, 2)
-        record = (
-            self._records.columns(np.int64)[0] if self._any_record else none_records(len(places))
+        records = (
+            SpooledNumbers(self._records, 0)
+            if self._any_record
+            else HeldNumbers(none_records(len(places)))
         )
         start, end = (
             (_NO_PASSAGES, _NO_PASSAGES)
@@ -216,7 +220,7 @@ class StreamedSpans:
             else self._ends.columns(np.int64, np.int64)
         )
         return SpanTable(
-            DocumentKeys(self._names, places, record, self._record_ids.joined()),
+            DocumentKeys(self._names, places, records, self._record_ids.joined()),
             Strings.of(tuple(self._titles)),
             SpooledFirsts(self._runs, 0, self._rows),
             SpooledColumns(self._runs, 2, 3),
