@@ -115,9 +115,9 @@ _STRINGS_A_JOIN = 1024
 class StreamedSpans:
     """The span tables of the files, joined as they come (a table an input, in the scan's
     order): each run's numbers and each new document's key written to disk
-    (``ArraySpool``), and at the end each run's first row read back into a column of
-    exactly their size; each run's input, document, chapter and title and each document's
-    source and path the table reads from the disk (``SpooledColumns``).
+    (``ArraySpool``), where the joined table reads them, a block at a time: each run's first
+    row (``SpooledFirsts``), input, document, chapter and title (``SpooledColumns``), and
+    each document's source, path (``SpooledColumns``) and record (``SpooledNumbers``).
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
     grew most with the files (issue 21, docs/performance.md). The titles are held as they
@@ -127,7 +127,7 @@ class StreamedSpans:
         self._names: Sequence[str] = ()
         self._runs = ArraySpool(np.int64, 5)  # first row, input, document, chapter, title
         self._documents = ArraySpool(np.int64, 2)  # source, path
-        self._records = ArraySpool(np.int64, 1)  # read back only where one is a record
+        self._records = ArraySpool(np.int64, 1)  # none read where no document is a record
         self._record_ids = _SpooledStrings()
         self._any_record = False
         self._ends = ArraySpool(np.int64, 2)  # each row's start and end, where held here
@@ -205,9 +205,7 @@ class StreamedSpans:
 
     def joined(self) -> SpanTable:
         """All the tables, in order, as one."""
-        # each run's first row, document, chapter and title stay on disk (SpooledFirsts,
-        # SpooledColumns), searched and read a block at a time
-        # each document's source and path stay on disk too
+        # the runs' and documents' numbers stay on disk, searched and read a block at a time
         places = SpooledColumns(self._documents, 0, 2)
         records = (
             SpooledNumbers(self._records, 0)
