@@ -153,6 +153,96 @@ def test_an_interrupt_while_the_folder_is_made_leaves_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
 
 
+# SIGTERM at each line, in turn, of taking the lock, putting the report in place of the last
+# one, and letting the lock go: a trace function sends it as the line starts. Each run prints
+# whether it was interrupted, what it left beside OUT, and which run's report is at OUT.
+LOCK_SCRIPT = """
+import json, os, shutil, signal, sys, time
+from pathlib import Path
+from dedup.engine.lifetime import terminate_as_interrupt
+from dedup.report.folder import ReportFolder
+
+out = Path(sys.argv[1])
+watched = {
+    function.__code__
+    for function in (
+        ReportFolder._acquire_lock,
+        ReportFolder._put_in_place,
+        ReportFolder.__exit__,
+        ReportFolder._release_lock,
+    )
+}
+
+
+def report(moment):
+    with ReportFolder(out) as folder:
+        (folder.path / "report.json").write_text(f'{{"report_format": {moment}}}', "utf-8")
+        folder.commit()
+        time.sleep(0.1)
+    time.sleep(0.1)
+
+
+report(0)
+for moment in range(1, 200):
+    lines = 0
+
+    def at_each_line(frame, event, argument):
+        global lines
+        if event == "line":
+            lines += 1
+            if lines == moment:
+                os.kill(os.getpid(), signal.SIGTERM)
+        return at_each_line
+
+    def traced(frame, event, argument):
+        return at_each_line if frame.f_code in watched else None
+
+    sys.settrace(traced)
+    try:
+        with terminate_as_interrupt():
+            report(moment)
+        outcome = "finished"
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+    except Exception as error:  # the lock still held by this process
+        outcome = type(error).__name__
+    sys.settrace(None)
+    if lines < moment:  # every line has had its turn
+        break
+    left = sorted(out.parent.iterdir())
+    at_out = "absent"
+    if (out / "report.json").exists():
+        at_out = json.loads((out / "report.json").read_text("utf-8"))["report_format"]
+    print(moment, outcome, at_out, *(p.name for p in left))
+    for path in left:  # so that each run starts afresh
+        if path != out:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+"""
+
+
+def test_a_stop_while_the_lock_is_taken_or_let_go_leaves_no_lock(tmp_path: Path) -> None:
+    """CI once found ``.report.dedup-lock`` left after a SIGTERM: the interrupt came between
+    making the lock file and holding it, or between holding it and removing it. Nor may it
+    come between moving the last report aside and putting the new one in its place."""
+    out = tmp_path / "report"
+    done = subprocess.run(
+        [sys.executable, "-c", LOCK_SCRIPT, str(out)],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    runs = [line.split() for line in done.stdout.splitlines()]
+    assert len(runs) > 20, done.stdout  # the four functions' lines, each once
+    previous = "0"
+    for moment, outcome, at_out, *left in runs:
+        assert (outcome, left) == ("interrupted", ["report"]), done.stdout
+        assert at_out in (previous, moment), done.stdout  # the last report, or this one
+        previous = at_out
+    assert previous != "0"  # some runs put theirs in place
+
+
 def test_a_full_disk_names_the_file_and_leaves_no_partial_report(
     samples: Path, small_disk: Path
 ) -> None:

@@ -15,9 +15,9 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterator
-from types import FrameType
-from typing import Any
+from collections.abc import Callable, Iterator
+from types import CodeType, FrameType
+from typing import Any, TypeVar
 
 _PR_SET_PDEATHSIG = 1
 
@@ -61,9 +61,14 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
     Nor is it raised while numba compiles (its compiler lock held by this thread): raised
     between the lock's acquire and the ``with`` block it guards, the interrupt left the lock
     held for ever, and the next thread to compile (the alignment's) waited on it for ever;
-    it is raised once the loop is compiled, a few seconds at most."""
+    it is raised once the loop is compiled, a few seconds at most. And so it is while a
+    function marked ``runs_whole`` runs."""
     if frame is not None and (
-        _in_a_callback_from_c(frame) or _compiling() or _forking or frame.f_code in _FORK_HOOKS
+        _in_a_callback_from_c(frame)
+        or _compiling()
+        or _forking
+        or frame.f_code in _FORK_HOOKS
+        or _in_a_whole_run(frame)
     ):
         signal.signal(signal.SIGALRM, interrupted)
         signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
@@ -74,6 +79,29 @@ def interrupted(signum: int, frame: FrameType | None) -> None:
 _RETRY_SECONDS = 0.01
 # Python functions that C code calls back, where an exception cannot propagate.
 _CALLBACK_FILES = ("llvmlite", "<frozen importlib._bootstrap>", "weakref")
+
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+_RUN_WHOLE: set[CodeType] = set()
+
+
+def runs_whole(function: Function) -> Function:
+    """Mark ``function`` as steps that must run all or none, such as making a lock file and
+    holding it, or letting it go and removing the file (an interrupt between the two left a
+    stale lock file, seen in CI). An interrupt that comes while it runs, from its first
+    instruction (where Python checks for signals first) to its last, is raised a moment
+    after it returns. For a few quick steps: Ctrl-C waits for them."""
+    _RUN_WHOLE.add(function.__code__)
+    return function
+
+
+def _in_a_whole_run(frame: FrameType) -> bool:
+    caller: FrameType | None = frame
+    while caller is not None:
+        if caller.f_code in _RUN_WHOLE:
+            return True
+        caller = caller.f_back
+    return False
 
 
 # Whether this process is forking: set before the fork hooks registered earlier run (they

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from dedup.display import shown
+from dedup.engine.lifetime import runs_whole
 from dedup.errors import ReportFolderError
 from dedup.read.discover import LOCK_SUFFIX, WRITING_MARKER, is_report_folder
 
@@ -84,6 +85,8 @@ class ReportFolder:
             raise
         return self
 
+    # An interrupt inside would leave the lock file, or the partial folder unremoved.
+    @runs_whole
     def __exit__(
         self,
         kind: type[BaseException] | None,
@@ -98,6 +101,15 @@ class ReportFolder:
 
     def commit(self) -> None:
         """Put the written report at ``out``, replacing the one there in one rename each."""
+        old = self._put_in_place()
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    # Between the two renames OUT is absent: an interrupt there would leave the previous
+    # report only as OUT.old-PID, which the next run removes.
+    @runs_whole
+    def _put_in_place(self) -> Path | None:
+        """The partial folder renamed to ``out``; the previous report's new name, if any."""
         (self.partial / WRITING_MARKER).unlink()
         old = None
         if self.out.exists():
@@ -105,8 +117,7 @@ class ReportFolder:
             os.rename(self.out, old)
         os.rename(self.partial, self.out)
         self.committed = True
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        return old
 
     def cannot_write(self, where: Path, error: OSError) -> ReportFolderError:
         reason = error.strerror or str(error)
@@ -145,6 +156,8 @@ class ReportFolder:
             except OSError as error:
                 raise self.cannot_write(parent, error) from error
 
+    # An interrupt between making the file and holding it would leave the file behind.
+    @runs_whole
     def _acquire_lock(self) -> None:
         while True:
             try:
@@ -174,6 +187,7 @@ class ReportFolder:
                 return
             os.close(handle)
 
+    @runs_whole
     def _release_lock(self) -> None:
         if self._lock is None:
             return
