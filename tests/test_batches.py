@@ -12,7 +12,7 @@ import pytest
 import dedup
 from dedup.config import ScanConfig
 from dedup.engine import dask_cluster, local
-from dedup.engine.batches import file_batches
+from dedup.engine.batches import batches_in_pieces, file_batches
 from dedup.engine.local import LocalEngine
 from dedup.read import discover_inputs
 from dedup.read.slices import FileSlice
@@ -49,6 +49,32 @@ def test_small_files_go_in_batches_and_slices_alone(mirror_dump: Path, engine: s
     for alone in (3, 4, 6):
         assert range(alone, alone + 1) in batches
     assert [n for batch in batches for n in batch] == list(range(len(mixed)))
+
+
+def test_a_batch_is_cut_into_pieces_of_files_its_results_are_taken_by(mirror_dump: Path) -> None:
+    """A pass whose workers keep what they make has larger batches (the client holds futures
+    a batch); what comes back of one is taken a piece at a time, each piece consecutive files
+    of the batch up to the smaller bytes, slices alone."""
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    config = ScanConfig()
+    calls = [(file, config, None) for file in files]
+    sizes = [file.stamp[0] for file in files if file.stamp is not None]
+    piece_bytes = max(sizes) * 3
+    sliced = (files[4], config, FileSlice(0, 100, "utf-8"))
+    calls[40] = sliced
+    batches, pieces = batches_in_pieces(calls, 1, piece_bytes * 4, 1, piece_bytes)
+    assert batches == file_batches(calls, 1, piece_bytes * 4, 1)
+    assert len(batches) == len(pieces) > 3
+    for batch, cut in zip(batches, pieces, strict=True):
+        assert [n for piece in cut for n in piece] == list(batch)
+        for piece in cut:
+            assert piece == range(40, 41) or 40 not in piece
+            if piece != range(40, 41):
+                assert sum(sizes[n] for n in piece) <= piece_bytes
+    assert max(len(cut) for cut in pieces) >= 3  # cut, not whole
+    # Where the batches are no larger than a piece, a batch is its one piece.
+    batches, pieces = batches_in_pieces(calls, 1, piece_bytes, 1, piece_bytes)
+    assert pieces == [[batch] for batch in batches]
 
 
 def _pid_and_name(file: object, number: int) -> tuple[int, str, int]:

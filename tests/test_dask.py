@@ -136,6 +136,34 @@ def test_a_scan_through_the_scheduler_gives_the_local_engines_report(
     assert on_mirror.summary.files > 200 and len(on_mirror.document_groups) >= 40
 
 
+def test_batches_taken_a_piece_at_a_time_give_the_local_engines_report(
+    cluster: Cluster,
+    mirror_dump: Path,
+    local_reports: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The passes whose workers keep what they make run in larger batches than what this
+    process takes back at once: here every batch of the mirror dump is cut into pieces."""
+    from dedup.engine import batches, dask_cluster
+
+    monkeypatch.setattr(dask_cluster, "_BATCH_BYTES", 8_000)
+    monkeypatch.setattr(dask_cluster, "_KEPT_BATCH_BYTES", 40_000)
+    monkeypatch.setattr(dask_cluster, "_BATCHES_PER_THREAD", 1)
+    cut = []
+
+    def noted(*arguments: Any) -> Any:
+        made = batches.batches_in_pieces(*arguments)
+        cut.append(made[1])
+        return made
+
+    monkeypatch.setattr(dask_cluster, "batches_in_pieces", noted)
+    report = dedup.scan([mirror_dump], scheduler=cluster.address)
+    assert report.to_json() == local_reports["mirror"]
+    kept = [pieces for pieces in cut if max(map(len, pieces)) > 1]
+    assert len(kept) == 2  # the learn pass and the main pass
+    assert all(len(piece) >= 3 for pieces in kept for piece in pieces[:-1])
+
+
 def test_passages_that_overlap_are_aligned_and_mapped_back_on_the_workers_as_here(
     cluster: Cluster, samples: Path
 ) -> None:

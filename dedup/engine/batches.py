@@ -25,19 +25,40 @@ def file_batches(
     that there are ``per_thread`` batches per worker thread and the last ones end about
     together; a call of a slice of a file, or with no file of known size, is a batch alone (a
     slice's kept passages are its own)."""
+    return batches_in_pieces(calls, threads, most_bytes, per_thread, most_bytes)[0]
+
+
+def batches_in_pieces(
+    calls: Sequence[tuple[Any, ...]],
+    threads: int,
+    most_bytes: int,
+    per_thread: int,
+    piece_bytes: int,
+) -> tuple[list[range], list[list[range]]]:
+    """:func:`file_batches`, and each batch cut the same way into pieces of files up to
+    ``piece_bytes`` together: a batch's results are taken a piece at a time."""
     sizes = [_call_bytes(call) for call in calls]
     total = sum(size for size in sizes if size is not None)
     limit = min(most_bytes, total // (per_thread * max(threads, 1)))
-    batches: list[range] = []
-    first, held = 0, 0
-    for number, size in enumerate(sizes):
+    batches = _cut(sizes, range(len(calls)), limit)
+    pieces = [_cut(sizes, batch, min(limit, piece_bytes)) for batch in batches]
+    return batches, pieces
+
+
+def _cut(sizes: Sequence[int | None], calls: range, limit: int) -> list[range]:
+    """``calls`` cut into runs of files up to ``limit`` bytes together (a file larger, a
+    slice, or a file of unknown size alone)."""
+    cut: list[range] = []
+    first, held = calls.start, 0
+    for number in calls:
+        size = sizes[number]
         if number > first and (size is None or held >= limit or held + size > limit):
-            batches.append(range(first, number))
+            cut.append(range(first, number))
             first, held = number, 0
         held += limit if size is None else size
     if calls:
-        batches.append(range(first, len(calls)))
-    return batches
+        cut.append(range(first, calls.stop))
+    return cut
 
 
 def calls_in_batch(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> list[T]:

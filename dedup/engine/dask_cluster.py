@@ -45,7 +45,7 @@ import numpy as np
 from dedup.config import ScanConfig
 from dedup.engine import lifetime
 from dedup.engine.base import in_threads
-from dedup.engine.batches import PassCalls, file_batches
+from dedup.engine.batches import PassCalls, batches_in_pieces
 from dedup.engine.lifetime import die_with_parent
 from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
@@ -70,6 +70,9 @@ _START_SECONDS = 600
 # Files one task of a pass prepares, in bytes together, at most (see file_batches), and batches
 # per worker thread, at least, where there are files enough.
 _BATCH_BYTES = 8_000_000
+# The same for a pass whose tasks' workers keep parts of what they make (map_keeping): the
+# client holds futures of each batch's to the end of the scan.
+_KEPT_BATCH_BYTES = 32_000_000
 _BATCHES_PER_THREAD = 8
 # An array this large is sent to a worker apart from the task that takes it (DaskEngine.submit).
 _SENT_APART_BYTES = 1_000_000
@@ -198,7 +201,7 @@ class DaskEngine:
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
         """``function`` over the arguments as tasks on the workers (small files' calls in
         batches, a task each: :func:`~dedup.engine.batches.file_batches`); results in order."""
-        calls, batches, tasks = self._submit_batches(function, arguments)  # now, not when read
+        calls, batches, _pieces, tasks = self._submit_batches(function, arguments)  # now
         return (
             result
             for number in range(len(batches))
@@ -215,16 +218,23 @@ class DaskEngine:
     ) -> Iterator[tuple[T, tuple[Future[Any], ...]]]:
         """``function`` over the arguments as tasks on the workers, small files' calls in
         batches (:func:`~dedup.engine.batches.file_batches`): of each result
-        ``handed_back(result)`` brought here, in order; of each batch's results ``merged``, each of ``kept`` of that left on the
-        worker, its futures given with the batch's last result (``()`` with the others: Dask
-        runs the task again if the worker dies while they are held)."""
-        calls, batches, tasks = self._submit_batches(function, arguments)
+        ``handed_back(result)`` brought here, in order, a piece of the batch at a time; of
+        each batch's results ``merged``, each of ``kept`` of that left on the worker, its
+        futures given with the batch's last result (``()`` with the others: Dask runs the
+        task again if the worker dies while they are held)."""
+        calls, batches, pieces, tasks = self._submit_batches(function, arguments, _KEPT_BATCH_BYTES)
         assert self.client is not None
         submit = self.client.submit
+        # The batches are larger than those of map: the client holds a future of each kept
+        # part of each batch to the end of the scan. What comes back is taken as before, a
+        # piece of _BATCH_BYTES at a time (docs/performance.md).
+        every_piece = [piece for each in pieces for piece in each]
         backs: list[Future[Any] | None] = [
-            submit(_each, handed_back, task, pure=False, priority=-number)
-            for number, task in enumerate(tasks)
-        ]
+            submit(_each, handed_back, task, piece.start - batch.start, piece.stop - batch.start,
+                   pure=False, priority=-number)
+            for number, (task, batch) in enumerate(zip(tasks, batches, strict=True))
+            for piece in pieces[number]
+        ]  # fmt: skip
         # Each batch's kept parts one after another (let go of here once handed over).
         keeps: list[Future[Any] | None] = [
             submit(_of_merged, part, merged, task, key=named(part), priority=-number)
@@ -232,20 +242,31 @@ class DaskEngine:
             for part in kept
         ]
         self._tasks += [backs, keeps]
+        first_piece = 0
         for number, task in enumerate(tasks):
-            results = self._batch_taken(function, calls, batches, backs, number)
+            assert task is not None
+            held: list[T] = []  # a failed task's results, made here (_batch_taken)
+            last: list[T] = []  # yielded with the batch's kept parts, if it is its last
+            for piece in range(first_piece, first_piece + len(pieces[number])):
+                results = self._batch_taken(function, calls, every_piece, backs, piece)
+                if task.status == "error":
+                    held += results
+                    continue
+                for result in last + results[:-1]:
+                    yield result, ()
+                last = results[-1:]
+            first_piece += len(pieces[number])
             own = slice(number * len(kept), (number + 1) * len(kept))
             keep = tuple(future for future in keeps[own] if future is not None)
             keeps[own] = [None] * len(kept)
-            assert task is not None
-            if task.status == "error":  # run here instead (_batch_taken): whole, kept nothing
-                whole = merged(results)
+            if held:  # run here instead: whole, the workers kept nothing
+                whole = merged(held)
                 keep = tuple(self.client.scatter(part(whole), hash=False) for part in kept)
-                results = [handed_back(result) for result in results]
+                last = [handed_back(result) for result in held]
+                for result in last[:-1]:
+                    yield result, ()
             tasks[number] = None
-            for result in results[:-1]:
-                yield result, ()
-            yield results[-1], keep
+            yield last[-1], keep
 
     def kept_on_workers(self, shown: bool) -> KeptOnWorkers:
         """The workers keep the signatures and texts they make; the candidates stage,
@@ -360,19 +381,24 @@ class DaskEngine:
         return calls, tasks
 
     def _submit_batches(
-        self, function: Callable[..., T], arguments: Sequence[Iterable[Any]]
-    ) -> tuple[_Calls, list[range], list[Future[Any] | None]]:
-        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`) and a
-        task for each batch, handed to the scheduler now (earlier batches first, as the
-        results are taken in order)."""
+        self,
+        function: Callable[..., T],
+        arguments: Sequence[Iterable[Any]],
+        most_bytes: int = _BATCH_BYTES,
+    ) -> tuple[_Calls, list[range], list[list[range]], list[Future[Any] | None]]:
+        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`), each
+        batch's pieces of up to ``_BATCH_BYTES`` and a task for each batch, handed to the
+        scheduler now (earlier batches first, as the results are taken in order)."""
         calls = self._calls(arguments)
-        batches = file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_THREAD)
+        batches, pieces = batches_in_pieces(
+            calls, self.workers, most_bytes, _BATCHES_PER_THREAD, _BATCH_BYTES
+        )
         tasks: list[Future[Any] | None] = [
             self._submitted(_batch_task, function, calls.batch_sent(batch), priority=-n)
             for n, batch in enumerate(batches)
         ]
         self._tasks.append(tasks)
-        return calls, batches, tasks
+        return calls, batches, pieces, tasks
 
     def _calls(self, arguments: Sequence[Iterable[Any]]) -> _Calls:
         """The calls of ``arguments``: a value given to every call (``itertools.repeat``:
@@ -780,9 +806,9 @@ def _batch_task(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> lis
     return [_task(function, *call) for call in calls]
 
 
-def _each(function: Callable[[T], Any], results: list[T]) -> list[Any]:
-    """``function`` of each of a batch's results, on the worker that holds them."""
-    return [function(result) for result in results]
+def _each(function: Callable[[T], Any], results: list[T], start: int, stop: int) -> list[Any]:
+    """``function`` of each of a piece of a batch's results, on the worker that holds them."""
+    return [function(result) for result in results[start:stop]]
 
 
 def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:
