@@ -24,7 +24,7 @@ from dedup.models import (
     PassageSpan,
     made_in_bulk,
 )
-from dedup.spool import ArraySpool
+from dedup.spool import ArraySpool, RowSpool
 
 
 class HeldSpanEnds(Protocol):
@@ -132,6 +132,43 @@ class Strings:
             np.concatenate(bounds),
             concatenated([part.absent for part in parts], np.bool_),
         )
+
+
+class SpooledStrings:
+    """Strings, or None in their place, on disk a row each (``RowSpool``: a few bytes held a
+    block of 64 KiB) and read by index as ``Strings`` are: the titles of the driver's table
+    of the scan, a chapter's each (a dump of a record a page has one a record). Sent to
+    another process, the strings themselves go (as ``Strings``)."""
+
+    def __init__(self, rows: RowSpool) -> None:
+        self._rows = rows
+
+    @staticmethod
+    def row_of(value: str | None) -> bytes:
+        """``value`` as a row: empty for None, else a byte and its UTF-8 (surrogatepass: a
+        title decoded from bytes that are not text comes back as it was)."""
+        return b"" if value is None else b"s" + value.encode("utf-8", "surrogatepass")
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: int) -> str | None:
+        return _string_in(self._rows[index])
+
+    def values(self, indexes: npt.NDArray[np.int64] | None = None) -> list[str | None]:
+        """The strings ``indexes`` (all of them without), as objects."""
+        rows = range(len(self)) if indexes is None else indexes.tolist()
+        return [_string_in(self._rows[row]) for row in rows]
+
+    def take(self, indexes: npt.NDArray[np.int64]) -> Strings:
+        return Strings.of(self.values(indexes))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Strings.of, (self.values(),))
+
+
+def _string_in(row: bytes) -> str | None:
+    return row[1:].decode("utf-8", "surrogatepass") if row else None
 
 
 def int32_column(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
@@ -629,7 +666,7 @@ class SpanTable(ColumnTable[PassageSpan]):
     :meth:`ends_of` looks up the rows a stage needs."""
 
     documents: DocumentKeys
-    titles: Strings
+    titles: Strings | SpooledStrings  # on disk in the driver's table of the scan
     # Run r is the rows run_first[r]:run_first[r + 1] (the last to the table's end); none
     # is empty, the first starts at row 0.
     run_first: RunFirsts

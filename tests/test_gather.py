@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import itertools
 import pickle
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +24,8 @@ from dedup.columns import (
     SpooledColumns,
     SpooledFirsts,
     SpooledNumbers,
+    SpooledStrings,
+    Strings,
 )
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, document_runs
@@ -28,7 +33,7 @@ from dedup.engine import gather
 from dedup.engine.gather import JoinedParts, StreamedSpans
 from dedup.engine.tasks import passage_count, prepare_file
 from dedup.read import discover_inputs
-from dedup.spool import ArraySpool
+from dedup.spool import ArraySpool, RowSpool
 
 
 def test_parts_joined_as_they_come_are_all_the_parts_in_order_each_copied_a_few_times() -> None:
@@ -110,6 +115,7 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     named in the scan's names, a text file's documents holding no record number each, and
     JSON Lines records' ids and chapters' titles as they were."""
     monkeypatch.setattr(ArraySpool, "block_bytes", 256)  # many blocks, a row split by none
+    monkeypatch.setattr(RowSpool, "block_bytes", 64)  # the titles' too
     monkeypatch.setattr(gather, "_STRINGS_A_JOIN", 3)
     tables = _named_tables(samples, 20)
     # every third JSON Lines file's records with ids of their own, between files with none
@@ -124,13 +130,22 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     assert joined.documents.names is tables[0][0].documents.names
     assert np.array_equal(joined.run_first.column(), whole.run_first.column())
     for column in ("run_document", "run_chapter", "run_title", "start", "end"):
-        assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
+        if column != "run_title":  # numbered apart: below
+            assert np.array_equal(getattr(joined, column), getattr(whole, column)), column
         assert getattr(joined, column).dtype == getattr(whole, column).dtype, column
+    # The titles on disk, each table's written once: each run's title is the whole's.
+    assert isinstance(joined.titles, SpooledStrings)
+    run_titles = joined.titles.values(joined.run_title)
+    assert run_titles == whole.titles.values(whole.run_title) and any(run_titles)
+    sent = pickle.loads(pickle.dumps(joined.titles))
+    assert isinstance(sent, Strings) and sent.values() == joined.titles.values()
+    runs = np.arange(0, len(joined.run_title), 7)
+    assert joined.titles.take(joined.run_title[runs]).values() == [run_titles[r] for r in runs]
     assert joined.run_first.column().dtype == np.int32  # the rows fit: four bytes a run
     ids = joined.documents.record_ids.values()
     assert ids == whole.documents.record_ids.values()
     assert None in ids and any(ids)
-    assert joined.titles.values() == whole.titles.values() and any(joined.titles.values())
+    assert set(joined.titles.values()) == set(whole.titles.values())
     texts = [(table, file) for table, file in tables if (table.documents.record == -1).all()]
     assert 20 < len(texts) < len(tables)
     only_texts = _streamed(texts)
@@ -144,6 +159,21 @@ class _Stories:
 
     def story_chars(self, first: np.ndarray) -> np.ndarray:
         return np.zeros(len(first), dtype=np.int64)
+
+
+def _assert_same_labels(
+    table: SpanTable,
+    labels: Sequence[npt.NDArray[Any]],
+    whole: SpanTable,
+    whole_labels: Sequence[npt.NDArray[Any]],
+    dtype: type[np.integer[Any]],
+) -> None:
+    """The same documents and chapters, and the same titles (each table's numbered apart in
+    the driver's table, where they are on disk)."""
+    (document, chapter, title), (whole_document, whole_chapter, whole_title) = labels, whole_labels
+    assert np.array_equal(document, whole_document) and np.array_equal(chapter, whole_chapter)
+    assert table.titles.values(title) == whole.titles.values(whole_title)
+    assert document.dtype == chapter.dtype == title.dtype == dtype
 
 
 def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
@@ -181,12 +211,10 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     assert isinstance(joined.labels, SpooledColumns)
     assert isinstance(whole.labels, HeldColumns)
     runs = np.random.default_rng(0).integers(0, len(whole.run_first), 500)
-    for spooled, held in zip(joined.labels.of(runs), whole.labels.of(runs), strict=True):
-        assert np.array_equal(spooled, held) and spooled.dtype == np.int64
+    _assert_same_labels(joined, joined.labels.of(runs), whole, whole.labels.of(runs), np.int64)
     sent = pickle.loads(pickle.dumps(joined.labels))
     assert isinstance(sent, HeldColumns)
-    for spooled, held in zip(sent.columns(), whole.labels.columns(), strict=True):
-        assert np.array_equal(spooled, held) and spooled.dtype == np.int32
+    _assert_same_labels(joined, sent.columns(), whole, whole.labels.columns(), np.int32)
     # so does each run's first row, searched a block at a time
     assert isinstance(joined.run_first, SpooledFirsts)
     firsts = whole.run_first.column()
@@ -217,8 +245,7 @@ def test_the_runs_labels_and_the_documents_places_stay_on_disk_and_read_as_held(
     held_inputs = np.repeat(inputs, [len(table.run_first) for table, _file in tables])
     spooled_keys = run_keys.columns()
     assert np.array_equal(spooled_keys[0], held_inputs)
-    for spooled, held in zip(spooled_keys[1:], whole.labels.columns(), strict=True):
-        assert np.array_equal(spooled, held)
+    _assert_same_labels(joined, spooled_keys[1:], whole, whole.labels.columns(), np.int32)
     by_blocks = document_runs(joined, run_keys, _Stories())  # type: ignore[arg-type]
     at_once = document_runs(  # type: ignore[arg-type]
         whole, HeldColumns(held_inputs.astype(np.int32), *whole.labels.columns()), _Stories()

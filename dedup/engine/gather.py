@@ -26,6 +26,7 @@ from dedup.columns import (
     SpooledColumns,
     SpooledFirsts,
     SpooledNumbers,
+    SpooledStrings,
     Strings,
     int32_column,
     none_records,
@@ -120,8 +121,8 @@ class StreamedSpans:
     each document's source, path (``SpooledColumns``) and record (``SpooledNumbers``).
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
-    grew most with the files (issue 21, docs/performance.md). The titles are held as they
-    come (once each, far fewer than the runs), as the join holds them."""
+    grew most with the files (issue 21, docs/performance.md). The titles go to disk too
+    (``SpooledStrings``), each a table's once: a dump of a record a page has one a record."""
 
     def __init__(self) -> None:
         self._names: Sequence[str] = ()
@@ -131,7 +132,10 @@ class StreamedSpans:
         self._record_ids = _SpooledStrings()
         self._any_record = False
         self._ends = ArraySpool(np.int64, 2)  # each row's start and end, where held here
-        self._titles: dict[str | None, int] = {}
+        self._titles = RowSpool()
+        # the last table's titles, of file _file: their numbers here (a chapter cut across
+        # a large file's pieces keeps its title's number, as its document's)
+        self._last_titles: dict[str | None, int] = {}
         self._rows = 0
         self._counted: bool | None = None  # whether the tables' starts and ends are counted
         self._file = -1
@@ -148,11 +152,8 @@ class StreamedSpans:
                 raise ValueError("tables with their starts and ends joined to tables without")
             self._counted = counted
         self._names = table.documents.names
+        titles = self._titles_numbered(table.titles.values(), file)
         documents = self._numbered(table.documents, file)
-        titles = np.array(
-            [self._titles.setdefault(title, len(self._titles)) for title in table.titles.values()],
-            dtype=np.int64,
-        )
         self._runs.append(
             np.column_stack(
                 (
@@ -167,6 +168,18 @@ class StreamedSpans:
         if table.held is None:
             self._ends.append(np.column_stack((table.start, table.end)))
         self._rows += len(table)
+
+    def _titles_numbered(self, titles: list[str | None], file: int) -> npt.NDArray[np.int64]:
+        """The number here of each of ``titles``, those not among the last table's of the
+        same file written."""
+        last = self._last_titles if file == self._file else {}
+        numbers = [
+            last[title] if title in last else self._titles.append(SpooledStrings.row_of(title))
+            for title in titles
+        ]
+        if titles:
+            self._last_titles = dict(zip(titles, numbers, strict=True))
+        return np.array(numbers, dtype=np.int64)
 
     def _numbered(self, documents: DocumentKeys, file: int) -> npt.NDArray[np.int64]:
         """The number here of each of ``documents``; those not seen before written. A
@@ -219,7 +232,7 @@ class StreamedSpans:
         )
         return SpanTable(
             DocumentKeys(self._names, places, records, self._record_ids.joined()),
-            Strings.of(tuple(self._titles)),
+            SpooledStrings(self._titles),
             SpooledFirsts(self._runs, 0, self._rows),
             SpooledColumns(self._runs, 2, 3),
             start,
