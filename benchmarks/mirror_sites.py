@@ -1,6 +1,6 @@
 """A realistic scraped dump: mirror sites that each republish the books their own way.
 
-    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared] [--pages | --records]
+    python benchmarks/mirror_sites.py OUT --mb 250 [--shared ../shared] [--pages | --records [--ids]]
 
 Made from every text of ``../shared/corpora/`` (decoded as dedup decodes them), book by book
 in a fixed shuffled order until the size is reached. A *network* is five sites: the first
@@ -15,7 +15,8 @@ With ``--pages`` each site writes each book as pages of about 12 KB (a folder a 
 a page, cut at the first line end past 12 KB: each site at its own places), as sites that
 page their chapters are scraped: the same text in a hundred times as many files. With
 ``--records`` each book is a JSON Lines file of those pages, a record each (``title``,
-``text``), as aggregators and training sets keep text.
+``text``), as aggregators and training sets keep text; with ``--ids`` too, each record has the
+page's address on its site for an ``id``, as a crawl's records do.
 """
 
 from __future__ import annotations
@@ -75,10 +76,16 @@ def _site_copy(text: str, site: int, rng: random.Random) -> str:
 
 
 def build_mirror_dump(
-    shared: Path, target_bytes: int, out: Path, pages: bool = False, records: bool = False
+    shared: Path,
+    target_bytes: int,
+    out: Path,
+    pages: bool = False,
+    records: bool = False,
+    ids: bool = False,
 ) -> int:
     """Write the dump into ``out`` (each book in pages, if ``pages``, or as a JSON Lines file
-    of a record a page, if ``records``); returns the bytes of text written."""
+    of a record a page, if ``records``, each with an id, if ``ids``); returns the bytes of
+    text written."""
     written = 0
     library = books(shared)
     network = 0
@@ -92,7 +99,7 @@ def build_mirror_dump(
                 content = text if original else _site_copy(text, site, rng)
                 path = out / f"net{network}-site{site}" / f"{name}.txt"
                 data = content.encode("utf-8")
-                _write(path, data, pages, records)
+                _write(path, data, pages, records, ids)
                 written += len(data)
                 if written >= target_bytes:
                     return written
@@ -110,7 +117,7 @@ def build_records_mirror_dump(shared: Path, target_bytes: int, out: Path) -> int
     return build_mirror_dump(shared, target_bytes, out, records=True)
 
 
-def _write(path: Path, data: bytes, pages: bool, records: bool) -> None:
+def _write(path: Path, data: bytes, pages: bool, records: bool, ids: bool) -> None:
     """``data`` at ``path``; as pages ``path.stem/00000.txt``… cut at line ends; or as a
     record a page in ``path.stem.jsonl``."""
     if not pages and not records:
@@ -125,12 +132,12 @@ def _write(path: Path, data: bytes, pages: bool, records: bool) -> None:
         start = end
     if records:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lines = [
-            json.dumps(
-                {"title": f"{path.stem} {number}", "text": page.decode("utf-8")}, ensure_ascii=False
-            )
-            for number, page in enumerate(cut)
-        ]
+        site = f"https://{path.parent.name}.example.com/{path.stem}"
+        lines = []
+        for number, page in enumerate(cut):
+            record = {"id": f"{site}/{number:05d}.html"} if ids else {}
+            record |= {"title": f"{path.stem} {number}", "text": page.decode("utf-8")}
+            lines.append(json.dumps(record, ensure_ascii=False))
         path.with_suffix(".jsonl").write_text("\n".join(lines) + "\n", "utf-8")
         return
     folder = path.with_suffix("")
@@ -148,8 +155,13 @@ def main() -> None:
     layout = parser.add_mutually_exclusive_group()
     layout.add_argument("--pages", action="store_true", help="each book in pages of 12 KB")
     layout.add_argument("--records", action="store_true", help="a JSON Lines record a page")
+    parser.add_argument("--ids", action="store_true", help="with --records: an id a record")
     args = parser.parse_args()
-    written = build_mirror_dump(args.shared, int(args.mb * 1e6), args.out, args.pages, args.records)
+    if args.ids and not args.records:
+        parser.error("--ids goes with --records")
+    written = build_mirror_dump(
+        args.shared, int(args.mb * 1e6), args.out, args.pages, args.records, args.ids
+    )
     print(f"{written / 1e6:.1f} MB in {args.out}")
 
 

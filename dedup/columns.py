@@ -118,27 +118,28 @@ class Strings:
         return Strings.of(self.values(indexes))
 
     @classmethod
-    def concatenate(cls, parts: Sequence[Strings]) -> Strings:
+    def concatenate(cls, parts: Sequence[Strings | SpooledStrings]) -> Strings:
         """The strings of ``parts`` one after the other."""
-        if not any(part.joined for part in parts) and all(part.absent.all() for part in parts):
-            return cls.none(sum(len(part) for part in parts))
+        held = [part if isinstance(part, Strings) else Strings.of(part.values()) for part in parts]
+        if not any(part.joined for part in held) and all(part.absent.all() for part in held):
+            return cls.none(sum(len(part) for part in held))
         bounds = [np.zeros(1, dtype=np.int64)]
         chars = 0
-        for part in parts:
+        for part in held:
             bounds.append(part.bounds[1:] + chars)
             chars += int(part.bounds[-1])
         return cls(
-            "".join(part.joined for part in parts),
+            "".join(part.joined for part in held),
             np.concatenate(bounds),
-            concatenated([part.absent for part in parts], np.bool_),
+            concatenated([part.absent for part in held], np.bool_),
         )
 
 
 class SpooledStrings:
     """Strings, or None in their place, on disk a row each (``RowSpool``: a few bytes held a
-    block of 64 KiB) and read by index as ``Strings`` are: the titles of the driver's table
-    of the scan, a chapter's each (a dump of a record a page has one a record). Sent to
-    another process, the strings themselves go (as ``Strings``)."""
+    block of 64 KiB) and read by index as ``Strings`` are: the titles and the record ids of
+    the driver's table of the scan (a dump of a record a page has a title and an id a
+    record). Sent to another process, the strings themselves go (as ``Strings``)."""
 
     def __init__(self, rows: RowSpool) -> None:
         self._rows = rows
@@ -297,7 +298,7 @@ class DocumentKeys:
     # on disk in the driver's keys of a whole scan.
     places: IndexColumns
     records: NumberColumn
-    record_ids: Strings
+    record_ids: Strings | SpooledStrings  # on disk in the driver's keys of a whole scan
 
     @classmethod
     def of(cls, keys: Sequence[DocumentKey]) -> DocumentKeys:

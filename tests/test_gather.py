@@ -29,7 +29,6 @@ from dedup.columns import (
 )
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, document_runs
-from dedup.engine import gather
 from dedup.engine.gather import JoinedParts, StreamedSpans
 from dedup.engine.tasks import passage_count, prepare_file
 from dedup.read import discover_inputs
@@ -116,7 +115,6 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     JSON Lines records' ids and chapters' titles as they were."""
     monkeypatch.setattr(ArraySpool, "block_bytes", 256)  # many blocks, a row split by none
     monkeypatch.setattr(RowSpool, "block_bytes", 64)  # the titles' too
-    monkeypatch.setattr(gather, "_STRINGS_A_JOIN", 3)
     tables = _named_tables(samples, 20)
     # every third JSON Lines file's records with ids of their own, between files with none
     tables = [
@@ -145,12 +143,19 @@ def test_span_tables_streamed_as_they_come_are_the_table_of_all(
     ids = joined.documents.record_ids.values()
     assert ids == whole.documents.record_ids.values()
     assert None in ids and any(ids)
+    # the ids on disk too, read by index; pickled, the strings themselves
+    assert isinstance(joined.documents.record_ids, SpooledStrings)
+    picked = np.arange(0, len(ids), 5)
+    assert joined.documents.record_ids.take(picked).values() == [ids[i] for i in picked]
+    sent = pickle.loads(pickle.dumps(joined.documents))
+    assert isinstance(sent.record_ids, Strings) and sent.record_ids.values() == ids
     assert set(joined.titles.values()) == set(whole.titles.values())
     texts = [(table, file) for table, file in tables if (table.documents.record == -1).all()]
     assert 20 < len(texts) < len(tables)
     only_texts = _streamed(texts)
     assert only_texts.documents.record.strides == (0,)
     assert not any(only_texts.documents.record_ids.values())
+    assert isinstance(only_texts.documents.record_ids, Strings)  # Nones, counted only
     assert list(_streamed([])) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import array
 import bisect
-import pickle
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -109,8 +109,6 @@ class JoinedParts(Generic[T]):
 
 # Parts joined at once: the tables a join makes hold a few objects however many rows.
 _PARTS_A_JOIN = 32
-# Parts of the record ids read back and joined at once, before the last join of all.
-_STRINGS_A_JOIN = 1024
 
 
 class StreamedSpans:
@@ -121,15 +119,16 @@ class StreamedSpans:
     each document's source, path (``SpooledColumns``) and record (``SpooledNumbers``).
     Joined at the end instead (``SpanTable.concatenate``, a few dozen at a time and then
     all), the tables and their joins were held at once: what the driver's peak on a cluster
-    grew most with the files (issue 21, docs/performance.md). The titles go to disk too
-    (``SpooledStrings``), each a table's once: a dump of a record a page has one a record."""
+    grew most with the files (issue 21, docs/performance.md). The titles (each a table's
+    once) and the documents' record ids go to disk too, a row each (``SpooledStrings``): a
+    dump of a record a page has a title and an id a record."""
 
     def __init__(self) -> None:
         self._names: Sequence[str] = ()
         self._runs = ArraySpool(np.int64, 5)  # first row, input, document, chapter, title
         self._documents = ArraySpool(np.int64, 2)  # source, path
         self._records = ArraySpool(np.int64, 1)  # none read where no document is a record
-        self._record_ids = _SpooledStrings()
+        self._record_ids = _StringsWriter()
         self._any_record = False
         self._ends = ArraySpool(np.int64, 2)  # each row's start and end, where held here
         self._titles = RowSpool()
@@ -241,48 +240,27 @@ class StreamedSpans:
         )
 
 
-class _SpooledStrings:
-    """Strings (``Strings``, a part at a time) written to disk as they come, a part a row
-    (a run of parts that are all None counted only: a dump of text files has no record
-    ids), and read back into one at the end."""
+class _StringsWriter:
+    """Strings (``Strings``, a part at a time) written to disk as they come, a string a row,
+    and read by index at the end (``SpooledStrings``): the documents' record ids, of which a
+    JSON Lines crawl has one a record (a URL, tens of bytes). Until a part holds a string,
+    the parts' Nones are counted only: a dump of text files has no record ids."""
 
     def __init__(self) -> None:
-        self._parts = RowSpool()
-        self._nones = 0  # Nones after the last part written
+        self._rows: RowSpool | None = None  # from the first part that holds a string
+        self._nones = 0  # the Nones before it
 
-    def append(self, strings: Strings) -> None:
-        if not strings.joined and strings.absent.all():
-            self._nones += len(strings)
-            return
-        self._flush_nones()
-        part = (strings.joined, np.asarray(strings.bounds), np.asarray(strings.absent))
-        self._parts.append(b"S" + pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+    def append(self, strings: Strings | SpooledStrings) -> None:
+        if self._rows is None:
+            if isinstance(strings, Strings) and not strings.joined and strings.absent.all():
+                self._nones += len(strings)
+                return
+            self._rows = RowSpool(itertools.repeat(b"", self._nones))
+        for value in strings.values():
+            self._rows.append(SpooledStrings.row_of(value))
 
-    def _flush_nones(self) -> None:
-        if self._nones:
-            self._parts.append(b"N" + self._nones.to_bytes(8, "little"))
-            self._nones = 0
-
-    def joined(self) -> Strings:
-        if not len(self._parts):
-            return Strings.none(self._nones)
-        self._flush_nones()
-        count = len(self._parts)
-        return Strings.concatenate(
-            [
-                Strings.concatenate(
-                    [self._part(row) for row in range(low, min(low + _STRINGS_A_JOIN, count))]
-                )
-                for low in range(0, count, _STRINGS_A_JOIN)
-            ]
-        )
-
-    def _part(self, row: int) -> Strings:
-        data = self._parts[row]
-        if data[:1] == b"N":
-            return Strings.none(int.from_bytes(data[1:], "little"))
-        joined, bounds, absent = pickle.loads(data[1:])
-        return Strings(joined, bounds, absent)
+    def joined(self) -> Strings | SpooledStrings:
+        return Strings.none(self._nones) if self._rows is None else SpooledStrings(self._rows)
 
 
 def _joined_rows(parts: list[npt.NDArray[R]]) -> npt.NDArray[R]:
