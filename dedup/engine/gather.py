@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import array
 import bisect
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -255,7 +254,7 @@ class _StringsWriter:
             if isinstance(strings, Strings) and not strings.joined and strings.absent.all():
                 self._nones += len(strings)
                 return
-            self._rows = RowSpool(itertools.repeat(b"", self._nones))
+            self._rows = RowSpool(repeat(b"", self._nones))
         for value in strings.values():
             self._rows.append(SpooledStrings.row_of(value))
 
