@@ -698,8 +698,8 @@ def keep_order(
     have a copy (issue 21: the driver's memory past the pairs)."""
     key = keep_key(keep)
     named = sorted_unique(pairs)
-    first, end = documents.passages_of(named)
-    last = end - 1
+    first, stop = documents.passages_of(named)
+    last = stop - 1
     keys = []
     for (source, path, record, _record_id), story, start, end in zip(
         spans.documents.columns(spans.document_of(first)),
