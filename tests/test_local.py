@@ -114,3 +114,44 @@ def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
         read_back = list(engine.in_any_order(planned_slices, found, repeat(config)))
     assert planned == [planned_slices(found[0], config)] and read_back == [(0, planned[0])]
     assert found[0].path is path and sys.getsizeof(path) == size
+
+
+# Workers gone while tasks this process cancelled are still queued (a pass stopped early, then
+# the scan stopped): the pool's manager thread tells each task the pool broke.
+CANCELLED_SCRIPT = """
+import os, signal, threading, time
+from dedup.config import ScanConfig
+from dedup.engine.local import LocalEngine
+
+try:
+    with LocalEngine(ScanConfig(jobs=2), 40) as engine:
+        tasks = [engine.pool.submit(time.sleep, 5) for _ in range(40)]
+        time.sleep(0.5)
+        for task in tasks[10:]:
+            task.cancel()
+        for process in list(engine.pool._processes.values()):
+            os.kill(process.pid, signal.SIGKILL)
+        time.sleep(1)
+        raise KeyboardInterrupt
+except KeyboardInterrupt:
+    print("interrupted")
+thread = threading.Thread(target=lambda: 1 / 0)
+thread.start()
+thread.join()
+"""
+
+
+def test_a_stopped_pool_prints_no_traceback_for_the_tasks_it_had_cancelled() -> None:
+    """Python 3.11's pool printed InvalidStateError's traceback after about one Ctrl-C in
+    five; another thread's error is still printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", CANCELLED_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "interrupted"
+    assert "InvalidStateError" not in done.stderr, done.stderr
+    assert "ZeroDivisionError" in done.stderr  # printed as before
