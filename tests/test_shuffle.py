@@ -419,8 +419,8 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     from dedup.engine.tasks import count_line_keys
     from dedup.normalize.line_keys import line_key
     from dedup.normalize.repeated_lines import (
+        DistinctChapters,
         FirstChapters,
-        distinct_chapters,
         line_counts_of,
         line_entries,
         merged_learned,
@@ -440,11 +440,19 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     # source's distinct chapters come here; the keys are counted in partitions.
     bounds = [0, *cuts, len(learned)]
     batches = [learned[first:end] for first, end in itertools.pairwise(bounds)]
-    first = FirstChapters.of(
-        [distinct_chapters([without_line_keys(file) for file in batch]) for batch in batches]
-    )
-    assert first.sources == ("a", "b")
     kept = [line_counts_of(merged_learned(batch)) for batch in batches]
+    distinct = []
+    taken = DistinctChapters()
+    for batch, batch_kept in zip(batches, kept, strict=True):
+        for file in batch:
+            taken.add(without_line_keys(file))
+        distinct.append(taken.taken())
+        # The chapters here are those the batch's worker keeps the keys of, in its order.
+        assert list(distinct[-1]) == list(batch_kept)
+        for source, lines in batch_kept.items():
+            np.testing.assert_array_equal(distinct[-1][source], lines.chapters)
+    first = FirstChapters.of(distinct)
+    assert first.sources == ("a", "b")
     # Batches of two, as the shuffle's tasks take them.
     entries = [
         line_entries(

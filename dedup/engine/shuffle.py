@@ -94,11 +94,11 @@ from dedup.engine.tasks import (
     without_kept,
 )
 from dedup.normalize.repeated_lines import (
+    DistinctChapters,
     FirstChapters,
     LearnedFile,
     LearnPass,
     chapters_of,
-    distinct_chapters,
     line_counts_of,
     line_entries,
     merged_learned,
@@ -208,18 +208,20 @@ class KeptOnWorkers:
         distinct: list[dict[str, npt.NDArray[np.int64]]] = []
         kept: list[Future[Any] | None] = engine.holding([])
         results = self.learn_tasks(files, config, parts)
-        batch: list[LearnedFile] = []
+        batch = DistinctChapters()
+        first_file = inputs = 0  # the batch's: its first file, its files' inputs so far
         for result, keep in progress(results, "learn site lines", "file", len(files), self.shown):
-            batch.append(result)
+            batch.add(result)
             seconds += result.seconds
+            inputs += len(result.chapters)
+            ends.append(inputs)
             if keep:
                 line_counts, batch_chapters = keep
-                batch_first.append(len(ends))
-                ends.extend(itertools.accumulate(len(file.chapters) for file in batch))
+                batch_first.append(first_file)
                 futures.append(batch_chapters)
-                distinct.append(distinct_chapters(batch))
+                distinct.append(batch.taken())
                 kept.append(line_counts)
-                batch = []
+                first_file, inputs = len(ends), 0
         first = FirstChapters.of(distinct)
         del distinct
         tasks = shuffled(

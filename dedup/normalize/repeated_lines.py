@@ -283,10 +283,38 @@ def merged_learned(files: list[LearnedFile]) -> LearnedFile:
     )
 
 
-def distinct_chapters(files: list[LearnedFile]) -> dict[str, npt.NDArray[np.int64]]:
-    """Of files learned from (a batch's, as handed back: :func:`without_keys_or_chapters`),
-    each source's distinct chapters' hashes, in the order the worker keeps their keys."""
-    return {source: lines.chapters for source, lines in merged_learned(files).line_counts.items()}
+class DistinctChapters:
+    """Of files learned from (a batch's, handed back one at a time as
+    :func:`without_keys_or_chapters` leaves them), each source's distinct chapters' hashes,
+    in the order the worker that merged the batch keeps their keys (:func:`merged_learned`).
+    Each file's hashes alone are held until the batch is :meth:`taken`, not its record: a
+    batch of 32 MB of pages is thousands of records, the largest item of the learn pass's
+    peak (docs/performance.md)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[npt.NDArray[np.int64]]] = {}
+
+    def add(self, learned: LearnedFile) -> None:
+        """The next file of the batch."""
+        for source, lines in learned.line_counts.items():
+            self._parts.setdefault(source, []).append(lines.chapters)
+
+    def taken(self) -> dict[str, npt.NDArray[np.int64]]:
+        """The batch's distinct chapters by source (the sources in the order first met, as
+        :func:`merged_line_counts` orders them); then empty, for the next batch."""
+        distinct = {
+            source: _first_seen(concatenated(parts, np.int64))
+            for source, parts in self._parts.items()
+        }
+        self._parts = {}
+        return distinct
+
+
+def _first_seen(hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``hashes`` without those seen before, in order (as :meth:`ChapterLines.merged` keeps
+    them)."""
+    _unique, first = np.unique(hashes, return_index=True)
+    return hashes[np.sort(first)]
 
 
 def line_counts_of(learned: LearnedFile) -> LineCounts:
