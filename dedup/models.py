@@ -14,7 +14,6 @@ import itertools
 import json
 import operator
 import struct
-import sys
 from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -338,36 +337,60 @@ class InputFile:
         return self.passages_by_source or {self.source: self.passages}
 
 
+# Folders an AppendedRows table looks a new row's up among (its last rows'), at most.
+_RECENT_FOLDERS = 64
+
+
 class AppendedRows(Sequence[R]):
     """Records appended one at a time, each kept as a row of bytes in a ``RowSpool`` (on
     disk, a block at a time: the driver keeps a row a file, and a crawl of a page a file has
     millions) and made again when one is asked for (``_row``). A row is a few numbers and a
     path (``_append_row``): the numbers four bytes each where all fit, else eight
     (``_packed_numbers``), the path's folder (up to its last ``/``) by number and the rest
-    as UTF-8. Names many records
-    share (sources, formats, folders) are held once each, by number (``_number``). It equals
-    a sequence of the same records, as an ``EqualAsRecords`` table does."""
+    as UTF-8. Names many records share (sources, formats) are held once each, by number
+    (``_number``); folders, which a crawl has by the thousand (a folder a book and site),
+    are rows of a ``RowSpool`` too, numbered as they come (``_folder_number``). It equals a
+    sequence of the same records, as an ``EqualAsRecords`` table does."""
 
     def __init__(self) -> None:
         self._names: dict[str, int] = {}  # every name, by its number in _named
         self._named: list[str] = []
         self._rows = RowSpool()
+        self._folders = RowSpool()  # each folder's UTF-8, by its number
+        # The folders of the last rows, by number: the files of a folder come together (the
+        # order they are found in), so a folder met again later is written again, not looked
+        # for among all of them.
+        self._recent_folders: dict[str, int] = {}
+        self._folder_read: tuple[int, str] = (-1, "")  # the last folder read, by number
 
     def _number(self, name: str) -> int:
         number = self._names.get(name)
         if number is None:
-            # interned: the found files, the report's entries and the documents' names
-            # (three tables, each made as the files come) hold one string of a folder
-            name = sys.intern(name)
             number = self._names[name] = len(self._named)
             self._named.append(name)
         return number
 
+    def _folder_number(self, folder: str) -> int:
+        number = self._recent_folders.get(folder)
+        if number is None:
+            if len(self._recent_folders) >= _RECENT_FOLDERS:
+                self._recent_folders.clear()
+            # surrogatepass: a path of a name that is not UTF-8 comes back as it was
+            number = self._folders.append(folder.encode("utf-8", "surrogatepass"))
+            self._recent_folders[folder] = number
+        return number
+
+    def _folder(self, number: int) -> str:
+        read = self._folder_read  # one tuple: threads may read rows at once
+        if read[0] != number:
+            read = (number, self._folders[number].decode("utf-8", "surrogatepass"))
+            self._folder_read = read
+        return read[1]
+
     def _append_row(self, numbers: Sequence[int], path: str) -> int:
         """A row of ``numbers`` and ``path``; its number."""
         cut = path.rfind("/") + 1
-        head = _packed_numbers((*numbers, self._number(path[:cut])))
-        # surrogatepass: a path of a name that is not UTF-8 comes back as it was
+        head = _packed_numbers((*numbers, self._folder_number(path[:cut])))
         return self._rows.append(head + path[cut:].encode("utf-8", "surrogatepass"))
 
     def _read_row(self, row: int) -> tuple[list[int], str]:
@@ -375,7 +398,7 @@ class AppendedRows(Sequence[R]):
         data = self._rows[row]
         numbers, at = _numbers_from(data)
         folder = numbers.pop()
-        return numbers, self._named[folder] + data[at:].decode("utf-8", "surrogatepass")
+        return numbers, self._folder(folder) + data[at:].decode("utf-8", "surrogatepass")
 
     def __len__(self) -> int:
         return len(self._rows)

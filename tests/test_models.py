@@ -573,6 +573,28 @@ def test_packed_paths_read_back_as_appended() -> None:
         packed[len(paths) + 1]
 
 
+def test_packed_paths_in_thousands_of_folders_hold_no_folder_in_memory() -> None:
+    """A crawl's folders (a book's each, by the thousand) are rows on disk, as the paths are:
+    the table holds a few bytes a path whatever the folders, and reads every path back,
+    those of folders met again far apart (past the folders a new path is looked up among)
+    and in turn (a document's source between its pages, as ``ScanNames`` has them)."""
+    books = [f"/抓取/起点中文网/第{book:04}本·斗破苍穹番外篇/" for book in range(3000)]
+    paths = [f"{book}第{page}章.txt" for book in books for page in range(2)]
+    paths += [f"{books[book]}又一章.txt" for book in range(0, 3000, 7)]  # met again
+    paths += [name for book in books[:100] for name in (f"{book}附录.txt", "起点中文网")]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        packed = PackedPaths(paths)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # A folder's string alone is some 150 bytes; two spools' blocks being filled, 128 KiB.
+    assert held < 2 * RowSpool.block_bytes + 8 * len(paths)
+    assert list(packed) == paths
+    assert [packed[row] for row in range(len(paths) - 1, -1, -97)] == paths[::-1][::97]
+
+
 def _key(source: str, path: str, record: int | None) -> DocumentKey:
     """A document's key, its id made from its record, as a record's own id field is."""
     return source, path, record, None if record is None else f"第{record}章"[: record % 4]
