@@ -6,13 +6,19 @@ import gc
 import gzip
 import json
 import os
+import tempfile
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dedup.config import ScanConfig
+from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.read import FoundFile, FoundFiles, discover_inputs, read_file
+from dedup.spool import RowSpool
 
 
 def _dump(tmp_path: Path, seed_simplified: str) -> Path:
@@ -44,6 +50,86 @@ def test_order_of_paths_does_not_matter(tmp_path: Path, seed_simplified: str) ->
     two = discover_inputs([str(root / "site-a"), str(root / "site-b")])
     assert one == two
     assert [file.path for file in one[0]] == sorted(file.path for file in one[0])
+
+
+def test_files_come_in_the_order_of_their_paths_whatever_the_names_and_paths_given(
+    tmp_path: Path, seed_simplified: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each given path's files are walked in the order of their paths and merged: names that
+    sort on either side of a folder's (``a.txt``, ``a/``, ``a0.txt``, ``a-b.txt``), paths
+    given twice or inside each other (the first given path's name kept), and a link to a
+    file beside it (read under the file's own name, the link listed), give the files
+    sorted by path, each once."""
+    root = tmp_path / "站"
+    names = ["a.txt", "a/b.txt", "a/c/d.txt", "a0.txt", "a-b.txt", "A/z.txt", "第一章.txt",
+             "第一章/第二节.txt", "b/a.txt", "b.txt", "a/c.txt", "a/c0/e.txt"]  # fmt: skip
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(seed_simplified[:300], "utf-8")
+    (root / "a" / "link.txt").symlink_to(root / "b.txt")
+    monkeypatch.chdir(tmp_path)
+    given = ["站/a", "站", str(root / "b"), "站/a/c", "站/b.txt"]
+    found, skipped = discover_inputs(given)
+    paths = [file.path for file in found]
+    # 站/b/a.txt is read under the absolute path given, the first of the two in order.
+    expected = [f"站/{name}" for name in names if name != "b/a.txt"] + [f"{root}/b/a.txt"]
+    assert paths == sorted(expected)
+    assert [(entry.path, entry.reason) for entry in skipped] == [
+        ("站/a/link.txt", "the same file as 站/b.txt, read under that name"),
+        ("站/b/a.txt", f"the same file as {root}/b/a.txt, read under that name"),
+    ]
+
+
+# Names whose paths sort on either side of a folder's ("." and "-" before "/", "0" after), and
+# a control character, which a path shows escaped ("\\x01", after "/").
+_NAMES = st.text(st.sampled_from("aA-.0章\\\x01"), min_size=1, max_size=3).filter(
+    lambda name: name.strip(".") != ""
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(_NAMES, min_size=1, max_size=3),
+                min_size=1, max_size=12))  # fmt: skip
+def test_the_walk_of_any_tree_gives_its_files_in_the_order_of_their_paths(
+    tree: list[list[str]],
+) -> None:
+    """The files of folders named anyhow come sorted by path, every file once: discovery
+    merges the given paths' files trusting each walk's order."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for parts in tree:
+            path = root.joinpath(*parts[:-1], f"{parts[-1]}.txt")
+            if any(parent.is_file() for parent in path.parents) or path.is_dir():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("第一回", "utf-8")
+        found, _skipped = discover_inputs([folder])
+        paths = [file.path for file in found]
+        walked = [Path(at, name) for at, _folders, names in os.walk(folder) for name in names]
+        assert paths == sorted(shown(str(path)) for path in walked)
+
+
+def test_a_crawl_of_many_files_is_found_holding_a_few_bytes_a_file(
+    tmp_path: Path, seed_simplified: str
+) -> None:
+    """Discovery holds no record of each file found until the last (a crawl of a page a file
+    finds millions): the files are rows on disk as they come, with a hash each."""
+    page = seed_simplified[:200].encode("utf-8")
+    for book in range(40):
+        folder = tmp_path / f"site-{book % 4}" / f"第{book:03}本书"
+        folder.mkdir(parents=True)
+        for chapter in range(100):
+            (folder / f"第{chapter:03}章.txt").write_bytes(page)
+    discover_inputs([str(tmp_path)])  # what it imports, once
+    tracemalloc.start()
+    try:
+        found, skipped = discover_inputs([str(tmp_path)])
+        _held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(found) == 4000 and skipped == []
+    # The spools' blocks being filled (two of 64 KiB a table), one folder's listing.
+    assert peak < 4 * RowSpool.block_bytes + 40 * len(found)
 
 
 def test_found_files_are_held_as_columns_and_read_back_as_found(

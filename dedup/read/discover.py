@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import array
+import heapq
 import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+
+import numpy as np
 
 from dedup.display import shown
 from dedup.errors import InputPathError
@@ -156,17 +160,20 @@ def discover_inputs(
     A path that does not exist is the user's mistake and stops the scan; a bad file inside a
     folder (broken link, unknown format) is listed as skipped and the scan goes on. Inside a
     folder, a link is read only when it points into that folder, unless ``follow_links``.
+    The files found are rows on disk as they come (``FoundFiles``), in the order of their
+    paths.
     """
-    found: dict[str, FoundFile] = {}
     skipped: dict[str, Skipped] = {}
-    roots = sorted(set(paths))
-    for given in roots:
+    streams: list[Iterable[tuple[FoundFile, str]]] = []
+    for given in sorted(set(paths)):
         if is_url(given):
             files, others = url_files(given)
+            found: dict[str, tuple[FoundFile, str]] = {}
             for url, below in _url_inputs(files, skipped):
                 _add_url(url, below, found, skipped)
             for url in others:  # not _skip: a path's display would fold the URL's //
                 skipped[shown(url)] = Skipped(shown(url), NOT_REGULAR)
+            streams.append(sorted(found.values()))  # a listing held whole already
             continue
         root = Path(given)
         try:
@@ -183,11 +190,67 @@ def discover_inputs(
         entries: Iterable[tuple[Path, str]] = (
             _walk(root, skipped, follow_links) if root.is_dir() else [(root, _parent_name(root))]
         )
-        for file, source in entries:
-            _add(file, source, found, skipped)
-    return FoundFiles(sorted(found.values())), sorted(
-        skipped.values(), key=lambda entry: entry.path
-    )
+        streams.append(_found(entries, skipped))
+    # Each path's files come in the order of their paths: merged, they are in order, and a
+    # file two paths hold under one name comes twice in a row (the first path's is kept).
+    # Only a hash of each file's real path is held (a crawl of a page a file finds
+    # millions): a file found under two names is looked for among those at the end.
+    walked = FoundFiles()
+    real_hashes = array.array("q")
+    last = None
+    for file, real in heapq.merge(*streams, key=_path_of):
+        if file.path != last:
+            walked.append(file)
+            real_hashes.append(hash(real))
+            last = file.path
+    found_files = _read_once(walked, real_hashes, skipped)
+    return found_files, sorted(skipped.values(), key=lambda entry: entry.path)
+
+
+def _path_of(candidate: tuple[FoundFile, str]) -> str:
+    return candidate[0].path
+
+
+def _found(
+    entries: Iterable[tuple[Path, str]], skipped: dict[str, Skipped]
+) -> Iterator[tuple[FoundFile, str]]:
+    """The files of ``entries`` that are read, each with its real path; the others skipped."""
+    for file, source in entries:
+        candidate = _candidate(file, source, skipped)
+        if candidate is not None:
+            yield candidate
+
+
+def _read_once(
+    walked: FoundFiles, real_hashes: array.array[int], skipped: dict[str, Skipped]
+) -> FoundFiles:
+    """``walked`` but for a second name of a file found under several (a link to it, or two
+    given paths), which is listed as skipped: the file is read once, under its own name
+    rather than a link's (a cleaned copy then holds it where it is), else the first in
+    order. The files sharing a hash of their real paths are found by sorting the hashes, and
+    their real paths looked at again."""
+    hashes = np.frombuffer(real_hashes, dtype=np.int64)
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    shared = np.flatnonzero(ordered[1:] == ordered[:-1])
+    rows = sorted({*order[shared].tolist(), *order[shared + 1].tolist()})
+    by_real: dict[str, list[FoundFile]] = {}
+    for row in rows:
+        file = walked[row]
+        real = file.fs_path if is_url(file.fs_path) else os.path.realpath(file.fs_path)
+        by_real.setdefault(real, []).append(file)
+    second: set[str] = set()
+    for real, files in by_real.items():
+        if len(files) > 1:
+            first = min(files, key=lambda name: _links_in(name, real))
+            reason = f"the same file as {first.path}, read under that name"
+            for other in files:
+                if other is not first:
+                    skipped[other.path] = Skipped(other.path, reason)
+                    second.add(other.path)
+    if not second:
+        return walked
+    return FoundFiles(file for file in walked if file.path not in second)
 
 
 def _skip(skipped: dict[str, Skipped], path: Path | str, reason: str) -> None:
@@ -198,8 +261,9 @@ def _skip(skipped: dict[str, Skipped], path: Path | str, reason: str) -> None:
 def _walk(
     root: Path, skipped: dict[str, Skipped], follow_links: bool
 ) -> Iterator[tuple[Path, str]]:
-    """The files under ``root`` with their sources, a folder at a time (a crawl of a page a
-    file has millions: their paths are not all held at once)."""
+    """The files under ``root`` with their sources, in the order of their paths, a folder
+    at a time (a crawl of a page a file has millions: their paths are not all held at once,
+    nor sorted together)."""
     inside = os.path.realpath(root)
     seen_folders = {inside}
 
@@ -214,8 +278,16 @@ def _walk(
         real = os.path.realpath(path)
         return os.path.commonpath([inside, real]) != inside
 
-    for folder, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=follow_links):
-        dirnames.sort()
+    def folder_files(folder: str) -> Iterator[tuple[Path, str]]:
+        try:
+            with os.scandir(folder) as listing:
+                entries = [(entry.name, _is_folder(entry)) for entry in listing]
+        except OSError as error:
+            on_error(error)
+            return
+        dirnames = sorted(name for name, is_folder in entries if is_folder)
+        filenames = [name for name, is_folder in entries if not is_folder]
+        del entries
         for dirname in list(dirnames):
             subdir = Path(folder, dirname)
             if dirname.endswith(f".partial-{os.getpid()}"):
@@ -245,11 +317,19 @@ def _walk(
                     dirnames.remove(dirname)
                 seen_folders.add(real)
         cleaned = CLEAN_MARKER in filenames
-        for filename in sorted(filenames):
-            file = Path(folder, filename)
-            if filename.startswith(".") and filename.endswith(LOCK_SUFFIX):
+        # In the order of their paths as shown (discover_inputs merges the given paths' files
+        # by it): a folder's files come where its name with a "/" after it sorts among the
+        # names of the files beside it.
+        named = [(shown(name), name, False) for name in filenames]
+        named += [(f"{shown(name)}/", name, True) for name in dirnames]
+        for _shown, name, is_folder in sorted(named):
+            if is_folder:
+                yield from folder_files(os.path.join(folder, name))
+                continue
+            file = Path(folder, name)
+            if name.startswith(".") and name.endswith(LOCK_SUFFIX):
                 continue  # dedup's lock on a report being written beside it: not an input
-            if cleaned and filename in (CLEAN_MARKER, REMOVED_JSONL, REMOVED_CSV):
+            if cleaned and name in (CLEAN_MARKER, REMOVED_JSONL, REMOVED_CSV):
                 continue  # a cleaned copy's own lists: not part of the collection
             if not follow_links and _is_link(file) and outside(file):
                 target = shown(os.path.realpath(file))
@@ -261,6 +341,17 @@ def _walk(
                 )
                 continue
             yield file, _source_for(root, file)
+
+    return folder_files(os.fspath(root))
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a folder, or a link to one (as ``os.walk`` has it: a link to a
+    folder is walked, or skipped as one, rather than read as a file)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _is_link(path: Path) -> bool:
@@ -315,7 +406,10 @@ def _url_inputs(
 
 
 def _add_url(
-    url: str, below: tuple[str, ...], found: dict[str, FoundFile], skipped: dict[str, Skipped]
+    url: str,
+    below: tuple[str, ...],
+    found: dict[str, tuple[FoundFile, str]],
+    skipped: dict[str, Skipped],
 ) -> None:
     """A file found under a URL (dedup.read.location): its source is the first folder under
     the given URL, as for a folder, else the name of the folder it is in."""
@@ -328,7 +422,7 @@ def _add_url(
         source = shown(below[0])
     else:
         source = shown(url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 2 else ".")
-    found.setdefault(url, FoundFile(where, source, kind[0], url, kind[1], url_stamp(url)))
+    found.setdefault(url, (FoundFile(where, source, kind[0], url, kind[1], url_stamp(url)), url))
 
 
 def file_stamp(path: str) -> tuple[int, int] | None:
@@ -343,7 +437,10 @@ def file_stamp(path: str) -> tuple[int, int] | None:
     return status.st_size, status.st_mtime_ns
 
 
-def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str, Skipped]) -> None:
+def _candidate(
+    file: Path, source: str, skipped: dict[str, Skipped]
+) -> tuple[FoundFile, str] | None:
+    """``file`` as found, with its real path; None if it is not read (listed as skipped)."""
     where = _display(file)
     try:
         real = os.path.realpath(file, strict=True)
@@ -353,35 +450,23 @@ def _add(file: Path, source: str, found: dict[str, FoundFile], skipped: dict[str
             "permission denied on the folder it is in; make the folder searchable "
             "(chmod +x) and scan again",
         )
-        return
+        return None
     except (OSError, RuntimeError):
         skipped[where] = Skipped(where, "broken symbolic link (or a link loop): nothing to read")
-        return
+        return None
     if not os.path.isfile(real):
         skipped[where] = Skipped(where, NOT_REGULAR)
-        return
+        return None
     kind = _format_of(file.name)
     if isinstance(kind, str):
         skipped[where] = Skipped(where, kind)
-        return
+        return None
     file_format, compression = kind
     # One string for what is the same (a dump of a page a file holds tens of thousands).
     fs_path = str(file)
     fs_path = where if fs_path == where else fs_path
-    real = fs_path if real == fs_path else real  # the key below, held until the last file
     stamp = file_stamp(real)
-    candidate = FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp)
-    # The same file reached by two names (a link to it, or two given paths) is read once,
-    # under its own name rather than a link's (a cleaned copy then holds it where it is),
-    # else the first in order; the other is listed, so that nothing goes unsaid.
-    previous = found.get(real)
-    if previous is not None and previous.path != candidate.path:
-        first, second = sorted((previous, candidate), key=lambda name: _links_in(name, real))
-        found[real] = first
-        reason = f"the same file as {first.path}, read under that name"
-        skipped[second.path] = Skipped(second.path, reason)
-    elif previous is None:
-        found[real] = candidate
+    return FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp), real
 
 
 def _links_in(file: FoundFile, real: str) -> tuple[bool, bool, FoundFile]:
