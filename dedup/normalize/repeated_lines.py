@@ -163,8 +163,8 @@ class ChapterLines:
         if len(parts) == 1:
             return parts[0]
         hashes = concatenated([part.chapters for part in parts], np.int64)
-        _unique, first = np.unique(hashes, return_index=True)
-        kept_hashes = hashes[np.sort(first)]
+        first = _first_seen_rows(hashes)
+        kept_hashes = hashes[first]
         # A pair is kept from the part where its chapter was first seen.
         part_of = np.repeat(np.arange(len(parts)), [len(part.chapters) for part in parts])
         home = dict(zip(hashes[first].tolist(), part_of[first].tolist(), strict=True))
@@ -206,8 +206,7 @@ def chapter_lines(codes: npt.NDArray[np.uint32], chapters: Sequence[Chapter]) ->
     sums = np.add.reduceat(mixed, starts)
     sizes = np.diff(np.append(starts, len(keys))).astype(np.uint64)
     hashes = ((sums ^ sizes) * _KEY_MIX_AGAIN).view(np.int64)
-    _unique, first = np.unique(hashes, return_index=True)
-    first.sort()
+    first = _first_seen_rows(hashes)
     kept = np.zeros(len(hashes), dtype=np.bool_)
     kept[first] = True
     per_pair = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(keys))))
@@ -302,19 +301,20 @@ class DistinctChapters:
     def taken(self) -> dict[str, npt.NDArray[np.int64]]:
         """The batch's distinct chapters by source (the sources in the order first met, as
         :func:`merged_line_counts` orders them); then empty, for the next batch."""
-        distinct = {
-            source: _first_seen(concatenated(parts, np.int64))
-            for source, parts in self._parts.items()
-        }
+        distinct = {}
+        for source, parts in self._parts.items():
+            hashes = concatenated(parts, np.int64)
+            distinct[source] = hashes[_first_seen_rows(hashes)]
         self._parts = {}
         return distinct
 
 
-def _first_seen(hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``hashes`` without those seen before, in order (as :meth:`ChapterLines.merged` keeps
-    them)."""
+def _first_seen_rows(hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The rows of ``hashes`` where each value is first seen, in order: a chapter's, where
+    chapters are kept in the order first seen (a file's, a batch's, their merge)."""
     _unique, first = np.unique(hashes, return_index=True)
-    return hashes[np.sort(first)]
+    first.sort()
+    return first
 
 
 def line_counts_of(learned: LearnedFile) -> LineCounts:
