@@ -9,7 +9,9 @@ report's records), which grow with what is found rather than with the passages. 
 ``--stop-at spans`` it stops later, where the align stage's spans are mapped back (what the
 align stage holds of each passage is still held there). Prints the
 process's resident set size at that point (freed memory handed back first) and its peak so
-far (the learn pass's and the main pass's, for ``candidates``), and the numpy
+far (the learn pass's and the main pass's, for ``candidates``), the peak of each phase
+(discovery, the learn pass, the main pass, the join of its passages, the rest: the
+kernel's high-water mark, reset as each ends), and the numpy
 arrays it holds with at least half a byte a passage, by the record holding them. Given two
 dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
 prints the growth between them a passage: issue 21 asks that the driver's memory not grow
@@ -223,6 +225,42 @@ def _phase_ends(found: dict[str, Any], by_line: bool) -> None:
     gather.Prepared.passages = passages  # type: ignore[method-assign]
 
 
+def _phase_peaks(found: dict[str, Any]) -> None:
+    """The RSS peak of each phase (discovery, the learn pass, the main pass, the join of its
+    passages, the rest to the stop), untraced: the kernel's high-water mark is read as each
+    phase ends and then reset (``/proc/self/clear_refs``), so each figure is the phase's own."""
+    from dedup import pipeline
+    from dedup.engine import gather
+
+    peaks: dict[str, float] = found.setdefault("phase_peaks", {})
+
+    def ended(phase: str) -> None:
+        peaks[phase] = _peak_mib()
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+            clear.write("5")
+
+    def at_the_end(phase: str, function: Any) -> Any:
+        def call(*arguments: Any, **options: Any) -> Any:
+            made = function(*arguments, **options)
+            ended(phase)
+            return made
+
+        return call
+
+    pipeline.discover_inputs = at_the_end("discovery", pipeline.discover_inputs)
+    gather.learned_lines = at_the_end("learn pass", gather.learned_lines)
+    joined = gather.Prepared.passages
+
+    def passages(self: Any) -> Any:
+        ended("main pass")
+        made = joined(self)
+        ended("joining the passages")
+        return made
+
+    gather.Prepared.passages = passages  # type: ignore[method-assign]
+    found["phase_ended"] = ended
+
+
 def _traced_now() -> tuple[float, float]:
     held, peak = tracemalloc.get_traced_memory()
     return held / 2**20, peak / 2**20
@@ -257,7 +295,8 @@ def _probe(
     call, counted = _STOPS[stop_at]
 
     def instead(*arguments: Any, **_options: Any) -> Any:
-        found["peak_mib"] = _peak_mib()  # before this probe's own look at the arrays
+        found.pop("phase_ended")("to the stop")  # before this probe's own look at the arrays
+        found["peak_mib"] = max(found["phase_peaks"].values())
         gc.collect()
         if traced:
             _traced(found)
@@ -287,6 +326,7 @@ def _probe(
     if traced:
         _phase_ends(found, near_peak)
         tracemalloc.start(1)
+    _phase_peaks(found)
     if near_peak:
         near_the_peak.start()
     try:
@@ -377,6 +417,11 @@ def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
         f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB "
         f"(the peak so far {result['peak_mib']:.0f} MiB)"
     )
+    print(
+        "  the RSS peak of each phase: "
+        + "; ".join(f"{phase} {mib:.1f}" for phase, mib in result["phase_peaks"].items())
+        + " MiB"
+    )
     arrays = result["arrays"]
     for per_passage, dtype, shape, holder in arrays:
         print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
@@ -416,6 +461,13 @@ def _print_growth(results: list[dict[str, Any]], options: argparse.Namespace) ->
             f"growth from {one['passages']:,} to {other['passages']:,} passages: "
             f"{grown:.0f} B a passage (the peak so far: {peak:.0f} B a passage)"
         )
+        print(
+            "  the growth of each phase's RSS peak a passage: "
+            + "; ".join(
+                f"{phase} {(mib - one['phase_peaks'][phase]) * 2**20 / more:.0f} B"
+                for phase, mib in other["phase_peaks"].items()
+            )
+        )
         files = other["files"] - one["files"]
         if files > 0:
             print(
@@ -437,6 +489,9 @@ def _print_rounds(rounds: list[list[dict[str, Any]]]) -> None:
         resident = ", ".join(f"{r[place]['resident_mib']:.1f}" for r in rounds)
         peaks = ", ".join(f"{r[place]['peak_mib']:.1f}" for r in rounds)
         print(f"{result['passages']:,} passages: RSS {resident} MiB; the peak so far {peaks} MiB")
+        for phase in result["phase_peaks"]:
+            phase_peaks = ", ".join(f"{r[place]['phase_peaks'][phase]:.1f}" for r in rounds)
+            print(f"  the peak of {phase}: {phase_peaks} MiB")
     files = rounds[0][-1]["files"] - rounds[0][0]["files"]
     if files <= 0:
         return
