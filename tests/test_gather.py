@@ -379,6 +379,7 @@ def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None
     for number in numbers:
         held.append(number)
     assert list(held) == numbers and held[:] == numbers and len(held) == len(numbers)
+    assert held.numbers().tolist() == numbers
     assert [held[row] for row in range(-len(numbers), 0)] == numbers
     with pytest.raises(IndexError):
         held[len(numbers)]
@@ -393,4 +394,55 @@ def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None
     for number in range(start, start + 10_000):
         plain.append(number)
     assert list(plain) == list(range(start, start + 10_000))
+    assert plain.numbers().tolist() == list(range(start, start + 10_000))
     assert len(plain._starts) == 1  # one run: nothing held a file
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("abcd"), st.sampled_from(("txt", "jsonl", "zip")), st.integers(0, 2)
+        ),
+        max_size=30,
+    ),
+    st.sets(st.sampled_from("abcd")),
+    st.booleans(),
+)
+def test_files_alone_in_their_source_are_learned_from_as_they_are_prepared(
+    files: list[tuple[str, str, int]], known: set[str], by_site: bool
+) -> None:
+    """A file is learned from in the read that prepares it where it is alone in its source,
+    read whole, and no file can hold another source's documents (an archive, records naming
+    their source); every other task of a source not learned before is learned from apart."""
+    from dedup.engine.gather import PassTasks, _learned_when
+    from dedup.read import FoundFile
+    from dedup.read.slices import FileSlice
+
+    found = [
+        FoundFile(f"{source}/{number}.{kind}", source, kind, f"/dump/{source}/{number}.{kind}")
+        for number, (source, kind, _slices) in enumerate(files)
+    ]
+    slices = [tuple(FileSlice(at, at + 1, "utf-8") for at in range(count)) for *_, count in files]
+    tasks = PassTasks.of(slices)
+    config = ScanConfig(source_fields=("site",) if by_site else ())
+    at_once, apart = _learned_when(found, config, tasks, dict.fromkeys(known, frozenset()))
+
+    per_source = {source: [file.source for file in found].count(source) for source in "abcd"}
+    may_hold_others = any(
+        file.format == "zip" or (by_site and file.format == "jsonl") for file in found
+    )
+    expected = [
+        not may_hold_others
+        and per_source[file.source] == 1
+        and not parts
+        and file.source not in known
+        for file, parts in zip(found, slices, strict=True)
+    ]
+    assert list(at_once) == expected
+    assert list(apart) == [
+        task
+        for task, number in enumerate(tasks.file)
+        if not expected[number] and found[number].source not in known
+    ]
+    skipped = _learned_when(found, ScanConfig(skip_steps=("repeated-lines",)), tasks, {})
+    assert list(skipped[0]) == [0] * len(found) and len(skipped[1]) == 0

@@ -408,7 +408,7 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
     config = ScanConfig(jobs=1)
     files, _skipped = discover_inputs([str(tmp_path)])
     assert [file.source for file in files] == ["alone", "pair", "pair"]
-    assert repeated_lines.read_once(files, config) == [True, False, False]
+    assert repeated_lines.read_once(files, config).tolist() == [True, False, False]
 
     reads = []
     read_file = tasks.read_file
@@ -461,7 +461,7 @@ def test_files_are_read_once_only_where_no_file_can_hold_another_source(
 
     def decided(**options: Any) -> list[bool]:
         files, _skipped = discover_inputs([str(tmp_path)])
-        return repeated_lines.read_once(files, ScanConfig(**options))
+        return repeated_lines.read_once(files, ScanConfig(**options)).tolist()
 
     assert decided() == [True, True, True]
     assert decided(source_fields=("site",)) == [False, False, False]

@@ -321,6 +321,17 @@ class NumberRuns(Sequence[int]):
             return self._starts[run] + offset
         return None
 
+    def numbers(self) -> npt.NDArray[np.int64]:
+        """All the numbers, in order, as one array."""
+        starts = np.array(self._starts, dtype=np.int64)
+        lengths = np.diff(starts, append=self._count)
+        offsets = np.arange(self._count, dtype=np.int64) - np.repeat(starts, lengths)
+        steps = np.repeat(np.array(self._steps, dtype=np.int64), lengths)
+        numbers: npt.NDArray[np.int64] = (
+            np.repeat(np.array(self._firsts, dtype=np.int64), lengths) + steps * offsets
+        )
+        return numbers
+
 
 @dataclass
 class Prepared:
@@ -537,19 +548,7 @@ def prepare_all(
         with timer("read"):
             slices = file_slices(files, config, engine)
     tasks = PassTasks.of(slices)
-    learning = "repeated-lines" not in config.skip_steps
-    alone = read_once(files, config) if learning else [False] * len(files)
-    # 1: the file is learned from as it is prepared, in one read of it (a byte a file, where
-    # a list of bools held a pointer a file while the pass ran).
-    at_once = bytearray(
-        once and file.source not in known and not parts
-        for file, once, parts in zip(files, alone, slices, strict=True)
-    )
-    del alone
-    apart = NumberRuns()  # the tasks learned from apart
-    for task, number in enumerate(tasks.file):
-        if learning and not at_once[number] and files[number].source not in known:
-            apart.append(task)
+    at_once, apart = _learned_when(files, config, tasks, known)
     shown = config.show_progress
     # On a cluster, the workers keep the line keys of the learn pass, and then the
     # signatures (not for an index, which stores them).
@@ -671,6 +670,31 @@ class PassTasks:
     def part(self) -> Sequence[FileSlice | None]:
         """Each task's slice of its file, or None where it is the whole file."""
         return EachMade(len(self.file), self.slices.get)
+
+
+def _learned_when(
+    files: Sequence[FoundFile], config: ScanConfig, tasks: PassTasks, known: RepeatedLines
+) -> tuple[bytearray, NumberRuns]:
+    """Whether each file is learned from as it is prepared, in one read of it (1; a byte a
+    file, where a list of bools held a pointer a file while the pass ran), and the tasks
+    learned from apart, before it: neither for a file of a source ``known`` already. A
+    crawl's files are read back from disk (``FoundFiles``: each look makes a file's record
+    again), so each is looked at once, or twice with ``known``, not once a question."""
+    if "repeated-lines" in config.skip_steps:
+        return bytearray(len(files)), NumberRuns()
+    learned_before = (
+        np.fromiter((file.source in known for file in files), dtype=np.bool_, count=len(files))
+        if known
+        else np.zeros(len(files), dtype=np.bool_)
+    )
+    file_of_task = tasks.file.numbers()
+    in_slices = np.zeros(len(files), dtype=np.bool_)
+    in_slices[file_of_task[np.fromiter(tasks.slices, np.int64, len(tasks.slices))]] = True
+    once = np.asarray(read_once(files, config), dtype=np.bool_) & ~learned_before & ~in_slices
+    apart = NumberRuns()
+    for task in np.flatnonzero(~(once | learned_before)[file_of_task]).tolist():
+        apart.append(task)
+    return bytearray(once.view(np.uint8)), apart
 
 
 def file_slices(

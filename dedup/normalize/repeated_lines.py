@@ -5,7 +5,6 @@ source repeats often enough to be dropped."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -252,17 +251,22 @@ def repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:
     return repeated
 
 
-def read_once(files: Sequence[FoundFile], config: ScanConfig) -> list[bool]:
+def read_once(files: Sequence[FoundFile], config: ScanConfig) -> npt.NDArray[np.bool_]:
     """Which files are learned from and prepared in one read: those alone in their source,
     whose repeated lines are then theirs alone to learn. Not when some file can hold documents
     of other sources (an archive's folders, records naming their source), whose lines would
-    count towards those sources too."""
-    if any(file.format == "zip" for file in files) or (
-        config.source_fields and any(file.format in RECORD_FORMATS for file in files)
-    ):
-        return [False] * len(files)
-    files_per_source = Counter(file.source for file in files)
-    return [files_per_source[file.source] == 1 for file in files]
+    count towards those sources too. Each file is looked at once (a crawl's files are read
+    back from disk, ``FoundFiles``: each look makes a file's record again)."""
+    sources: dict[str, int] = {}
+    formats: set[str] = set()
+    source_of = np.empty(len(files), dtype=np.int64)
+    for number, file in enumerate(files):
+        source_of[number] = sources.setdefault(file.source, len(sources))
+        formats.add(file.format)
+    if "zip" in formats or (config.source_fields and not formats.isdisjoint(RECORD_FORMATS)):
+        return np.zeros(len(files), dtype=np.bool_)
+    alone: npt.NDArray[np.bool_] = np.bincount(source_of, minlength=len(sources))[source_of] == 1
+    return alone
 
 
 # On a cluster (dedup.engine.shuffle), the workers that learn from the files keep their line
