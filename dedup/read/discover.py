@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import NamedTuple
 
 import numpy as np
 
@@ -106,12 +107,13 @@ def _display(path: PurePath | str) -> str:
     return shown(PurePath(path).as_posix())
 
 
-def _source_for(root: Path, file: Path) -> str:
-    """One folder per site: the first folder under the scanned root, else the parent's name."""
-    relative = file.relative_to(root)
-    if len(relative.parts) > 1:
+def _folder_source(root: Path, folder: str) -> str:
+    """The source of the files in ``folder``: one folder per site, the first folder under
+    the scanned root, else the root's own name."""
+    relative = Path(folder).relative_to(root)
+    if relative.parts:
         return shown(relative.parts[0])
-    return _parent_name(file)
+    return shown(Path(os.path.abspath(folder)).name or ".")
 
 
 def _parent_name(file: Path) -> str:
@@ -187,8 +189,10 @@ def discover_inputs(
             raise InputPathError(
                 f"{shown(given)}: no such file or folder; check the path and try again"
             ) from error
-        entries: Iterable[tuple[Path, str]] = (
-            _walk(root, skipped, follow_links) if root.is_dir() else [(root, _parent_name(root))]
+        entries: Iterable[_Entry] = (
+            _walk(root, skipped, follow_links)
+            if root.is_dir()
+            else [_Entry(os.fspath(root), _display(root), _parent_name(root), None)]
         )
         streams.append(_found(entries, skipped))
     # Each path's files come in the order of their paths: merged, they are in order, and a
@@ -211,12 +215,23 @@ def _path_of(candidate: tuple[FoundFile, str]) -> str:
     return candidate[0].path
 
 
+class _Entry(NamedTuple):
+    """A file a walk found: its path on this machine and as shown, its source, and its real
+    path where the walk knows it (a file that is not a link, in a folder whose real path
+    is known), else None."""
+
+    fs_path: str
+    path: str
+    source: str
+    real: str | None
+
+
 def _found(
-    entries: Iterable[tuple[Path, str]], skipped: dict[str, Skipped]
+    entries: Iterable[_Entry], skipped: dict[str, Skipped]
 ) -> Iterator[tuple[FoundFile, str]]:
     """The files of ``entries`` that are read, each with its real path; the others skipped."""
-    for file, source in entries:
-        candidate = _candidate(file, source, skipped)
+    for entry in entries:
+        candidate = _candidate(entry, skipped)
         if candidate is not None:
             yield candidate
 
@@ -258,12 +273,12 @@ def _skip(skipped: dict[str, Skipped], path: Path | str, reason: str) -> None:
     skipped[where] = Skipped(where, reason)
 
 
-def _walk(
-    root: Path, skipped: dict[str, Skipped], follow_links: bool
-) -> Iterator[tuple[Path, str]]:
+def _walk(root: Path, skipped: dict[str, Skipped], follow_links: bool) -> Iterator[_Entry]:
     """The files under ``root`` with their sources, in the order of their paths, a folder
     at a time (a crawl of a page a file has millions: their paths are not all held at once,
-    nor sorted together)."""
+    nor sorted together). What is the same for a folder's files (how its path is shown,
+    its source, its real path) is found once for the folder: a file's own real path (each
+    folder above it looked at again) and its path parsed cost more than its stat."""
     inside = os.path.realpath(root)
     seen_folders = {inside}
 
@@ -274,19 +289,21 @@ def _walk(
             f"cannot list this folder ({error.strerror}); check its permissions",
         )
 
-    def outside(path: Path) -> bool:
+    def outside(path: Path | str) -> bool:
         real = os.path.realpath(path)
         return os.path.commonpath([inside, real]) != inside
 
-    def folder_files(folder: str) -> Iterator[tuple[Path, str]]:
+    def folder_files(folder: str) -> Iterator[_Entry]:
         try:
             with os.scandir(folder) as listing:
-                entries = [(entry.name, _is_folder(entry)) for entry in listing]
+                entries = [
+                    (entry.name, _is_folder(entry), _may_be_link(entry)) for entry in listing
+                ]
         except OSError as error:
             on_error(error)
             return
-        dirnames = sorted(name for name, is_folder in entries if is_folder)
-        filenames = [name for name, is_folder in entries if not is_folder]
+        dirnames = sorted(name for name, is_folder, _link in entries if is_folder)
+        filenames = [(name, link) for name, is_folder, link in entries if not is_folder]
         del entries
         for dirname in list(dirnames):
             subdir = Path(folder, dirname)
@@ -316,22 +333,24 @@ def _walk(
                 if real in seen_folders:  # a link loop, or a folder reached twice
                     dirnames.remove(dirname)
                 seen_folders.add(real)
-        cleaned = CLEAN_MARKER in filenames
+        cleaned = any(name == CLEAN_MARKER for name, _link in filenames)
         # In the order of their paths as shown (discover_inputs merges the given paths' files
         # by it): a folder's files come where its name with a "/" after it sorts among the
         # names of the files beside it.
-        named = [(shown(name), name, False) for name in filenames]
-        named += [(f"{shown(name)}/", name, True) for name in dirnames]
-        for _shown, name, is_folder in sorted(named):
+        named = [(shown(name), name, False, link) for name, link in filenames]
+        named += [(f"{shown(name)}/", name, True, False) for name in dirnames]
+        shown_folder, source = _display(folder), _folder_source(root, folder)
+        real_folder = os.path.realpath(folder)
+        for shown_name, name, is_folder, link in sorted(named):
             if is_folder:
-                yield from folder_files(os.path.join(folder, name))
+                yield from folder_files(_joined(folder, name))
                 continue
-            file = Path(folder, name)
+            file = _joined(folder, name)
             if name.startswith(".") and name.endswith(LOCK_SUFFIX):
                 continue  # dedup's lock on a report being written beside it: not an input
             if cleaned and name in (CLEAN_MARKER, REMOVED_JSONL, REMOVED_CSV):
                 continue  # a cleaned copy's own lists: not part of the collection
-            if not follow_links and _is_link(file) and outside(file):
+            if not follow_links and link and outside(file):
                 target = shown(os.path.realpath(file))
                 _skip(
                     skipped,
@@ -340,7 +359,8 @@ def _walk(
                     "pass --follow-links to read it",
                 )
                 continue
-            yield file, _source_for(root, file)
+            known_real = None if link else os.path.join(real_folder, name)
+            yield _Entry(file, _below(shown_folder, shown_name), source, known_real)
 
     return folder_files(os.fspath(root))
 
@@ -352,6 +372,28 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+def _may_be_link(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a symbolic link, or may be (the system would not say): its real
+    path is then looked for (_candidate), which says what it is."""
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True
+
+
+def _joined(folder: str, name: str) -> str:
+    """``name`` in ``folder``, as ``Path`` joins them (``./a`` is ``a``)."""
+    return name if folder == "." else os.path.join(folder, name)
+
+
+def _below(folder: str, name: str) -> str:
+    """The path shown of a file named ``name`` (shown) in ``folder`` (shown, ``_display``),
+    as ``_display`` shows the two joined."""
+    if folder == ".":
+        return name
+    return f"{folder}{name}" if folder.endswith("/") else f"{folder}/{name}"
 
 
 def _is_link(path: Path) -> bool:
@@ -437,13 +479,13 @@ def file_stamp(path: str) -> tuple[int, int] | None:
     return status.st_size, status.st_mtime_ns
 
 
-def _candidate(
-    file: Path, source: str, skipped: dict[str, Skipped]
-) -> tuple[FoundFile, str] | None:
-    """``file`` as found, with its real path; None if it is not read (listed as skipped)."""
-    where = _display(file)
+def _candidate(entry: _Entry, skipped: dict[str, Skipped]) -> tuple[FoundFile, str] | None:
+    """The file of ``entry`` as found, with its real path; None if it is not read (listed as
+    skipped)."""
+    where = entry.path
     try:
-        real = os.path.realpath(file, strict=True)
+        real = entry.real or os.path.realpath(entry.fs_path, strict=True)
+        status = os.stat(real)
     except PermissionError:
         skipped[where] = Skipped(
             where,
@@ -454,19 +496,20 @@ def _candidate(
     except (OSError, RuntimeError):
         skipped[where] = Skipped(where, "broken symbolic link (or a link loop): nothing to read")
         return None
-    if not os.path.isfile(real):
+    if not stat.S_ISREG(status.st_mode):
         skipped[where] = Skipped(where, NOT_REGULAR)
         return None
-    kind = _format_of(file.name)
+    kind = _format_of(os.path.basename(entry.fs_path))
     if isinstance(kind, str):
         skipped[where] = Skipped(where, kind)
         return None
     file_format, compression = kind
     # One string for what is the same (a dump of a page a file holds tens of thousands).
-    fs_path = str(file)
-    fs_path = where if fs_path == where else fs_path
-    stamp = file_stamp(real)
-    return FoundFile(where, sys.intern(source), file_format, fs_path, compression, stamp), real
+    fs_path = where if entry.fs_path == where else entry.fs_path
+    stamp = (status.st_size, status.st_mtime_ns)
+    return FoundFile(
+        where, sys.intern(entry.source), file_format, fs_path, compression, stamp
+    ), real
 
 
 def _links_in(file: FoundFile, real: str) -> tuple[bool, bool, FoundFile]:
