@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 import tracemalloc
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 from hypothesis import given, settings
@@ -257,3 +257,12 @@ def test_symlink_loops_are_skipped(tmp_path: Path, seed_simplified: str) -> None
     reasons = {Path(entry.path).name: entry.reason for entry in skipped}
     assert "link loop" in reasons["loop-a.txt"] and "link loop" in reasons["loop-b.txt"]
     assert len(found) == 3
+
+
+@given(st.text(st.sampled_from("a.b/章 \\x"), max_size=12))
+def test_a_name_s_suffixes_are_as_pathlib_finds_them(name: str) -> None:
+    """What format a file is, is read from its suffixes as pathlib finds them, for any name
+    (or a URL's last part), with dots anywhere."""
+    from dedup.read.discover import _suffixes
+
+    assert _suffixes(name) == PurePath(name).suffixes

@@ -405,9 +405,19 @@ def _is_link(path: Path) -> bool:
         return False
 
 
+def _suffixes(name: str) -> list[str]:
+    """``PurePath(name).suffixes``, without parsing a file's own name as a path (a crawl
+    has millions)."""
+    if "/" in name or name in ("", "."):
+        name = PurePath(name).name
+    if name.endswith("."):
+        return []
+    return ["." + suffix for suffix in name.lstrip(".").split(".")[1:]]
+
+
 def _format_of(name: str) -> tuple[str, str | None] | str:
     """(format, compression) of a file by its name, or why it is not read."""
-    suffixes = [suffix.lower() for suffix in PurePath(name).suffixes[-2:]]
+    suffixes = [suffix.lower() for suffix in _suffixes(name)[-2:]]
     compression = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
     if compression:
         suffixes = suffixes[:-1]
