@@ -11,7 +11,8 @@ align stage holds of each passage is still held there). Prints the
 process's resident set size at that point (freed memory handed back first) and its peak so
 far (the learn pass's and the main pass's, for ``candidates``), the peak of each phase
 (discovery, the learn pass, the main pass, the join of its passages, the rest: the
-kernel's high-water mark, reset as each ends), and the numpy
+kernel's high-water mark, reset as each ends) and its CPU and wall seconds (the driver's
+CPU a file in the passes says how many workers it keeps busy), and the numpy
 arrays it holds with at least half a byte a passage, by the record holding them. Given two
 dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
 prints the growth between them a passage: issue 21 asks that the driver's memory not grow
@@ -50,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import tracemalloc
 from itertools import pairwise
 from pathlib import Path
@@ -228,14 +230,22 @@ def _phase_ends(found: dict[str, Any], by_line: bool) -> None:
 def _phase_peaks(found: dict[str, Any]) -> None:
     """The RSS peak of each phase (discovery, the learn pass, the main pass, the join of its
     passages, the rest to the stop), untraced: the kernel's high-water mark is read as each
-    phase ends and then reset (``/proc/self/clear_refs``), so each figure is the phase's own."""
+    phase ends and then reset (``/proc/self/clear_refs``), so each figure is the phase's own.
+    And each phase's CPU and wall seconds in this process: on a cluster, the driver's CPU a
+    file in the passes says how many workers it can keep busy."""
     from dedup import pipeline
     from dedup.engine import gather
 
     peaks: dict[str, float] = found.setdefault("phase_peaks", {})
+    # each phase's CPU seconds (this process's, all its threads) and wall seconds
+    times: dict[str, tuple[float, float]] = found.setdefault("phase_times", {})
+    last = [time.process_time(), time.perf_counter()]
 
     def ended(phase: str) -> None:
         peaks[phase] = _peak_mib()
+        now = [time.process_time(), time.perf_counter()]
+        times[phase] = (now[0] - last[0], now[1] - last[1])
+        last[:] = now
         with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
             clear.write("5")
 
@@ -416,6 +426,14 @@ def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
     print(
         f"{dump}: {result['passages']:,} passages, RSS {result['resident_mib']:.0f} MiB "
         f"(the peak so far {result['peak_mib']:.0f} MiB)"
+    )
+    files = result["files"]
+    print(
+        "  each phase's CPU / wall seconds here (CPU a file): "
+        + "; ".join(
+            f"{phase} {cpu:.1f} / {wall:.1f} s ({cpu / max(files, 1) * 1e6:.0f} µs)"
+            for phase, (cpu, wall) in result["phase_times"].items()
+        )
     )
     print(
         "  the RSS peak of each phase: "
