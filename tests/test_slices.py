@@ -204,3 +204,35 @@ def test_a_cleaned_copy_of_a_file_read_in_slices_is_the_same(
     assert copies[0] == copies[1]
     kept = copies[1]["crawl.jsonl"].decode().splitlines()
     assert 0 < len(kept) < len(mirror_records(mirror_dump)) - 25  # copies left out
+
+
+def test_found_files_none_of_them_json_lines_are_not_each_looked_at_for_slices(
+    mirror_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: None
+) -> None:
+    """A crawl's found files are rows on disk: where none is JSON Lines, none is cut, and
+    the tasks and slices are known without making each file's record again; with a large
+    JSON Lines file among them, it is cut as before."""
+    from dedup.engine.gather import file_slices
+    from dedup.read.discover import FoundFiles
+
+    monkeypatch.setattr(slicing, "SLICE_BYTES", SLICE)
+    text = "\n".join(mirror_records(mirror_dump))
+    for name in ("a.txt", "b.txt", "c.json"):
+        (tmp_path / name).write_text(text, "utf-8")
+    found, _ = discover_inputs([str(tmp_path)])
+    assert found.formats == {"txt", "json"}
+    config = ScanConfig()
+
+    def no_look(self: FoundFiles, row: int) -> None:
+        raise AssertionError(f"file {row} made again")
+
+    with monkeypatch.context() as looks:
+        looks.setattr(FoundFiles, "_row", no_look)
+        assert slicing.most_tasks(found, config) == 3
+        assert list(file_slices(found, config, engine=None)) == [(), (), ()]  # type: ignore[arg-type]
+
+    (tmp_path / "d.jsonl").write_text(text, "utf-8")
+    found, _ = discover_inputs([str(tmp_path)])
+    assert "jsonl" in found.formats
+    assert slicing.most_tasks(found, config) > 4
+    assert slicing.most_tasks(list(found), config) == slicing.most_tasks(found, config)

@@ -55,7 +55,7 @@ from dedup.normalize.repeated_lines import (
 from dedup.offset_steps import StepPacker
 from dedup.progress import progress
 from dedup.read import FoundFile
-from dedup.read.slices import FileSlice, count_lines, counted, planned_slices
+from dedup.read.slices import FileSlice, count_lines, counted, may_be_sliced, planned_slices
 from dedup.spool import ArraySpool, RowSpool
 from dedup.timing import StageTimer
 
@@ -703,6 +703,8 @@ def file_slices(
     """Per file, the slices it is prepared in, their lines counted on the engine; none for a
     file read whole (held only for the files in slices: a list of a file held a pointer a
     file while the pass ran)."""
+    if not may_be_sliced(files):
+        return EachMade(len(files), lambda _number: ())
     planned = {
         number: parts
         for number, file in enumerate(files)

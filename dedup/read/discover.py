@@ -77,10 +77,18 @@ class FoundFiles(AppendedRows[FoundFile]):
     def __init__(self, files: Iterable[FoundFile] = ()) -> None:
         super().__init__()
         self._fs_paths: dict[int, str] = {}
+        self._formats: set[str] = set()
         for file in files:
             self.append(file)
 
+    @property
+    def formats(self) -> frozenset[str]:
+        """The formats of the files, each once: a question of all of them (is any JSON
+        Lines?) answered without making each file's record again."""
+        return frozenset(self._formats)
+
     def append(self, file: FoundFile) -> None:
+        self._formats.add(file.format)
         compression = -1 if file.compression is None else self._number(file.compression)
         codes = (self._number(file.source), self._number(file.format), compression)
         # size and time, the time in seconds and nanoseconds: four bytes each while the

@@ -23,7 +23,7 @@ from dedup.config import ScanConfig
 from dedup.errors import DecodeFailure
 from dedup.read import streams
 from dedup.read.decode import SAMPLE_BYTES, decode_stream, detect_encoding
-from dedup.read.discover import FoundFile
+from dedup.read.discover import FoundFile, FoundFiles
 from dedup.read.location import open_input
 from dedup.read.streams import CHUNK, RawInput
 
@@ -84,7 +84,16 @@ def most_tasks(files: Sequence[FoundFile], config: ScanConfig) -> int:
     """How many tasks preparing ``files`` takes at most: one a file, or a slice (as many as
     planned_slices would cut, judged by the size alone), which is as many workers as the
     scan can use."""
+    if not may_be_sliced(files):
+        return len(files)
     return sum(_most_slices(file, config) for file in files)
+
+
+def may_be_sliced(files: Sequence[FoundFile]) -> bool:
+    """False where no file of ``files`` is cut in slices, without a look at each: found
+    files know their formats, and only a JSON Lines file is cut (a crawl has millions of
+    files, each made again from its row on disk for a look)."""
+    return not isinstance(files, FoundFiles) or "jsonl" in files.formats
 
 
 def _most_slices(file: FoundFile, config: ScanConfig) -> int:
