@@ -121,11 +121,15 @@ def _folder_source(root: Path, folder: str) -> str:
     relative = Path(folder).relative_to(root)
     if relative.parts:
         return shown(relative.parts[0])
-    return shown(Path(os.path.abspath(folder)).name or ".")
+    return _folder_name(folder)
 
 
 def _parent_name(file: Path) -> str:
-    return shown(Path(os.path.abspath(file)).parent.name or ".")
+    return _folder_name(os.path.dirname(os.path.abspath(file)))
+
+
+def _folder_name(folder: str) -> str:
+    return shown(Path(os.path.abspath(folder)).name or ".")
 
 
 # A copy dedup clean wrote holds this file, and its lists of what it left out: scanned again,
@@ -491,9 +495,13 @@ def file_stamp(path: str) -> tuple[int, int] | None:
     if is_url(path):
         return url_stamp(path)
     try:
-        status = os.stat(path)
+        return _stamp_of(os.stat(path))
     except OSError:
         return None
+
+
+def _stamp_of(status: os.stat_result) -> tuple[int, int]:
+    """A file's stamp, from its status: its size and modification time in ns."""
     return status.st_size, status.st_mtime_ns
 
 
@@ -524,7 +532,7 @@ def _candidate(entry: _Entry, skipped: dict[str, Skipped]) -> tuple[FoundFile, s
     file_format, compression = kind
     # One string for what is the same (a dump of a page a file holds tens of thousands).
     fs_path = where if entry.fs_path == where else entry.fs_path
-    stamp = (status.st_size, status.st_mtime_ns)
+    stamp = _stamp_of(status)
     return FoundFile(
         where, sys.intern(entry.source), file_format, fs_path, compression, stamp
     ), real
