@@ -197,14 +197,21 @@ class ScanNames(PackedPaths):
         self._file_paths: dict[str, int] = {}  # file _file's
 
     def numbers(
-        self, names: Sequence[str], used_as_path: npt.NDArray[np.bool_], file: int
+        self,
+        names: Sequence[str],
+        used_as_path: npt.NDArray[np.bool_],
+        file: int | npt.NDArray[np.int64],
     ) -> npt.NDArray[np.int64]:
-        """The number here of each of ``names``, a table's of file ``file`` (those
-        ``used_as_path`` its documents' paths)."""
-        if file != self._file:
-            self._file, self._file_paths = file, {}
+        """The number here of each of ``names``, a table's of file ``file`` (or tables' of
+        files in order, ``file`` the file of each name; those ``used_as_path`` its
+        documents' paths)."""
+        files = np.broadcast_to(np.asarray(file, dtype=np.int64), len(names)).tolist()
         numbers = np.empty(len(names), dtype=np.int64)
-        for row, (name, is_path) in enumerate(zip(names, used_as_path.tolist(), strict=True)):
+        for row, (name, is_path, of) in enumerate(
+            zip(names, used_as_path.tolist(), files, strict=True)
+        ):
+            if of != self._file:
+                self._file, self._file_paths = of, {}
             known = self._file_paths if is_path else self._others
             number = known.get(name)
             if number is None:

@@ -21,6 +21,17 @@ def progress(items: Iterable[T], stage: str, unit: str, total: int, shown: bool)
     return iter(tqdm(items, desc=stage, unit=unit, total=total, disable=not shown, leave=False))
 
 
+def progress_by(
+    items: Iterable[T], size: Callable[[T], int], stage: str, unit: str, total: int, shown: bool
+) -> Iterator[T]:
+    """``items``, each counted as ``size(item)`` of ``total`` (an item may stand for
+    several, as a piece of files handed back as one) on a bar named ``stage``."""
+    with tqdm(desc=stage, unit=unit, total=total, disable=not shown, leave=False) as bar:
+        for item in items:
+            yield item
+            bar.update(size(item))
+
+
 @dataclass(frozen=True, slots=True)
 class CountedThreads:
     """An engine's threads, each run of chunks on them counted on a bar named ``stage``: a

@@ -313,12 +313,11 @@ def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
                 isinstance(held, Future) == (name == "dask") for held, _ in found[name].chapters
             )
             if kept is not None:  # each source's chapters come back, not their line keys
-                for file, _kept in kept.learn_tasks(files, config, [None] * len(files)):
-                    assert all(
-                        len(lines.chapters) and not len(lines.pair_keys)
-                        for lines in file.line_counts.values()
-                    )
-                    assert all(not document for document in file.chapters)  # nor the chapters
+                back = list(kept.learn_tasks(files, config, [None] * len(files)))
+                assert sum(piece.files for piece, _kept in back) == len(files)
+                for piece, _kept in back:  # nor the chapters: each file's inputs counted
+                    assert all(len(hashes) for hashes in piece.chapters.values())
+                    assert piece.inputs.tolist() == [1] * piece.files
     here, there = found["local"], found["dask"]
     assert (
         there.repeated

@@ -446,3 +446,111 @@ def test_files_alone_in_their_source_are_learned_from_as_they_are_prepared(
     ]
     skipped = _learned_when(found, ScanConfig(skip_steps=("repeated-lines",)), tasks, {})
     assert list(skipped[0]) == [0] * len(found) and len(skipped[1]) == 0
+
+
+class _KeptThere:
+    """The workers' keeping of what they made, as the driver tells it the runs they hand
+    over (only counted here)."""
+
+    def __init__(self) -> None:
+        self.runs: list[Any] = []
+
+    def add(self, runs: Sequence[Any]) -> None:
+        self.runs += runs
+
+
+def _merged_state(prepared: Any) -> tuple[Any, ...]:
+    """All the driver holds of the files merged so far, as plain values."""
+    spans = prepared.spans.joined()
+    runs = prepared.spans.run_keys()
+    return (
+        len(spans),
+        [column.tolist() for column in runs.of(np.arange(len(runs)))],
+        list(spans.documents),
+        spans.titles.values(),
+        spans.run_first.column().tolist(),
+        [column.tolist() for column in spans.labels.columns()],
+        list(prepared.file_numbers),
+        list(prepared.inputs),
+        prepared.skipped,
+        prepared.too_short,
+        prepared.byte_spans.columns(np.int32, np.int32)[1].tolist(),
+        prepared.count,
+    )
+
+
+def test_files_handed_back_as_one_are_merged_as_each_file_alone(
+    mirror_dump: Path, samples: Path, tmp_path: Path
+) -> None:
+    """A cluster's worker hands a piece of its batch's files back as one where there are
+    several and each is of one input or none (tasks.handed_back): what the driver then holds
+    is what it holds when they come a file at a time (Prepared.add_files, Prepared.add),
+    whatever the pieces: page files, JSON Lines records with ids and without, a file
+    skipped on the worker, and an archive's inputs, which still come a file at a time."""
+    import json
+    import zipfile
+
+    from dedup.engine.gather import Prepared
+    from dedup.engine.tasks import PreparedFiles, handed_back, without_kept
+    from dedup.fingerprint import SignatureTable
+
+    dump = tmp_path / "dump"
+    pages = sorted(mirror_dump.glob("site-b/*.txt"))[:12]
+    dump.mkdir()
+    for page in pages:
+        (dump / page.name).write_bytes(page.read_bytes())
+    (dump / "zz-nul.txt").write_bytes(b"\x00" * 64 + pages[0].read_bytes())
+    for book in ("sanguo", "xiyouji"):  # chapters: titles of one document
+        (dump / f"p-{book}.txt").write_bytes((samples / f"site-classic/{book}.txt").read_bytes())
+    with zipfile.ZipFile(dump / "m-archive.zip", "w") as archive:
+        for page in pages[:2]:
+            archive.write(page, page.name)
+    text = (samples / "site-classic/xiyouji.txt").read_text("utf-8")
+    records = [{"title": f"第{n}章", "content": text[n * 300 : n * 300 + 900]} for n in range(9)]
+    with (dump / "n-ids.jsonl").open("w") as out:
+        for number, record in enumerate(records[:6]):
+            out.write(json.dumps({**record, "id": f"r{number}"}, ensure_ascii=False) + "\n")
+    (dump / "o-plain.jsonl").write_text(
+        "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records[6:]), "utf-8"
+    )
+    config = ScanConfig()
+    files, _skipped = discover_inputs([str(dump)])
+    prepared = [prepare_file(file, config, {}) for file in files]
+    assert [len(result.inputs) for result in prepared].count(2) == 1  # the archive
+
+    def fresh() -> Prepared:
+        return Prepared(SignatureTable(config.num_perm), _KeptThere(), found=files)  # type: ignore[arg-type]
+
+    alone = fresh()  # each file as a worker hands it back alone
+    for number, result in enumerate(prepared):
+        alone.add(number, pickle.loads(pickle.dumps(without_kept(result))))
+    expected = _merged_state(alone)
+    assert expected[8] and len(expected[7]) == len(prepared) + 1 - len(expected[8])  # skipped
+    record_ids = [key[3] for key in expected[2]]
+    assert "r5" in record_ids and None in record_ids
+    assert [key[2] for key in expected[2] if key[3] is None and key[2] is not None] == [0, 1, 2]
+    merged_files = []  # by the cuts: files handed back as one
+    for cuts in ([], [3], [1, 2, 9], [1, 6, 11, 14], list(range(1, len(prepared)))):
+        bounds = [0, *cuts, len(prepared)]
+        merged, number, as_one, given = fresh(), 0, 0, []
+        for low, high in itertools.pairwise(bounds):
+            for back in pickle.loads(pickle.dumps(handed_back(prepared[low:high]))):
+                if isinstance(back, PreparedFiles):
+                    given.append(f"runs of {number}")  # what the workers keep of them
+                    merged.add_files(number, back, given[-1:])
+                    number, as_one = number + back.files, as_one + back.files
+                else:
+                    merged.add(number, back)
+                    number += 1
+        assert _merged_state(merged) == expected, cuts
+        assert merged.kept.runs == given  # type: ignore[union-attr]
+        # a piece of several files of an input or none each comes as one
+        assert as_one == sum(
+            high - low
+            for low, high in itertools.pairwise(bounds)
+            if high - low > 1 and all(len(result.inputs) <= 1 for result in prepared[low:high])
+        )
+        merged_files.append(as_one)
+    assert merged_files[0] == merged_files[-1] == 0  # the archive in the piece; each alone
+    assert merged_files[2] == len(prepared) - 2  # all but the archive and the next, alone
+    assert len(expected[3]) > len(expected[2])  # more titles than documents

@@ -421,12 +421,12 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     from dedup.normalize.repeated_lines import (
         DistinctChapters,
         FirstChapters,
+        learned_back,
         line_counts_of,
         line_entries,
         merged_learned,
         partition_repeated,
         repeated_lines,
-        without_line_keys,
     )
     from tests.conftest import SLOGAN
 
@@ -444,8 +444,13 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     distinct = []
     taken = DistinctChapters()
     for batch, batch_kept in zip(batches, kept, strict=True):
-        for file in batch:
-            taken.add(without_line_keys(file))
+        # handed back a piece at a time: a file each, then the rest of the batch as one
+        for piece in (batch[:1], batch[1:]):
+            if piece:
+                (back,) = learned_back(piece)
+                assert back.files == len(piece)
+                assert back.inputs.tolist() == [len(file.chapters) for file in piece]
+                taken.add(back)
         distinct.append(taken.taken())
         # The chapters here are those the batch's worker keeps the keys of, in its order.
         assert list(distinct[-1]) == list(batch_kept)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import importlib.util
 import logging
@@ -212,16 +213,17 @@ class DaskEngine:
         self,
         function: Callable[..., T],
         kept: Sequence[Callable[[T], Any]],
-        handed_back: Callable[[T], T],
+        handed_back: Callable[[list[T]], list[Any]],
         merged: Callable[[list[T]], T],
         *arguments: Iterable[Any],
-    ) -> Iterator[tuple[T, tuple[Future[Any], ...]]]:
+    ) -> Iterator[tuple[Any, tuple[Future[Any], ...]]]:
         """``function`` over the arguments as tasks on the workers, small files' calls in
-        batches (:func:`~dedup.engine.batches.file_batches`): of each result
-        ``handed_back(result)`` brought here, in order, a piece of the batch at a time; of
-        each batch's results ``merged``, each of ``kept`` of that left on the worker, its
-        futures given with the batch's last result (``()`` with the others: Dask runs the
-        task again if the worker dies while they are held)."""
+        batches (:func:`~dedup.engine.batches.file_batches`): of the results
+        ``handed_back(results)`` brought here, in order, a piece of the batch at a time
+        (what it hands back of a piece's results: each alone, :func:`one_by_one`, or some
+        as one); of each batch's results ``merged``, each of ``kept`` of that left on the
+        worker, its futures given with the last that comes back of the batch (``()`` with
+        the others: Dask runs the task again if the worker dies while they are held)."""
         calls, batches, pieces, tasks = self._submit_batches(function, arguments, _KEPT_BATCH_BYTES)
         assert self.client is not None
         submit = self.client.submit
@@ -246,7 +248,7 @@ class DaskEngine:
         for number, task in enumerate(tasks):
             assert task is not None
             held: list[T] = []  # a failed task's results, made here (_batch_taken)
-            last: list[T] = []  # yielded with the batch's kept parts, if it is its last
+            last: list[Any] = []  # yielded with the batch's kept parts, if it is its last
             for piece in range(first_piece, first_piece + len(pieces[number])):
                 results = self._batch_taken(function, calls, every_piece, backs, piece)
                 if task.status == "error":
@@ -262,7 +264,7 @@ class DaskEngine:
             if held:  # run here instead: whole, the workers kept nothing
                 whole = merged(held)
                 keep = tuple(self.client.scatter(part(whole), hash=False) for part in kept)
-                last = [handed_back(result) for result in held]
+                last = handed_back(held)
                 for result in last[:-1]:
                     yield result, ()
             tasks[number] = None
@@ -806,9 +808,19 @@ def _batch_task(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> lis
     return [_task(function, *call) for call in calls]
 
 
-def _each(function: Callable[[T], Any], results: list[T], start: int, stop: int) -> list[Any]:
-    """``function`` of each of a piece of a batch's results, on the worker that holds them."""
-    return [function(result) for result in results[start:stop]]
+def _each(function: Callable[[list[T]], Any], results: list[T], start: int, stop: int) -> Any:
+    """``function`` of a piece of a batch's results, on the worker that holds them."""
+    return function(results[start:stop])
+
+
+def one_by_one(function: Callable[[T], Any]) -> Callable[[list[T]], list[Any]]:
+    """``function`` of each of a piece's results, as :meth:`DaskEngine.map_keeping` hands
+    them back."""
+    return functools.partial(_each_of, function)
+
+
+def _each_of(function: Callable[[T], Any], results: list[T]) -> list[Any]:
+    return [function(result) for result in results]
 
 
 def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:

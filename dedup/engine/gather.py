@@ -38,6 +38,7 @@ from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
     PreparedFile,
+    PreparedFiles,
     PreparedInput,
     count_line_keys,
     joined_slices,
@@ -53,7 +54,7 @@ from dedup.normalize.repeated_lines import (
     repeated_lines,
 )
 from dedup.offset_steps import StepPacker
-from dedup.progress import progress
+from dedup.progress import progress, progress_by
 from dedup.read import FoundFile
 from dedup.read.slices import FileSlice, count_lines, counted, may_be_sliced, planned_slices
 from dedup.spool import ArraySpool, RowSpool
@@ -166,6 +167,48 @@ class StreamedSpans:
         if table.held is None:
             self._ends.append(np.column_stack((table.start, table.end)))
         self._rows += len(table)
+
+    def append_files(
+        self, files: PreparedFiles, names: ScanNames, file: npt.NDArray[np.int64], number: int
+    ) -> None:
+        """The tables of ``files``, their inputs of file numbers ``file`` (one an input) and
+        inputs from ``number`` on, after the others: as :meth:`append` appends each, their
+        documents named in ``names``. Their files are none appended yet, so every document
+        and title is new."""
+        if files.rows:
+            if self._counted is False:
+                raise ValueError("tables with their starts and ends joined to tables without")
+            self._counted = True
+        used_as_path = np.zeros(len(files.names), dtype=np.bool_)
+        used_as_path[files.path] = True
+        named = names.numbers(files.names, used_as_path, file[files.name_input])
+        self._names = names
+        row_of = SpooledStrings.row_of
+        append_title = self._titles.append
+        titles = np.array(
+            [append_title(row_of(title)) for title in files.titles.values()], dtype=np.int64
+        )
+        documents = len(self._documents) + np.arange(len(files.source), dtype=np.int64)
+        int32_column(documents)  # an error past 2**31 documents, before any is written
+        self._documents.append(np.column_stack((named[files.source], named[files.path])))
+        self._records.append(files.record.reshape(-1, 1))
+        self._any_record = self._any_record or bool((files.record != -1).any())
+        self._record_ids.append(files.record_ids)
+        self._runs.append(
+            np.column_stack(
+                (
+                    files.run_first + self._rows,
+                    files.run_input.astype(np.int64) + number,
+                    documents[files.run_document],
+                    files.run_chapter,
+                    int32_column(titles[files.run_title]),
+                )
+            )
+        )
+        self._rows += files.rows
+        # none of these files' tables goes on into the next table (of another file)
+        self._file, self._last_titles = -1, {}
+        self._last = np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64)
 
     def _titles_numbered(self, titles: list[str | None], file: int) -> npt.NDArray[np.int64]:
         """The number here of each of ``titles``, those not among the last table's of the
@@ -411,6 +454,25 @@ class Prepared:
                 self.skipped.append(item.skipped)
             self.too_short += item.too_short
 
+    def add_files(self, first: int, files: PreparedFiles, runs: Sequence[Run] = ()) -> None:
+        """Files ``first`` on (as many as ``files`` holds), after those before them, as
+        :meth:`add` adds each; ``runs``: what the workers keep of them (only they hand files
+        back so, keeping the rest)."""
+        if self.kept is None:
+            raise ValueError("files handed back as one where the workers keep nothing")
+        self.kept.add(runs)
+        file = first + np.flatnonzero(files.has_input).astype(np.int64)
+        self.count += files.rows
+        self.spans.append_files(files, self.names, file, len(self.file_numbers))
+        for number in file.tolist():
+            self.file_numbers.append(number)
+        self.byte_spans.append(files.byte_spans)
+        for entry in files.entries:
+            if entry is not None:
+                self.inputs.append(entry)
+        self.skipped += [skipped for skipped in files.skipped if skipped is not None]
+        self.too_short += files.too_short
+
     def passages(self) -> Passages:
         """Every passage of the dump, merged (the parts they were made of let go)."""
         alignment = self.alignment.joined(PassageAlignment.empty())
@@ -600,26 +662,34 @@ def prepare_all(
     # (Where the workers keep the texts, none comes back: nothing to let go of.)
     here = new_scan()
     unit = "part" if count > len(files) else "file"
+    taken = progress_by(results, _tasks_in, "read+fingerprint", unit, count, shown)
+    number = 0  # the next file's
     try:
-        for number, (file, (result, runs)) in enumerate(
-            zip(
-                files,
-                _by_file(progress(results, "read+fingerprint", unit, count, shown), slices, config),
-                strict=True,
-            )
-        ):
-            if kept is None:  # else no text came back
-                result = _without_copies(result, CopyFilter(here, number))
-            if each is None:
-                prepared.add(number, result, runs)
+        for result, runs in _by_file(taken, slices, config):
+            if isinstance(result, PreparedFiles):  # several files', their texts kept there
+                prepared.add_files(number, result, runs)
+                number += result.files
             else:
-                each(file, result)
+                if kept is None:  # else no text came back
+                    result = _without_copies(result, CopyFilter(here, number))
+                if each is None:
+                    prepared.add(number, result, runs)
+                else:
+                    each(files[number], result)
+                number += 1
             for stage, seconds in result.seconds.items():
                 timer.add(stage, seconds)
     finally:
         forget_scan(scan)  # this process's table, when the files were prepared here
         forget_scan(here)
+    if number != len(files):
+        raise ValueError(f"{number} files prepared of {len(files)}")
     return prepared
+
+
+def _tasks_in(result: tuple[PreparedFile | PreparedFiles, Any]) -> int:
+    """The tasks a result of the main pass is of (files handed back as one: theirs)."""
+    return result[0].files if isinstance(result[0], PreparedFiles) else 1
 
 
 def learned_lines(
@@ -729,21 +799,36 @@ def file_slices(
 
 
 def _by_file(
-    results: Iterator[tuple[PreparedFile, Run | None]],
+    results: Iterator[tuple[PreparedFile | PreparedFiles, Run | None]],
     slices: Sequence[tuple[FileSlice, ...]],
     config: ScanConfig,
-) -> Iterator[tuple[PreparedFile, list[Run]]]:
-    """The tasks' results, in order, as one a file: a file's slices joined; with what the
-    workers kept of it, in runs (none of a file whose slices are not joined: see
-    joined_slices)."""
-    for parts in slices:
-        taken = [next(results) for _part in parts or (None,)]
+) -> Iterator[tuple[PreparedFile | PreparedFiles, list[Run]]]:
+    """The tasks' results, in order, as one a file: a file's slices joined (or files handed
+    back as one, none in slices, as they come); with what the workers kept of it, in runs
+    (none of a file whose slices are not joined: see joined_slices)."""
+    number = 0
+    while number < len(slices):
+        parts = slices[number]
+        first, first_run = next(results)
+        if isinstance(first, PreparedFiles):
+            yield first, [] if first_run is None else [first_run]
+            number += first.files
+            continue
+        number += 1
+        taken = [(first, first_run)] + [next(results) for _part in parts[1:]]
         runs = [run for _result, run in taken if run is not None]
         if not parts:
-            yield taken[0][0], runs
+            yield first, runs
             continue
-        joined = joined_slices([result for result, _run in taken], config)
+        # a slice is a piece alone, never handed back with others
+        joined = joined_slices([_one_file(result) for result, _run in taken], config)
         yield joined, runs if passage_count(joined) == sum(run[0] for run in runs) else []
+
+
+def _one_file(result: PreparedFile | PreparedFiles) -> PreparedFile:
+    if isinstance(result, PreparedFiles):
+        raise ValueError("a slice of a file handed back with other files")
+    return result
 
 
 def _without_copies(result: PreparedFile, copies: CopyFilter) -> PreparedFile:

@@ -81,8 +81,10 @@ from dedup.documents import (
 from dedup.engine.batches import EachMade
 from dedup.engine.tasks import (
     PreparedFile,
+    PreparedFiles,
     count_line_keys,
     ends_in_runs,
+    handed_back,
     hashes_of,
     lengths_and_steps_of,
     merged_files,
@@ -91,22 +93,21 @@ from dedup.engine.tasks import (
     signatures_of,
     span_ends_of,
     texts_of,
-    without_kept,
 )
 from dedup.normalize.repeated_lines import (
     DistinctChapters,
     FirstChapters,
-    LearnedFile,
+    LearnedFiles,
     LearnPass,
     chapters_of,
+    learned_back,
     line_counts_of,
     line_entries,
     merged_learned,
     partition_repeated,
-    without_keys_or_chapters,
 )
 from dedup.offset_steps import offsets_in_runs
-from dedup.progress import progress
+from dedup.progress import progress, progress_by
 from dedup.read import FoundFile
 from dedup.read.slices import FileSlice
 from dedup.verify import estimates_in_runs
@@ -164,16 +165,17 @@ class KeptOnWorkers:
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
-    ) -> Iterator[tuple[PreparedFile, Run | None]]:
+    ) -> Iterator[tuple[PreparedFile | PreparedFiles, Run | None]]:
         """``function`` (the main pass's task) over the arguments on the workers: each
-        prepared file without what the worker keeps of it, in order, and the futures of
-        that with the last file of each batch the engine ran as one task (None with the
-        others: the run holds the passages of its batch's files); :meth:`add` takes those
-        of the files the scan keeps."""
+        prepared file without what the worker keeps of it, in order (a piece's files of an
+        input each, as one: :func:`~dedup.engine.tasks.handed_back`), and the futures of
+        that with the last of each batch the engine ran as one task (None with the others:
+        the run holds the passages of its batch's files); :meth:`add` takes those of the
+        files the scan keeps."""
         parts = (signatures_of, texts_of, lengths_and_steps_of, seeds_of, hashes_of, span_ends_of)
         batched = 0  # the passages of the batch's files before
         for result, kept in self.engine.map_keeping(
-            function, parts, without_kept, merged_files, *arguments
+            function, parts, handed_back, merged_files, *arguments
         ):
             batched += passage_count(result)
             if not kept:
@@ -210,11 +212,14 @@ class KeptOnWorkers:
         results = self.learn_tasks(files, config, parts)
         batch = DistinctChapters()
         first_file = inputs = 0  # the batch's: its first file, its files' inputs so far
-        for result, keep in progress(results, "learn site lines", "file", len(files), self.shown):
+        taken = progress_by(
+            results, lambda item: item[0].files, "learn site lines", "file", len(files), self.shown
+        )
+        for result, keep in taken:
             batch.add(result)
             seconds += result.seconds
-            inputs += len(result.chapters)
-            ends.append(inputs)
+            ends.extend((inputs + np.cumsum(result.inputs)).tolist())
+            inputs += int(result.inputs.sum())
             if keep:
                 line_counts, batch_chapters = keep
                 batch_first.append(first_file)
@@ -247,15 +252,15 @@ class KeptOnWorkers:
 
     def learn_tasks(
         self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
-    ) -> Iterator[tuple[LearnedFile, tuple[Future[Any], ...]]]:
-        """The learn pass's tasks over ``files``: each file as handed back (each source's
-        distinct chapters, without their line keys or the chapters found), in order, and
-        with the last of each batch the futures of its line keys and chapters, which the
-        workers keep."""
+    ) -> Iterator[tuple[LearnedFiles, tuple[Future[Any], ...]]]:
+        """The learn pass's tasks over ``files``: each piece of files as handed back (each
+        source's chapters, without their line keys, and each file's inputs counted: the
+        chapters found are kept there), in order, and with the last of each batch the
+        futures of its line keys and chapters, which the workers keep."""
         return self.engine.map_keeping(
             count_line_keys,
             (line_counts_of, chapters_of),
-            without_keys_or_chapters,
+            learned_back,
             merged_learned,
             files,
             itertools.repeat(config),

@@ -8,13 +8,14 @@ import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dedup.arrays import concatenated
 from dedup.codepoints import TextRun
-from dedup.columns import SpanTable
+from dedup.columns import SpanTable, Strings, int32_column, record_column
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets
@@ -314,9 +315,112 @@ def without_kept(prepared: PreparedFile) -> PreparedFile:
     return replace(prepared, inputs=inputs)
 
 
-def passage_count(prepared: PreparedFile) -> int:
-    """How many passages a prepared file holds (in all its inputs)."""
+def passage_count(prepared: PreparedFile | PreparedFiles) -> int:
+    """How many passages a prepared file (or files) holds (in all its inputs)."""
+    if isinstance(prepared, PreparedFiles):
+        return prepared.rows
     return sum(len(item.passages) for item in prepared.inputs)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFiles:
+    """Consecutive files, each of one input or none, as a cluster's worker hands them back
+    where the workers keep the rest (:func:`without_kept`): every input's span table one
+    after another, as a few columns for them all. Handed back a record each, a file cost
+    this process some forty objects to unpickle and a dozen arrays to merge, a quarter of a
+    millisecond of its one core a page of a crawl stored a page a file: past eight or so
+    workers, what set the scan's pace (docs/performance.md). Files differ, so no document
+    or title goes on from one input into the next (as a large file's pieces' do)."""
+
+    has_input: npt.NDArray[np.bool_]  # of each file
+    names: tuple[str, ...]  # each input's documents' names, one input's after another
+    name_input: npt.NDArray[np.int32]  # the input of each name
+    # Each input's documents, one input's after another: source and path (indexes into
+    # names), record (-1: none) and record id.
+    source: npt.NDArray[np.int32]
+    path: npt.NDArray[np.int32]
+    record: npt.NDArray[np.int64]
+    record_ids: Strings
+    titles: Strings  # each input's, one input's after another
+    # Each run's first row (among all the inputs' rows), input, document, chapter and title
+    # (indexes into the documents and titles above).
+    run_first: npt.NDArray[np.int64]
+    run_input: npt.NDArray[np.int32]
+    run_document: npt.NDArray[np.int32]
+    run_chapter: npt.NDArray[np.int32]
+    run_title: npt.NDArray[np.int32]
+    rows: int
+    byte_spans: npt.NDArray[np.int32]  # each run's (PreparedInput.byte_spans)
+    entries: tuple[InputFile | None, ...]  # each input's
+    skipped: tuple[Skipped | None, ...]  # each input's
+    too_short: int
+    seconds: dict[str, float]
+
+    @property
+    def files(self) -> int:
+        return len(self.has_input)
+
+    @classmethod
+    def of(cls, prepared: Sequence[PreparedFile]) -> PreparedFiles:
+        """``prepared`` (each of one input or none, as :func:`without_kept` leaves it) as
+        one."""
+        inputs = [item for result in prepared for item in result.inputs]
+        if any(len(result.inputs) > 1 for result in prepared):
+            raise ValueError("files of several inputs joined as files of one")
+        tables = [item.passages for item in inputs]
+        if any(table.held is None for table in tables):
+            raise ValueError("files joined with their spans' starts and ends")
+        documents = [table.documents for table in tables]
+        names = [len(keys.names) for keys in documents]
+        name_base = _bases(names)
+        document_base = _bases([len(keys) for keys in documents])
+        title_base = _bases([len(table.titles) for table in tables])
+        row_base = _bases([len(table) for table in tables])
+        runs = [len(table.run_first) for table in tables]
+        labels = [table.labels.columns() for table in tables]
+
+        def joined(parts: Sequence[npt.NDArray[Any]], bases: Sequence[int]) -> Any:
+            return concatenated(
+                [part.astype(np.int64) + base for part, base in zip(parts, bases, strict=True)],
+                np.int64,
+            )
+
+        return cls(
+            np.array([len(result.inputs) == 1 for result in prepared], dtype=np.bool_),
+            tuple(name for keys in documents for name in keys.names),
+            np.repeat(np.arange(len(inputs), dtype=np.int32), names),
+            int32_column(joined([keys.source for keys in documents], name_base)),
+            int32_column(joined([keys.path for keys in documents], name_base)),
+            record_column(concatenated([keys.record for keys in documents], np.int64)),
+            Strings.concatenate([keys.record_ids for keys in documents]),
+            Strings.concatenate([table.titles for table in tables]),
+            joined([table.run_first.column() for table in tables], row_base),
+            np.repeat(np.arange(len(inputs), dtype=np.int32), runs),
+            int32_column(joined([document for document, _c, _t in labels], document_base)),
+            concatenated([chapter for _d, chapter, _t in labels], np.int32),
+            int32_column(joined([title for _d, _c, title in labels], title_base)),
+            sum(len(table) for table in tables),
+            concatenated([item.byte_spans for item in inputs], np.int32, columns=2),
+            tuple(item.entry for item in inputs),
+            tuple(item.skipped for item in inputs),
+            sum(item.too_short for item in inputs),
+            _summed_seconds(prepared),
+        )
+
+
+def _bases(sizes: Sequence[int]) -> list[int]:
+    """Where each of parts of ``sizes`` starts, one after another."""
+    return list(itertools.accumulate(sizes, initial=0))[:-1]
+
+
+def handed_back(prepared: list[PreparedFile]) -> list[PreparedFile | PreparedFiles]:
+    """A piece of a batch's prepared files as its worker hands them back where the workers
+    keep the rest: as one (:class:`PreparedFiles`) where there are several and each is of
+    one input or none (an archive's inputs, or a slice, a record each, as before)."""
+    back = [without_kept(result) for result in prepared]
+    if len(back) > 1 and all(len(result.inputs) <= 1 for result in back):
+        return [PreparedFiles.of(back)]
+    return list(back)
 
 
 def _passages_by_source(passages: SpanTable, own: str) -> dict[str, int]:

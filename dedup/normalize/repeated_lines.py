@@ -6,7 +6,7 @@ source repeats often enough to be dropped."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -286,21 +286,54 @@ def merged_learned(files: list[LearnedFile]) -> LearnedFile:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class LearnedFiles:
+    """Consecutive files learned from, as a cluster's worker hands them back (their line keys
+    and chapters kept there: :func:`line_counts_of`, :func:`chapters_of`), as one: each
+    source's chapters' hashes, one file's after another, and how many inputs each file has.
+    A record a file cost this process some tens of microseconds of its one core a page of a
+    crawl stored a page a file (docs/performance.md)."""
+
+    chapters: dict[str, npt.NDArray[np.int64]]  # by source, in the order first met
+    inputs: npt.NDArray[np.int64]  # of each file
+    seconds: float
+
+    @classmethod
+    def of(cls, learned: Sequence[LearnedFile]) -> LearnedFiles:
+        parts: dict[str, list[npt.NDArray[np.int64]]] = {}
+        for file in learned:
+            for source, lines in file.line_counts.items():
+                parts.setdefault(source, []).append(lines.chapters)
+        return cls(
+            {source: concatenated(hashes, np.int64) for source, hashes in parts.items()},
+            np.array([len(file.chapters) for file in learned], dtype=np.int64),
+            sum(file.seconds for file in learned),
+        )
+
+    @property
+    def files(self) -> int:
+        return len(self.inputs)
+
+
+def learned_back(learned: list[LearnedFile]) -> list[LearnedFiles]:
+    """A piece of a batch's files learned from, as its worker hands them back: as one."""
+    return [LearnedFiles.of(learned)]
+
+
 class DistinctChapters:
-    """Of files learned from (a batch's, handed back one at a time as
-    :func:`without_keys_or_chapters` leaves them), each source's distinct chapters' hashes,
-    in the order the worker that merged the batch keeps their keys (:func:`merged_learned`).
-    Each file's hashes alone are held until the batch is :meth:`taken`, not its record: a
-    batch of 32 MB of pages is thousands of records, the largest item of the learn pass's
-    peak (docs/performance.md)."""
+    """Of files learned from (a batch's, handed back a piece at a time as
+    :func:`learned_back` leaves them), each source's distinct chapters' hashes, in the order
+    the worker that merged the batch keeps their keys (:func:`merged_learned`). Each piece's
+    hashes alone are held until the batch is :meth:`taken`: a batch of 32 MB of pages is
+    thousands of files, the largest item of the learn pass's peak (docs/performance.md)."""
 
     def __init__(self) -> None:
         self._parts: dict[str, list[npt.NDArray[np.int64]]] = {}
 
-    def add(self, learned: LearnedFile) -> None:
-        """The next file of the batch."""
-        for source, lines in learned.line_counts.items():
-            self._parts.setdefault(source, []).append(lines.chapters)
+    def add(self, learned: LearnedFiles) -> None:
+        """The next files of the batch."""
+        for source, chapters in learned.chapters.items():
+            self._parts.setdefault(source, []).append(chapters)
 
     def taken(self) -> dict[str, npt.NDArray[np.int64]]:
         """The batch's distinct chapters by source (the sources in the order first met, as
@@ -329,24 +362,6 @@ def line_counts_of(learned: LearnedFile) -> LineCounts:
 def chapters_of(learned: LearnedFile) -> FileChapters:
     """Each input's chapters (what a cluster's worker keeps for the main pass)."""
     return learned.chapters
-
-
-def without_line_keys(learned: LearnedFile) -> LearnedFile:
-    """``learned`` without its line keys: each source's distinct chapters alone."""
-    empty = np.empty(0, dtype=np.int64)
-    counts = {
-        source: ChapterLines(lines.chapters, empty, empty)
-        for source, lines in learned.line_counts.items()
-    }
-    return replace(learned, line_counts=counts)
-
-
-def without_keys_or_chapters(learned: LearnedFile) -> LearnedFile:
-    """``learned`` as a cluster's worker hands it back (:func:`line_counts_of` and
-    :func:`chapters_of` kept there): each source's distinct chapters, and an empty entry for
-    each input's chapters, which only counts them."""
-    counted: FileChapters = tuple(() for _input in learned.chapters)
-    return replace(without_line_keys(learned), chapters=counted)
 
 
 @dataclass(frozen=True, slots=True)
