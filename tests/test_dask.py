@@ -157,11 +157,24 @@ def test_batches_taken_a_piece_at_a_time_give_the_local_engines_report(
         return made
 
     monkeypatch.setattr(dask_cluster, "batches_in_pieces", noted)
+    taken = []  # as each batch's results are taken: the batches, those handed over, its own
+    through = dask_cluster._Ahead.through
+
+    def noted_through(self: Any, number: int) -> None:
+        through(self, number)
+        taken.append((self.count, self.handed, number))
+
+    monkeypatch.setattr(dask_cluster._Ahead, "through", noted_through)
     report = dedup.scan([mirror_dump], scheduler=cluster.address)
     assert report.to_json() == local_reports["mirror"]
     kept = [pieces for pieces in cut if max(map(len, pieces)) > 1]
     assert len(kept) == 2  # the learn pass and the main pass
     assert all(len(piece) >= 3 for pieces in kept for piece in pieces[:-1])
+    # The batches handed to the scheduler a few ahead of the one taken (two a worker
+    # thread), not all at once: their calls and messages are made as they go.
+    ahead = dask_cluster._BATCHES_AHEAD_PER_THREAD * 2
+    assert all(number < handed <= number + ahead for _count, handed, number in taken)
+    assert sum(count > handed for count, handed, _number in taken) > 20
 
 
 def test_passages_that_overlap_are_aligned_and_mapped_back_on_the_workers_as_here(

@@ -8,6 +8,7 @@ chapter (pages of ten-odd KB, as many sites are scraped) is tens of thousands of
 
 from __future__ import annotations
 
+import array
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
@@ -37,25 +38,27 @@ def batches_in_pieces(
 ) -> tuple[list[range], list[list[range]]]:
     """:func:`file_batches`, and each batch cut the same way into pieces of files up to
     ``piece_bytes`` together: a batch's results are taken a piece at a time."""
-    sizes = [_call_bytes(call) for call in calls]
-    total = sum(size for size in sizes if size is not None)
+    # a size a call, -1 where none is known: eight bytes each, where a list held an int
+    # object and a pointer (36 B) a file of a crawl of a page a file
+    sizes = array.array("q", (_call_bytes(call) for call in calls))
+    total = sum(size for size in sizes if size >= 0)
     limit = min(most_bytes, total // (per_thread * max(threads, 1)))
     batches = _cut(sizes, range(len(calls)), limit)
     pieces = [_cut(sizes, batch, min(limit, piece_bytes)) for batch in batches]
     return batches, pieces
 
 
-def _cut(sizes: Sequence[int | None], calls: range, limit: int) -> list[range]:
+def _cut(sizes: Sequence[int], calls: range, limit: int) -> list[range]:
     """``calls`` cut into runs of files up to ``limit`` bytes together (a file larger, a
     slice, or a file of unknown size alone)."""
     cut: list[range] = []
     first, held = calls.start, 0
     for number in calls:
         size = sizes[number]
-        if number > first and (size is None or held >= limit or held + size > limit):
+        if number > first and (size < 0 or held >= limit or held + size > limit):
             cut.append(range(first, number))
             first, held = number, 0
-        held += limit if size is None else size
+        held += limit if size < 0 else size
     if calls:
         cut.append(range(first, calls.stop))
     return cut
@@ -66,14 +69,15 @@ def calls_in_batch(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> 
     return [function(*call) for call in calls]
 
 
-def _call_bytes(call: tuple[Any, ...]) -> int | None:
-    """The size of the file a call prepares, if it is known and the call takes all of it."""
+def _call_bytes(call: tuple[Any, ...]) -> int:
+    """The size of the file a call prepares, if it is known and the call takes all of it,
+    else -1."""
     if any(isinstance(value, FileSlice) for value in call):
-        return None
+        return -1
     for value in call:
         if isinstance(value, FoundFile):
-            return None if value.stamp is None else value.stamp[0]
-    return None
+            return -1 if value.stamp is None else value.stamp[0]
+    return -1
 
 
 class EachMade(Sequence[T]):

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import importlib.util
+import itertools
 import logging
 import multiprocessing
 import multiprocessing.process
@@ -75,6 +76,9 @@ _BATCH_BYTES = 8_000_000
 # client holds futures of each batch's to the end of the scan.
 _KEPT_BATCH_BYTES = 32_000_000
 _BATCHES_PER_THREAD = 8
+# Batches handed to the scheduler ahead of the one whose results are taken, per worker
+# thread: each thread has the next one queued as it finishes one (_Ahead).
+_BATCHES_AHEAD_PER_THREAD = 2
 # An array this large is sent to a worker apart from the task that takes it (DaskEngine.submit).
 _SENT_APART_BYTES = 1_000_000
 # Arguments this small are sent with each task rather than scattered to the workers once.
@@ -202,12 +206,15 @@ class DaskEngine:
     def map(self, function: Callable[..., T], *arguments: Iterable[Any]) -> Iterator[T]:
         """``function`` over the arguments as tasks on the workers (small files' calls in
         batches, a task each: :func:`~dedup.engine.batches.file_batches`); results in order."""
-        calls, batches, _pieces, tasks = self._submit_batches(function, arguments)  # now
-        return (
-            result
-            for number in range(len(batches))
-            for result in self._batch_taken(function, calls, batches, tasks, number)
-        )
+        calls, batches, _pieces, tasks, hand_over = self._submit_batches(function, arguments)
+        ahead = self._ahead(len(batches), hand_over)  # the first ones now
+
+        def results() -> Iterator[T]:
+            for number in range(len(batches)):
+                ahead.through(number)
+                yield from self._batch_taken(function, calls, batches, tasks, number)
+
+        return results()
 
     def map_keeping(
         self,
@@ -224,28 +231,45 @@ class DaskEngine:
         as one); of each batch's results ``merged``, each of ``kept`` of that left on the
         worker, its futures given with the last that comes back of the batch (``()`` with
         the others: Dask runs the task again if the worker dies while they are held)."""
-        calls, batches, pieces, tasks = self._submit_batches(function, arguments, _KEPT_BATCH_BYTES)
+        calls, batches, pieces, tasks, hand_over_batch = self._submit_batches(
+            function, arguments, _KEPT_BATCH_BYTES
+        )
         assert self.client is not None
         submit = self.client.submit
         # The batches are larger than those of map: the client holds a future of each kept
         # part of each batch to the end of the scan. What comes back is taken as before, a
         # piece of _BATCH_BYTES at a time (docs/performance.md).
         every_piece = [piece for each in pieces for piece in each]
-        backs: list[Future[Any] | None] = [
-            submit(_each, handed_back, task, piece.start - batch.start, piece.stop - batch.start,
-                   pure=False, priority=-number)
-            for number, (task, batch) in enumerate(zip(tasks, batches, strict=True))
-            for piece in pieces[number]
-        ]  # fmt: skip
+        backs: list[Future[Any] | None] = [None] * len(every_piece)
         # Each batch's kept parts one after another (let go of here once handed over).
-        keeps: list[Future[Any] | None] = [
-            submit(_of_merged, part, merged, task, key=named(part), priority=-number)
-            for number, task in enumerate(tasks)
-            for part in kept
-        ]
+        keeps: list[Future[Any] | None] = [None] * (len(batches) * len(kept))
         self._tasks += [backs, keeps]
+        firsts = list(itertools.accumulate(map(len, pieces), initial=0))  # each batch's piece
+
+        def hand_over(number: int) -> None:
+            """Batch ``number``'s task, the tasks that hand back its pieces, and those that
+            keep its parts."""
+            hand_over_batch(number)
+            task, start = tasks[number], batches[number].start
+            for at, piece in enumerate(pieces[number], firsts[number]):
+                backs[at] = submit(
+                    _each,
+                    handed_back,
+                    task,
+                    piece.start - start,
+                    piece.stop - start,
+                    pure=False,
+                    priority=-number,
+                )
+            for at, part in enumerate(kept, number * len(kept)):
+                keeps[at] = submit(_of_merged, part, merged, task, key=named(part),
+                                   priority=-number)  # fmt: skip
+
+        ahead = self._ahead(len(batches), hand_over)
         first_piece = 0
-        for number, task in enumerate(tasks):
+        for number in range(len(batches)):
+            ahead.through(number)
+            task = tasks[number]
             assert task is not None
             held: list[T] = []  # a failed task's results, made here (_batch_taken)
             last: list[Any] = []  # yielded with the batch's kept parts, if it is its last
@@ -387,20 +411,32 @@ class DaskEngine:
         function: Callable[..., T],
         arguments: Sequence[Iterable[Any]],
         most_bytes: int = _BATCH_BYTES,
-    ) -> tuple[_Calls, list[range], list[list[range]], list[Future[Any] | None]]:
+    ) -> tuple[
+        _Calls, list[range], list[list[range]], list[Future[Any] | None], Callable[[int], None]
+    ]:
         """The calls, their batches (:func:`~dedup.engine.batches.file_batches`), each
-        batch's pieces of up to ``_BATCH_BYTES`` and a task for each batch, handed to the
-        scheduler now (earlier batches first, as the results are taken in order)."""
+        batch's pieces of up to ``_BATCH_BYTES``, a task for each batch (None until it is
+        handed to the scheduler) and what hands batch ``number``'s over (in order, a few
+        ahead of the one whose results are taken: :class:`_Ahead`)."""
         calls = self._calls(arguments)
         batches, pieces = batches_in_pieces(
             calls, self.workers, most_bytes, _BATCHES_PER_THREAD, _BATCH_BYTES
         )
-        tasks: list[Future[Any] | None] = [
-            self._submitted(_batch_task, function, calls.batch_sent(batch), priority=-n)
-            for n, batch in enumerate(batches)
-        ]
+        tasks: list[Future[Any] | None] = [None] * len(batches)
         self._tasks.append(tasks)
-        return calls, batches, pieces, tasks
+
+        def hand_over(number: int) -> None:
+            sent = calls.batch_sent(batches[number])
+            tasks[number] = self._submitted(_batch_task, function, sent, priority=-number)
+
+        return calls, batches, pieces, tasks, hand_over
+
+    def _ahead(self, count: int, hand_over: Callable[[int], None]) -> _Ahead:
+        """``count`` batches handed over by ``hand_over`` a few a worker thread ahead of the
+        one whose results are taken, the first ones now."""
+        ahead = _Ahead(count, _BATCHES_AHEAD_PER_THREAD * max(1, self.workers), hand_over)
+        ahead.through(0)
+        return ahead
 
     def _calls(self, arguments: Sequence[Iterable[Any]]) -> _Calls:
         """The calls of ``arguments``: a value given to every call (``itertools.repeat``:
@@ -753,6 +789,24 @@ def _for_workers(value: Any) -> Any:
     if isinstance(value, ScanConfig):
         return value.for_workers()
     return value
+
+
+class _Ahead:
+    """A pass's batches handed to the scheduler ``ahead`` of the one whose results are
+    taken, not all at once: a batch's calls and the messages that hand them over are made
+    as it is handed over, and a crawl of a page a file handed over at once held some 40-60
+    B a file at a pass's start, as many files as the dump has (docs/performance.md)."""
+
+    def __init__(self, count: int, ahead: int, hand_over: Callable[[int], None]) -> None:
+        self.count, self.ahead, self.hand_over = count, ahead, hand_over
+        self.handed = 0  # the batches handed over: the first ones
+
+    def through(self, number: int) -> None:
+        """Batch ``number`` handed over, and those up to ``ahead`` after it."""
+        last = min(self.count, number + self.ahead)
+        while self.handed < last:
+            self.hand_over(self.handed)
+            self.handed += 1
 
 
 class _Calls(PassCalls):
