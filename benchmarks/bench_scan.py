@@ -360,6 +360,8 @@ peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 class Digest:  # report.json's sha256, written a piece at a time (a 1 GB dump's is 5 GB)
     def __init__(self): self.sha = hashlib.sha256()
     def write(self, text): self.sha.update(text.encode())
+    def writelines(self, texts):
+        for text in texts: self.write(text)
 
 digest = Digest()
 report.write_json(digest)
