@@ -387,9 +387,9 @@ class DocumentKeys:
         record)."""
         return _numbered(self.path, self.record)
 
-    def named_in(self, names: ScanNames, file: int) -> DocumentKeys:
+    def named_in(self, names: ScanNames, file: int | npt.NDArray[np.int64]) -> DocumentKeys:
         """The keys with ``names`` for their own, their names numbered there (``file``: the
-        number of the file they are of)."""
+        number of the file they are of, or of the file of each name: ScanNames.numbers)."""
         source, path = self.places.columns()
         used_as_path = np.zeros(len(self.names), dtype=np.bool_)
         used_as_path[path] = True

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import importlib.util
 import itertools
@@ -227,8 +226,8 @@ class DaskEngine:
         """``function`` over the arguments as tasks on the workers, small files' calls in
         batches (:func:`~dedup.engine.batches.file_batches`): of the results
         ``handed_back(results)`` brought here, in order, a piece of the batch at a time
-        (what it hands back of a piece's results: each alone, :func:`one_by_one`, or some
-        as one); of each batch's results ``merged``, each of ``kept`` of that left on the
+        (what it hands back of a piece's results: each alone, or some as one); of each
+        batch's results ``merged``, each of ``kept`` of that left on the
         worker, its futures given with the last that comes back of the batch (``()`` with
         the others: Dask runs the task again if the worker dies while they are held)."""
         calls, batches, pieces, tasks, hand_over_batch = self._submit_batches(
@@ -865,16 +864,6 @@ def _batch_task(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> lis
 def _each(function: Callable[[list[T]], Any], results: list[T], start: int, stop: int) -> Any:
     """``function`` of a piece of a batch's results, on the worker that holds them."""
     return function(results[start:stop])
-
-
-def one_by_one(function: Callable[[T], Any]) -> Callable[[list[T]], list[Any]]:
-    """``function`` of each of a piece's results, as :meth:`DaskEngine.map_keeping` hands
-    them back."""
-    return functools.partial(_each_of, function)
-
-
-def _each_of(function: Callable[[T], Any], results: list[T]) -> list[Any]:
-    return [function(result) for result in results]
 
 
 def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:

@@ -141,10 +141,15 @@ class StreamedSpans:
         # the last table's documents, of file _file: their keys and their numbers here
         self._last = np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64)
 
-    def append(self, table: SpanTable, file: int, number: int) -> None:
+    def append(
+        self, table: SpanTable, file: int | None, number: int | npt.NDArray[np.int64]
+    ) -> None:
         """``table``, of file number ``file`` and input ``number`` (an index into
         ``Prepared.files``), after the others: its documents named in the scan's names
-        (``DocumentKeys.named_in``), as every table appended."""
+        (``DocumentKeys.named_in``), as every table appended. Or the tables of several
+        files, none appended before, one after another (``file`` None: no document or
+        title goes on into them from the table before, or from one into the next), each
+        run of input ``number`` (an array: a run each)."""
         if len(table):
             counted = table.held is not None
             if self._counted is not None and counted != self._counted:
@@ -156,8 +161,8 @@ class StreamedSpans:
         self._runs.append(
             np.column_stack(
                 (
-                    table.run_first.column() + self._rows,
-                    np.full(len(table.run_first), number),
+                    table.run_first.column().astype(np.int64) + self._rows,
+                    np.broadcast_to(number, len(table.run_first)),
                     documents[table.run_document],
                     table.run_chapter,
                     int32_column(titles[table.run_title]),
@@ -168,51 +173,13 @@ class StreamedSpans:
             self._ends.append(np.column_stack((table.start, table.end)))
         self._rows += len(table)
 
-    def append_files(
-        self, files: PreparedFiles, names: ScanNames, file: npt.NDArray[np.int64], number: int
-    ) -> None:
-        """The tables of ``files``, their inputs of file numbers ``file`` (one an input) and
-        inputs from ``number`` on, after the others: as :meth:`append` appends each, their
-        documents named in ``names``. Their files are none appended yet, so every document
-        and title is new."""
-        if files.rows:
-            if self._counted is False:
-                raise ValueError("tables with their starts and ends joined to tables without")
-            self._counted = True
-        used_as_path = np.zeros(len(files.names), dtype=np.bool_)
-        used_as_path[files.path] = True
-        named = names.numbers(files.names, used_as_path, file[files.name_input])
-        self._names = names
-        row_of = SpooledStrings.row_of
-        append_title = self._titles.append
-        titles = np.array(
-            [append_title(row_of(title)) for title in files.titles.values()], dtype=np.int64
-        )
-        documents = len(self._documents) + np.arange(len(files.source), dtype=np.int64)
-        int32_column(documents)  # an error past 2**31 documents, before any is written
-        self._documents.append(np.column_stack((named[files.source], named[files.path])))
-        self._records.append(files.record.reshape(-1, 1))
-        self._any_record = self._any_record or bool((files.record != -1).any())
-        self._record_ids.append(files.record_ids)
-        self._runs.append(
-            np.column_stack(
-                (
-                    files.run_first + self._rows,
-                    files.run_input.astype(np.int64) + number,
-                    documents[files.run_document],
-                    files.run_chapter,
-                    int32_column(titles[files.run_title]),
-                )
-            )
-        )
-        self._rows += files.rows
-        # none of these files' tables goes on into the next table (of another file)
-        self._file, self._last_titles = -1, {}
-        self._last = np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64)
-
-    def _titles_numbered(self, titles: list[str | None], file: int) -> npt.NDArray[np.int64]:
+    def _titles_numbered(self, titles: list[str | None], file: int | None) -> npt.NDArray[np.int64]:
         """The number here of each of ``titles``, those not among the last table's of the
-        same file written."""
+        same file written (all, of several files' tables: ``file`` None)."""
+        if file is None:
+            self._last_titles = {}
+            append, row_of = self._titles.append, SpooledStrings.row_of
+            return np.array([append(row_of(title)) for title in titles], dtype=np.int64)
         last = self._last_titles if file == self._file else {}
         numbers = [
             last[title] if title in last else self._titles.append(SpooledStrings.row_of(title))
@@ -222,10 +189,11 @@ class StreamedSpans:
             self._last_titles = dict(zip(titles, numbers, strict=True))
         return np.array(numbers, dtype=np.int64)
 
-    def _numbered(self, documents: DocumentKeys, file: int) -> npt.NDArray[np.int64]:
+    def _numbered(self, documents: DocumentKeys, file: int | None) -> npt.NDArray[np.int64]:
         """The number here of each of ``documents``; those not seen before written. A
         document goes on from one table into the next only where both are of one file (a
-        large file's pieces, joined as one), so it is looked for among the last table's."""
+        large file's pieces, joined as one), so it is looked for among the last table's
+        (none of several files' tables: ``file`` None)."""
         keys = np.column_stack(
             (documents.source, documents.path, np.asarray(documents.record, dtype=np.int64))
         ).astype(np.int64, copy=False)
@@ -248,7 +216,7 @@ class StreamedSpans:
             documents.record_ids if len(new) == len(keys) else documents.record_ids.take(new)
         )
         if len(keys):
-            self._file, self._last = file, (keys, number)
+            self._file, self._last = -1 if file is None else file, (keys, number)
         return number
 
     def run_keys(self) -> IndexColumns:
@@ -462,8 +430,11 @@ class Prepared:
             raise ValueError("files handed back as one where the workers keep nothing")
         self.kept.add(runs)
         file = first + np.flatnonzero(files.has_input).astype(np.int64)
-        self.count += files.rows
-        self.spans.append_files(files, self.names, file, len(self.file_numbers))
+        spans = files.passages
+        self.count += len(spans)
+        named = spans.documents.named_in(self.names, file[files.name_input])
+        inputs = len(self.file_numbers) + files.run_input.astype(np.int64)
+        self.spans.append(replace(spans, documents=named), None, inputs)
         for number in file.tolist():
             self.file_numbers.append(number)
         self.byte_spans.append(files.byte_spans)

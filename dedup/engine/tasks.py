@@ -15,7 +15,17 @@ import numpy.typing as npt
 
 from dedup.arrays import concatenated
 from dedup.codepoints import TextRun
-from dedup.columns import SpanTable, Strings, int32_column, record_column
+from dedup.columns import (
+    CountedRows,
+    DocumentKeys,
+    HeldColumns,
+    HeldFirsts,
+    HeldNumbers,
+    SpanTable,
+    Strings,
+    int32_column,
+    record_column,
+)
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment
 from dedup.engine.byte_spans import NOT_IN_BYTES, byte_offsets
@@ -318,7 +328,7 @@ def without_kept(prepared: PreparedFile) -> PreparedFile:
 def passage_count(prepared: PreparedFile | PreparedFiles) -> int:
     """How many passages a prepared file (or files) holds (in all its inputs)."""
     if isinstance(prepared, PreparedFiles):
-        return prepared.rows
+        return len(prepared.passages)
     return sum(len(item.passages) for item in prepared.inputs)
 
 
@@ -326,30 +336,18 @@ def passage_count(prepared: PreparedFile | PreparedFiles) -> int:
 class PreparedFiles:
     """Consecutive files, each of one input or none, as a cluster's worker hands them back
     where the workers keep the rest (:func:`without_kept`): every input's span table one
-    after another, as a few columns for them all. Handed back a record each, a file cost
-    this process some forty objects to unpickle and a dozen arrays to merge, a quarter of a
-    millisecond of its one core a page of a crawl stored a page a file: past eight or so
-    workers, what set the scan's pace (docs/performance.md). Files differ, so no document
-    or title goes on from one input into the next (as a large file's pieces' do)."""
+    after another as one table, with each run's input. Handed back a record each, a file
+    cost this process some forty objects to unpickle and a dozen arrays to merge, a quarter
+    of a millisecond of its one core a page of a crawl stored a page a file: past eight or
+    so workers, what set the scan's pace (docs/performance.md)."""
 
     has_input: npt.NDArray[np.bool_]  # of each file
-    names: tuple[str, ...]  # each input's documents' names, one input's after another
-    name_input: npt.NDArray[np.int32]  # the input of each name
-    # Each input's documents, one input's after another: source and path (indexes into
-    # names), record (-1: none) and record id.
-    source: npt.NDArray[np.int32]
-    path: npt.NDArray[np.int32]
-    record: npt.NDArray[np.int64]
-    record_ids: Strings
-    titles: Strings  # each input's, one input's after another
-    # Each run's first row (among all the inputs' rows), input, document, chapter and title
-    # (indexes into the documents and titles above).
-    run_first: npt.NDArray[np.int64]
-    run_input: npt.NDArray[np.int32]
-    run_document: npt.NDArray[np.int32]
-    run_chapter: npt.NDArray[np.int32]
-    run_title: npt.NDArray[np.int32]
-    rows: int
+    # Every input's spans (counted: SpanTable.without_ends), each input's documents, their
+    # names and its titles its own, one input's after another: files differ, so no
+    # document or title goes on from one input into the next (as a large file's pieces').
+    passages: SpanTable
+    name_input: npt.NDArray[np.int32]  # the input of each of the documents' names
+    run_input: npt.NDArray[np.int32]  # the input of each run
     byte_spans: npt.NDArray[np.int32]  # each run's (PreparedInput.byte_spans)
     entries: tuple[InputFile | None, ...]  # each input's
     skipped: tuple[Skipped | None, ...]  # each input's
@@ -364,53 +362,58 @@ class PreparedFiles:
     def of(cls, prepared: Sequence[PreparedFile]) -> PreparedFiles:
         """``prepared`` (each of one input or none, as :func:`without_kept` leaves it) as
         one."""
-        inputs = [item for result in prepared for item in result.inputs]
         if any(len(result.inputs) > 1 for result in prepared):
             raise ValueError("files of several inputs joined as files of one")
+        inputs = [item for result in prepared for item in result.inputs]
         tables = [item.passages for item in inputs]
         if any(table.held is None for table in tables):
             raise ValueError("files joined with their spans' starts and ends")
         documents = [table.documents for table in tables]
         names = [len(keys.names) for keys in documents]
-        name_base = _bases(names)
-        document_base = _bases([len(keys) for keys in documents])
-        title_base = _bases([len(table.titles) for table in tables])
-        row_base = _bases([len(table) for table in tables])
-        runs = [len(table.run_first) for table in tables]
+        rows = [len(table) for table in tables]
         labels = [table.labels.columns() for table in tables]
 
-        def joined(parts: Sequence[npt.NDArray[Any]], bases: Sequence[int]) -> Any:
-            return concatenated(
-                [part.astype(np.int64) + base for part, base in zip(parts, bases, strict=True)],
-                np.int64,
-            )
+        def joined(parts: Sequence[npt.NDArray[Any]], sizes: Sequence[int]) -> Any:
+            """``parts`` one after another, each numbering the rows of its size of ``sizes``
+            (its table's), from where the tables before end."""
+            bases = list(itertools.accumulate(sizes, initial=0))[:-1]
+            shifted = [part.astype(np.int64) + at for part, at in zip(parts, bases, strict=True)]
+            return concatenated(shifted, np.int64)
 
+        document_keys = DocumentKeys(
+            tuple(name for keys in documents for name in keys.names),
+            HeldColumns(
+                int32_column(joined([keys.source for keys in documents], names)),
+                int32_column(joined([keys.path for keys in documents], names)),
+            ),
+            HeldNumbers(record_column(concatenated([k.record for k in documents], np.int64))),
+            Strings.concatenate([keys.record_ids for keys in documents]),
+        )
+        document, chapter, title = zip(*labels, strict=True) if labels else ((), (), ())
+        passages = SpanTable(
+            document_keys,
+            Strings.concatenate([table.titles for table in tables]),
+            HeldFirsts(joined([table.run_first.column() for table in tables], rows)),
+            HeldColumns(
+                int32_column(joined(document, [len(keys) for keys in documents])),
+                concatenated(list(chapter), np.int32),
+                int32_column(joined(title, [len(table.titles) for table in tables])),
+            ),
+            np.empty(0, dtype=np.int64),  # their starts and ends kept by the workers
+            np.empty(0, dtype=np.int64),
+            CountedRows(sum(rows)),
+        )
         return cls(
             np.array([len(result.inputs) == 1 for result in prepared], dtype=np.bool_),
-            tuple(name for keys in documents for name in keys.names),
+            passages,
             np.repeat(np.arange(len(inputs), dtype=np.int32), names),
-            int32_column(joined([keys.source for keys in documents], name_base)),
-            int32_column(joined([keys.path for keys in documents], name_base)),
-            record_column(concatenated([keys.record for keys in documents], np.int64)),
-            Strings.concatenate([keys.record_ids for keys in documents]),
-            Strings.concatenate([table.titles for table in tables]),
-            joined([table.run_first.column() for table in tables], row_base),
-            np.repeat(np.arange(len(inputs), dtype=np.int32), runs),
-            int32_column(joined([document for document, _c, _t in labels], document_base)),
-            concatenated([chapter for _d, chapter, _t in labels], np.int32),
-            int32_column(joined([title for _d, _c, title in labels], title_base)),
-            sum(len(table) for table in tables),
+            np.repeat(np.arange(len(inputs), dtype=np.int32), [len(t.run_first) for t in tables]),
             concatenated([item.byte_spans for item in inputs], np.int32, columns=2),
             tuple(item.entry for item in inputs),
             tuple(item.skipped for item in inputs),
             sum(item.too_short for item in inputs),
             _summed_seconds(prepared),
         )
-
-
-def _bases(sizes: Sequence[int]) -> list[int]:
-    """Where each of parts of ``sizes`` starts, one after another."""
-    return list(itertools.accumulate(sizes, initial=0))[:-1]
 
 
 def handed_back(prepared: list[PreparedFile]) -> list[PreparedFile | PreparedFiles]:
