@@ -375,24 +375,18 @@ def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None
     from dedup.engine.gather import NumberRuns
 
     numbers = list(itertools.accumulate(steps, initial=start))
-    held = NumberRuns()
-    for number in numbers:
-        held.append(number)
+    held = NumberRuns.of(numbers)
     assert list(held) == numbers and held[:] == numbers and len(held) == len(numbers)
     assert held.numbers().tolist() == numbers
     assert [held[row] for row in range(-len(numbers), 0)] == numbers
     with pytest.raises(IndexError):
         held[len(numbers)]
     rising = sorted(set(numbers))
-    held_rising = NumberRuns()
-    for number in rising:
-        held_rising.append(number)
+    held_rising = NumberRuns.of(rising)
     for number in range(start - 30, start + 30):
         place = held_rising.place(number)
         assert place == (rising.index(number) if number in rising else None), number
-    plain = NumberRuns()
-    for number in range(start, start + 10_000):
-        plain.append(number)
+    plain = NumberRuns.of(range(start, start + 10_000))
     assert list(plain) == list(range(start, start + 10_000))
     assert plain.numbers().tolist() == list(range(start, start + 10_000))
     assert len(plain._starts) == 1  # one run: nothing held a file

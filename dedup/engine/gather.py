@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import array
 import bisect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -283,6 +283,13 @@ class NumberRuns(Sequence[int]):
     file an input, an archive's inputs one file), each task's (a file a task, a large file's
     slices one), the tasks learned from apart (all of them, often): a dump of plain files is
     one run, where a number each held four or eight bytes a file (issue 21)."""
+
+    @classmethod
+    def of(cls, numbers: Iterable[int]) -> NumberRuns:
+        held = cls()
+        for number in numbers:
+            held.append(number)
+        return held
 
     def __init__(self) -> None:
         self._count = 0
@@ -715,14 +722,15 @@ class PassTasks:
 
 def _learned_when(
     files: Sequence[FoundFile], config: ScanConfig, tasks: PassTasks, known: RepeatedLines
-) -> tuple[bytearray, NumberRuns]:
-    """Whether each file is learned from as it is prepared, in one read of it (1; a byte a
-    file, where a list of bools held a pointer a file while the pass ran), and the tasks
-    learned from apart, before it: neither for a file of a source ``known`` already. A
-    crawl's files are read back from disk (``FoundFiles``: each look makes a file's record
-    again), so each is looked at once, or twice with ``known``, not once a question."""
+) -> tuple[NumberRuns, NumberRuns]:
+    """Whether each file is learned from as it is prepared, in one read of it (1), and the
+    tasks learned from apart, before it: neither for a file of a source ``known`` already.
+    Both as runs (a dump of a page a file is one run of each, where a byte a file was
+    held while the pass ran). A crawl's files are read back from disk (``FoundFiles``:
+    each look makes a file's record again), so each is looked at once, or twice with
+    ``known``, not once a question."""
     if "repeated-lines" in config.skip_steps:
-        return bytearray(len(files)), NumberRuns()
+        return NumberRuns.of(repeat(0, len(files))), NumberRuns()
     learned_before = (
         np.fromiter((file.source in known for file in files), dtype=np.bool_, count=len(files))
         if known
@@ -732,10 +740,8 @@ def _learned_when(
     in_slices = np.zeros(len(files), dtype=np.bool_)
     in_slices[file_of_task[np.fromiter(tasks.slices, np.int64, len(tasks.slices))]] = True
     once = np.asarray(read_once(files, config), dtype=np.bool_) & ~learned_before & ~in_slices
-    apart = NumberRuns()
-    for task in np.flatnonzero(~(once | learned_before)[file_of_task]).tolist():
-        apart.append(task)
-    return bytearray(once.view(np.uint8)), apart
+    apart = np.flatnonzero(~(once | learned_before)[file_of_task])
+    return NumberRuns.of(once.view(np.uint8).tolist()), NumberRuns.of(apart.tolist())
 
 
 def file_slices(

@@ -79,6 +79,7 @@ from dedup.documents import (
     summed_document_pairs,
 )
 from dedup.engine.batches import EachMade
+from dedup.engine.gather import NumberRuns
 from dedup.engine.tasks import (
     PreparedFile,
     PreparedFiles,
@@ -200,11 +201,11 @@ class KeptOnWorkers:
         engine = self.engine
         seconds = 0.0
         # Each file's chapters: its batch's future and its slice of them, which ends where
-        # the file's chapters end among its batch's (four bytes a file: the main pass runs
-        # with these held).
+        # the file's chapters end among its batch's (as runs: the main pass runs with these
+        # held, and a batch of files of an input each is one run).
         futures: list[Future[Any]] = []
         batch_first = array.array("q")  # each batch's first file
-        ends = array.array("i")
+        ends = NumberRuns()
         # Each batch's distinct chapters by source, taken as the batch completes: not each
         # file's record, held until the last file (LearnPass)
         distinct: list[dict[str, npt.NDArray[np.int64]]] = []
@@ -218,7 +219,8 @@ class KeptOnWorkers:
         for result, keep in taken:
             batch.add(result)
             seconds += result.seconds
-            ends.extend((inputs + np.cumsum(result.inputs)).tolist())
+            for end in (inputs + np.cumsum(result.inputs)).tolist():
+                ends.append(end)
             inputs += int(result.inputs.sum())
             if keep:
                 line_counts, batch_chapters = keep
