@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from itertools import repeat
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,14 @@ import pytest
 import dedup
 from dedup.config import ScanConfig
 from dedup.engine import dask_cluster, local
-from dedup.engine.batches import batches_in_pieces, file_batches
+from dedup.engine.batches import (
+    EachMade,
+    FileParts,
+    PassCalls,
+    batches_in_pieces,
+    call_bytes,
+    file_batches,
+)
 from dedup.engine.local import LocalEngine
 from dedup.read import discover_inputs
 from dedup.read.slices import FileSlice
@@ -35,7 +43,7 @@ def test_small_files_go_in_batches_and_slices_alone(mirror_dump: Path, engine: s
     sizes = [file.stamp[0] for file in files if file.stamp is not None]
     assert len(sizes) == len(files) > 200
     for threads in (1, 2, 8):
-        batches = file_batches(calls, threads, most_bytes, per_thread)
+        batches = file_batches(_sizes(calls), threads, most_bytes, per_thread)
         assert [n for batch in batches for n in batch] == list(range(len(calls)))
         assert len(batches) >= per_thread * threads  # the last ones end together
         assert len(batches) < len(calls) / 2  # but many files a task
@@ -45,7 +53,7 @@ def test_small_files_go_in_batches_and_slices_alone(mirror_dump: Path, engine: s
     sliced = (files[4], config, FileSlice(0, 100, "utf-8"))
     unknown = (replace(files[5], stamp=None), config, None)
     mixed = [*calls[:3], sliced, sliced, whole, unknown, *calls[6:9]]
-    batches = file_batches(mixed, 1, most_bytes, per_thread)
+    batches = file_batches(_sizes(mixed), 1, most_bytes, per_thread)
     for alone in (3, 4, 6):
         assert range(alone, alone + 1) in batches
     assert [n for batch in batches for n in batch] == list(range(len(mixed)))
@@ -62,8 +70,8 @@ def test_a_batch_is_cut_into_pieces_of_files_its_results_are_taken_by(mirror_dum
     piece_bytes = max(sizes) * 3
     sliced = (files[4], config, FileSlice(0, 100, "utf-8"))
     calls[40] = sliced
-    batches, pieces = batches_in_pieces(calls, 1, piece_bytes * 4, 1, piece_bytes)
-    assert batches == file_batches(calls, 1, piece_bytes * 4, 1)
+    batches, pieces = batches_in_pieces(_sizes(calls), 1, piece_bytes * 4, 1, piece_bytes)
+    assert batches == file_batches(_sizes(calls), 1, piece_bytes * 4, 1)
     assert len(batches) == len(pieces) > 3
     for batch, cut in zip(batches, pieces, strict=True):
         assert [n for piece in cut for n in piece] == list(batch)
@@ -73,8 +81,41 @@ def test_a_batch_is_cut_into_pieces_of_files_its_results_are_taken_by(mirror_dum
                 assert sum(sizes[n] for n in piece) <= piece_bytes
     assert max(len(cut) for cut in pieces) >= 3  # cut, not whole
     # Where the batches are no larger than a piece, a batch is its one piece.
-    batches, pieces = batches_in_pieces(calls, 1, piece_bytes, 1, piece_bytes)
+    batches, pieces = batches_in_pieces(_sizes(calls), 1, piece_bytes, 1, piece_bytes)
     assert pieces == [[batch] for batch in batches]
+
+
+def _sizes(calls: list[tuple[object, ...]]) -> list[int]:
+    return [call_bytes(call) for call in calls]
+
+
+def test_calls_given_their_parts_are_sized_by_their_files_alone(mirror_dump: Path) -> None:
+    """A pass given its calls' parts as FileParts is sized from its files and which calls
+    take a slice, without making the other arguments: the same sizes as each call made
+    whole gives, slices and files of unknown size -1."""
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    files = [*files[:30], replace(files[30], stamp=None), *files[31:60]]
+    slices = {4: FileSlice(0, 100, "utf-8"), 5: FileSlice(100, 200, "utf-8"), 40: None}
+    config = ScanConfig()
+    made: list[int] = []
+
+    def chapters(number: int) -> int:
+        made.append(number)
+        return number
+
+    def parts() -> FileParts:
+        return FileParts(len(files), slices.get, lambda n: slices.get(n) is not None)
+
+    given = PassCalls([files, repeat(config), EachMade(len(files), chapters), parts()])
+    sizes = given.file_bytes()
+    assert made == [0]  # the first call, made to find its file
+    whole = [call_bytes(call) for call in given]
+    assert list(sizes) == whole
+    assert whole[4] == whole[5] == whole[30] == -1 and whole[40] == files[40].stamp[0] > 0
+    assert sum(size > 0 for size in whole) == len(files) - 3
+    # Parts not given as FileParts: each call is made whole for its size.
+    plain = PassCalls([files, repeat(config), [slices.get(n) for n in range(len(files))]])
+    assert list(plain.file_bytes()) == whole
 
 
 def _pid_and_name(file: object, number: int) -> tuple[int, str, int]:

@@ -67,7 +67,9 @@ def test_a_pass_hands_its_batches_to_the_pool_as_earlier_ones_are_taken(
     monkeypatch.setattr(local, "_BATCHES_AHEAD", 1)
     config = ScanConfig(jobs=2)
     found = discover_inputs([str(samples)])[0]  # each file made when it is asked for
-    first = file_batches(PassCalls([found, repeat(config)]), 2, local._BATCH_BYTES, 8)[0]
+    first = file_batches(PassCalls([found, repeat(config)]).file_bytes(), 2, local._BATCH_BYTES, 8)[
+        0
+    ]
     assert len(first) < len(found)
 
     def files_held() -> int:

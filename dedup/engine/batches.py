@@ -20,17 +20,18 @@ T = TypeVar("T")
 
 
 def file_batches(
-    calls: Sequence[tuple[Any, ...]], threads: int, most_bytes: int, per_thread: int
+    sizes: Sequence[int], threads: int, most_bytes: int, per_thread: int
 ) -> list[range]:
-    """Batches of consecutive ``calls``: files up to ``most_bytes`` together, or less, so
-    that there are ``per_thread`` batches per worker thread and the last ones end about
-    together; a call of a slice of a file, or with no file of known size, is a batch alone (a
+    """Batches of consecutive calls, given the size of each call's file
+    (:meth:`PassCalls.file_bytes`): files up to ``most_bytes`` together, or less, so that
+    there are ``per_thread`` batches per worker thread and the last ones end about together;
+    a call of a slice of a file, or with no file of known size (-1), is a batch alone (a
     slice's kept passages are its own)."""
-    return batches_in_pieces(calls, threads, most_bytes, per_thread, most_bytes)[0]
+    return batches_in_pieces(sizes, threads, most_bytes, per_thread, most_bytes)[0]
 
 
 def batches_in_pieces(
-    calls: Sequence[tuple[Any, ...]],
+    sizes: Sequence[int],
     threads: int,
     most_bytes: int,
     per_thread: int,
@@ -38,12 +39,9 @@ def batches_in_pieces(
 ) -> tuple[list[range], list[list[range]]]:
     """:func:`file_batches`, and each batch cut the same way into pieces of files up to
     ``piece_bytes`` together: a batch's results are taken a piece at a time."""
-    # a size a call, -1 where none is known: eight bytes each, where a list held an int
-    # object and a pointer (36 B) a file of a crawl of a page a file
-    sizes = array.array("q", (_call_bytes(call) for call in calls))
     total = sum(size for size in sizes if size >= 0)
     limit = min(most_bytes, total // (per_thread * max(threads, 1)))
-    batches = _cut(sizes, range(len(calls)), limit)
+    batches = _cut(sizes, range(len(sizes)), limit)
     pieces = [_cut(sizes, batch, min(limit, piece_bytes)) for batch in batches]
     return batches, pieces
 
@@ -69,15 +67,19 @@ def calls_in_batch(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> 
     return [function(*call) for call in calls]
 
 
-def _call_bytes(call: tuple[Any, ...]) -> int:
+def call_bytes(call: tuple[Any, ...]) -> int:
     """The size of the file a call prepares, if it is known and the call takes all of it,
     else -1."""
     if any(isinstance(value, FileSlice) for value in call):
         return -1
     for value in call:
         if isinstance(value, FoundFile):
-            return -1 if value.stamp is None else value.stamp[0]
+            return _file_bytes(value)
     return -1
+
+
+def _file_bytes(file: FoundFile) -> int:
+    return -1 if file.stamp is None else file.stamp[0]
 
 
 class EachMade(Sequence[T]):
@@ -102,6 +104,19 @@ class EachMade(Sequence[T]):
         if isinstance(index, slice):
             return [self._make(number) for number in range(self._count)[index]]
         return self._make(range(self._count)[index])
+
+
+class FileParts(EachMade["FileSlice | None"]):
+    """Each call's part of its file (a slice, or None for all of it), made when asked for,
+    and which calls have a slice known without making theirs (``sliced``). A pass given
+    its parts so has no other argument that is a slice: its batches are sized from its
+    files alone (:meth:`PassCalls.file_bytes`)."""
+
+    def __init__(
+        self, count: int, make: Callable[[int], FileSlice | None], sliced: Callable[[int], bool]
+    ) -> None:
+        super().__init__(count, make)
+        self.sliced = sliced
 
 
 class PassCalls(Sequence[tuple[Any, ...]]):
@@ -146,4 +161,32 @@ class PassCalls(Sequence[tuple[Any, ...]]):
         return tuple(
             same[place] if place in same else self._made(each[place][number])
             for place in range(self._places)
+        )
+
+    def file_bytes(self) -> array.array[int]:
+        """The size of the file each call prepares, if it is known and the call takes all
+        of it, else -1 (:func:`call_bytes`): eight bytes a call. Where the calls' parts are
+        given as :class:`FileParts`, from each call's file alone; else each call is made
+        for it (and again as it is sent: some 10 µs a file of the driver's one core, more
+        than half of it making the arguments a task needs and sizing does not)."""
+        parts = [values for values in self._each.values() if isinstance(values, FileParts)]
+        first = self[0] if self._count else ()
+        files = [
+            place
+            for place, value in enumerate(first)
+            if isinstance(value, FoundFile) and place in self._each
+        ]
+        if (
+            len(parts) != 1
+            or not files
+            or any(isinstance(value, (FoundFile, FileSlice)) for value in self.same.values())
+        ):
+            return array.array("q", (call_bytes(call) for call in self))
+        file_of, sliced = self._each[files[0]], parts[0].sliced
+        return array.array(
+            "q",
+            (
+                -1 if sliced(number) else _file_bytes(file_of[number])
+                for number in range(self._count)
+            ),
         )

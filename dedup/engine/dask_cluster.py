@@ -419,7 +419,7 @@ class DaskEngine:
         ahead of the one whose results are taken: :class:`_Ahead`)."""
         calls = self._calls(arguments)
         batches, pieces = batches_in_pieces(
-            calls, self.workers, most_bytes, _BATCHES_PER_THREAD, _BATCH_BYTES
+            calls.file_bytes(), self.workers, most_bytes, _BATCHES_PER_THREAD, _BATCH_BYTES
         )
         tasks: list[Future[Any] | None] = [None] * len(batches)
         self._tasks.append(tasks)

@@ -33,7 +33,7 @@ from dedup.columns import (
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
-from dedup.engine.batches import EachMade
+from dedup.engine.batches import EachMade, FileParts
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
@@ -598,7 +598,7 @@ def prepare_all(
         on_workers,
         EachMade(len(apart), lambda task: files[tasks.file[apart[task]]]),
         config,
-        EachMade(len(apart), lambda task: tasks.part[apart[task]]),
+        tasks.parts_of(apart),
     )
     learned = learn_pass.chapters
 
@@ -715,9 +715,17 @@ class PassTasks:
         return cls(file, sliced)
 
     @property
-    def part(self) -> Sequence[FileSlice | None]:
+    def part(self) -> FileParts:
         """Each task's slice of its file, or None where it is the whole file."""
-        return EachMade(len(self.file), self.slices.get)
+        return FileParts(len(self.file), self.slices.get, self.slices.__contains__)
+
+    def parts_of(self, tasks: Sequence[int]) -> FileParts:
+        """:attr:`part` of each of ``tasks``."""
+        return FileParts(
+            len(tasks),
+            lambda task: self.slices.get(tasks[task]),
+            lambda task: tasks[task] in self.slices,
+        )
 
 
 def _learned_when(

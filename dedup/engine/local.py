@@ -164,7 +164,8 @@ class LocalEngine:
             return map(function, *arguments)
         pool = self.pool
         calls = PassCalls(arguments)
-        batches = iter(file_batches(calls, self.workers, _BATCH_BYTES, _BATCHES_PER_WORKER))
+        sizes = calls.file_bytes()
+        batches = iter(file_batches(sizes, self.workers, _BATCH_BYTES, _BATCHES_PER_WORKER))
         tasks: deque[Future[list[T]]] = deque()
 
         def hand_over(count: int) -> None:
