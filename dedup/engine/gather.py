@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
@@ -602,6 +603,7 @@ def prepare_all(
     )
     learned = learn_pass.chapters
 
+    @functools.lru_cache(maxsize=1)  # a call's two arguments of them are made in a row
     def given(task: int) -> tuple[Any, slice | None]:
         """A task's chapters, if the learn pass found them, and which of them are its file's."""
         found = apart.place(task)
