@@ -167,8 +167,8 @@ class PassCalls(Sequence[tuple[Any, ...]]):
         """The size of the file each call prepares, if it is known and the call takes all
         of it, else -1 (:func:`call_bytes`): eight bytes a call. Where the calls' parts are
         given as :class:`FileParts`, from each call's file alone; else each call is made
-        for it (and again as it is sent: some 10 µs a file of the driver's one core, more
-        than half of it making the arguments a task needs and sizing does not)."""
+        for it, and again as it is sent (the arguments a task needs and sizing does not:
+        docs/performance.md, the fifty-third session)."""
         parts = [values for values in self._each.values() if isinstance(values, FileParts)]
         first = self[0] if self._count else ()
         files = [

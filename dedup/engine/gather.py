@@ -287,6 +287,7 @@ class NumberRuns(Sequence[int]):
 
     @classmethod
     def of(cls, numbers: Iterable[int]) -> NumberRuns:
+        """``numbers``, appended in order."""
         held = cls()
         for number in numbers:
             held.append(number)
