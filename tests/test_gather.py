@@ -367,6 +367,10 @@ def test_the_records_of_each_file_hold_its_path_packed_and_its_names_once(
     )
 
 
+def _runs(held: Any) -> tuple[list[int], list[int], list[int], int]:
+    return list(held._starts), list(held._firsts), list(held._steps), len(held)
+
+
 @given(st.lists(st.integers(-3, 3), max_size=60), st.integers(0, 5))
 def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None:
     """Each input's file number (the next file's, or an archive's again, or any) reads back
@@ -376,6 +380,20 @@ def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None
 
     numbers = list(itertools.accumulate(steps, initial=start))
     held = NumberRuns.of(numbers)
+    appended = NumberRuns()
+    for number in numbers:
+        appended.append(number)
+    assert _runs(held) == _runs(appended)
+    # Extended a run at a time after any first ones appended, and then appended to again
+    # (it goes on from the last number held): the same runs as appended one by one.
+    appended.append(start)
+    for cut in range(len(numbers) + 1):
+        extended = NumberRuns()
+        for number in numbers[:cut]:
+            extended.append(number)
+        extended.extend(np.array(numbers[cut:], dtype=np.int64))
+        extended.append(start)
+        assert _runs(extended) == _runs(appended), cut
     assert list(held) == numbers and held[:] == numbers and len(held) == len(numbers)
     assert held.numbers().tolist() == numbers
     assert [held[row] for row in range(-len(numbers), 0)] == numbers

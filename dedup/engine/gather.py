@@ -286,12 +286,36 @@ class NumberRuns(Sequence[int]):
     one run, where a number each held four or eight bytes a file (issue 21)."""
 
     @classmethod
-    def of(cls, numbers: Iterable[int]) -> NumberRuns:
+    def of(cls, numbers: Iterable[int] | npt.NDArray[np.integer[Any]]) -> NumberRuns:
         """``numbers``, appended in order."""
         held = cls()
-        for number in numbers:
-            held.append(number)
+        held.extend(numbers if isinstance(numbers, np.ndarray) else np.fromiter(numbers, np.int64))
         return held
+
+    def extend(self, numbers: npt.NDArray[np.integer[Any]]) -> None:
+        """Each of ``numbers`` appended in order, the same runs as :meth:`append` makes, a run
+        at a time: no Python number made a number (a crawl's files are millions)."""
+        values = np.asarray(numbers, dtype=np.int64)
+        steps = np.diff(values)
+        # where a step differs from the one before: a run of equal steps ends before each
+        changes = np.flatnonzero(steps[1:] != steps[:-1]) + 1
+        at = 0
+        while at < len(values):
+            self.append(int(values[at]))
+            if at + 1 == len(values):
+                break
+            step = int(steps[at])
+            alone = self._count - self._starts[-1] == 1
+            if step not in (0, 1) or not (alone or step == self._steps[-1]):
+                at += 1
+                continue
+            # the run goes on through the steps equal to this one
+            change = int(np.searchsorted(changes, at, side="right"))
+            end = int(changes[change]) if change < len(changes) else len(steps)
+            self._steps[-1] = step
+            self._count += end - at
+            self._last = int(values[end])
+            at = end + 1
 
     def __init__(self) -> None:
         self._count = 0
@@ -444,8 +468,7 @@ class Prepared:
         named = spans.documents.named_in(self.names, file[files.name_input])
         inputs = len(self.file_numbers) + files.run_input.astype(np.int64)
         self.spans.append(replace(spans, documents=named), None, inputs)
-        for number in file.tolist():
-            self.file_numbers.append(number)
+        self.file_numbers.extend(file)
         self.byte_spans.append(files.byte_spans)
         for entry in files.entries:
             if entry is not None:
@@ -741,7 +764,7 @@ def _learned_when(
     each look makes a file's record again), so each is looked at once, or twice with
     ``known``, not once a question."""
     if "repeated-lines" in config.skip_steps:
-        return NumberRuns.of(repeat(0, len(files))), NumberRuns()
+        return NumberRuns.of(np.zeros(len(files), dtype=np.uint8)), NumberRuns()
     learned_before = (
         np.fromiter((file.source in known for file in files), dtype=np.bool_, count=len(files))
         if known
@@ -752,7 +775,7 @@ def _learned_when(
     in_slices[file_of_task[np.fromiter(tasks.slices, np.int64, len(tasks.slices))]] = True
     once = np.asarray(read_once(files, config), dtype=np.bool_) & ~learned_before & ~in_slices
     apart = np.flatnonzero(~(once | learned_before)[file_of_task])
-    return NumberRuns.of(once.view(np.uint8).tolist()), NumberRuns.of(apart.tolist())
+    return NumberRuns.of(once.view(np.uint8)), NumberRuns.of(apart)
 
 
 def file_slices(

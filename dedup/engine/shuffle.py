@@ -219,8 +219,7 @@ class KeptOnWorkers:
         for result, keep in taken:
             batch.add(result)
             seconds += result.seconds
-            for end in (inputs + np.cumsum(result.inputs)).tolist():
-                ends.append(end)
+            ends.extend(inputs + np.cumsum(result.inputs))
             inputs += int(result.inputs.sum())
             if keep:
                 line_counts, batch_chapters = keep
