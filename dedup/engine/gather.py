@@ -770,10 +770,14 @@ def _learned_when(
         if known
         else np.zeros(len(files), dtype=np.bool_)
     )
+    once = np.asarray(read_once(files, config), dtype=np.bool_) & ~learned_before
+    if not tasks.slices:  # a task a file: no array of each task's file made
+        apart = np.flatnonzero(~(once | learned_before))
+        return NumberRuns.of(once.view(np.uint8)), NumberRuns.of(apart)
     file_of_task = tasks.file.numbers()
     in_slices = np.zeros(len(files), dtype=np.bool_)
     in_slices[file_of_task[np.fromiter(tasks.slices, np.int64, len(tasks.slices))]] = True
-    once = np.asarray(read_once(files, config), dtype=np.bool_) & ~learned_before & ~in_slices
+    once &= ~in_slices
     apart = np.flatnonzero(~(once | learned_before)[file_of_task])
     return NumberRuns.of(once.view(np.uint8)), NumberRuns.of(apart)
 
