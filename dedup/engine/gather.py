@@ -285,6 +285,13 @@ class NumberRuns(Sequence[int]):
     slices one), the tasks learned from apart (all of them, often): a dump of plain files is
     one run, where a number each held four or eight bytes a file (issue 21)."""
 
+    def __init__(self) -> None:
+        self._count = 0
+        self._starts = array.array("q")
+        self._firsts = array.array("q")
+        self._steps = array.array("b")
+        self._last = 0
+
     @classmethod
     def of(cls, numbers: Iterable[int] | npt.NDArray[np.integer[Any]]) -> NumberRuns:
         """``numbers``, appended in order."""
@@ -294,7 +301,7 @@ class NumberRuns(Sequence[int]):
 
     def extend(self, numbers: npt.NDArray[np.integer[Any]]) -> None:
         """Each of ``numbers`` appended in order, the same runs as :meth:`append` makes, a run
-        at a time: no Python number made a number (a crawl's files are millions)."""
+        at a time, not a Python int made of each number (a crawl's files are millions)."""
         values = np.asarray(numbers, dtype=np.int64)
         steps = np.diff(values)
         # where a step differs from the one before: a run of equal steps ends before each
@@ -316,13 +323,6 @@ class NumberRuns(Sequence[int]):
             self._count += end - at
             self._last = int(values[end])
             at = end + 1
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._starts = array.array("q")
-        self._firsts = array.array("q")
-        self._steps = array.array("b")
-        self._last = 0
 
     def append(self, number: int) -> None:
         last, self._last = self._last, number
