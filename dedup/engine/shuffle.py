@@ -53,7 +53,6 @@ import bisect
 import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -138,16 +137,6 @@ _RUNS_A_BATCH = 64
 _PAIRS_A_TASK = 500_000
 
 
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """Consecutive passages of the scan (a file's, or a slice's) whose signatures, texts,
-    steps and seeds a worker keeps: from ``first``, ``count`` of them (the futures:
-    KeptOnWorkers' lists, at the run's number)."""
-
-    first: int
-    count: int
-
-
 class KeptOnWorkers:
     """What the workers keep of the files they prepare (see the module's docstring): read by
     the stages as :meth:`signatures`, :meth:`texts`, :meth:`seeds` and :meth:`steps`."""
@@ -155,7 +144,11 @@ class KeptOnWorkers:
     def __init__(self, engine: DaskEngine, shown: bool) -> None:
         self.engine = engine
         self.shown = shown
-        self.runs: list[_Held] = []
+        # Each run's first passage (a file's, or a slice's: the futures' lists hold its parts at
+        # the run's number), in an array: an object a run outlived the batches' churn and
+        # kept the allocator's pools (issue 21).
+        self.run_starts = array.array("q")
+        self.count = 0  # passages in the runs
         # The futures, in lists the engine cancels on an error (each let go when done with).
         self.signature_futures: list[Future[Any] | None] = engine.holding([])
         self.text_futures: list[Future[Any] | None] = engine.holding([])
@@ -272,7 +265,8 @@ class KeptOnWorkers:
         """The next passages of the scan, in runs (a file's, or its slices')."""
         for count, signatures, texts, steps, seeds, hashes, spans in runs:
             if count:
-                self.runs.append(_Held(self.count, count))
+                self.run_starts.append(self.count)
+                self.count += count
                 self.signature_futures.append(signatures)
                 self.text_futures.append(texts)
                 self.step_futures.append(steps)
@@ -281,11 +275,12 @@ class KeptOnWorkers:
                 self.span_futures.append(spans)
 
     @property
-    def count(self) -> int:
-        return self.runs[-1].first + self.runs[-1].count if self.runs else 0
+    def runs(self) -> int:
+        return len(self.run_starts)
 
     def firsts(self) -> npt.NDArray[np.int64]:
-        return np.array([run.first for run in self.runs], dtype=np.int64)
+        """Each run's first passage."""
+        return np.array(self.run_starts, dtype=np.int64)
 
     def runs_of(self, passages: npt.NDArray[np.int64]) -> list[int]:
         """The runs that hold ``passages``, in order."""
@@ -293,10 +288,11 @@ class KeptOnWorkers:
 
     def split(self, passages: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
         """Sorted ``passages`` (numbers in the scan) by run, numbered in their run."""
-        bounds = np.searchsorted(passages, [run.first for run in self.runs] + [self.count])
+        firsts = self.firsts()
+        bounds = np.searchsorted(passages, np.append(firsts, self.count)).tolist()
         return [
-            passages[bounds[number] : bounds[number + 1]] - run.first
-            for number, run in enumerate(self.runs)
+            passages[bounds[number] : bounds[number + 1]] - first
+            for number, first in enumerate(firsts.tolist())
         ]
 
     @property
@@ -389,11 +385,8 @@ class KeptOnWorkers:
     def batches(self, rows: int) -> list[range]:
         """The runs in batches of consecutive ones, ``rows`` of each at most, and as many
         as there are worker threads at least (so each has work)."""
-        size = min(rows, -(-len(self.runs) // max(1, self.engine.workers))) or 1
-        return [
-            range(start, min(start + size, len(self.runs)))
-            for start in range(0, len(self.runs), size)
-        ]
+        size = min(rows, -(-self.runs // max(1, self.engine.workers))) or 1
+        return [range(start, min(start + size, self.runs)) for start in range(0, self.runs, size)]
 
 
 def shuffled(
@@ -499,7 +492,7 @@ class SignaturesOnWorkers(_OnWorkers):
                 kept.engine.submit(
                     estimates_in_runs,
                     chunk,
-                    [kept.runs[run].first for run in named],
+                    [kept.run_starts[run] for run in named],
                     [self._kept.signature_futures[run] for run in named],
                 )
             )
@@ -586,7 +579,7 @@ class TextsOnWorkers:
                     _GIVING[form],
                     function,
                     [kept.text_futures[run] for run in runs],
-                    [kept.runs[run].first for run in runs],
+                    [kept.run_starts[run] for run in runs],
                     wanted,
                     *rest,
                     named_after=function,
