@@ -77,7 +77,8 @@ def scan_files(
     (their files are not learned from again)."""
     timer = timer or StageTimer()
     started = time.perf_counter() if started is None else started
-    with collector_paused(), engine_for(config, most_tasks(files, config)) as engine:
+    engine = engine_for(config, most_tasks(files, config))
+    with collector_paused(engine.pauses_collector), engine:
         # read -> segment -> normalize -> fingerprint, one task per file, each stage timed
         # in the workers and summed
         prepared = prepare_all(files, config, timer, engine, repeated)

@@ -154,6 +154,9 @@ class Engine(Protocol):
     # dedup.engine.copies): only where a worker lives for one scan and nothing it handed back
     # is computed again elsewhere.
     hands_back_texts_once: bool
+    # Whether the scan runs with the cyclic garbage collector paused (collector_paused):
+    # where this process holds the scan's records by the million and makes few cycles.
+    pauses_collector: bool
 
     def __enter__(self) -> Engine: ...
 

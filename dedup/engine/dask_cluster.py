@@ -90,6 +90,11 @@ class DaskEngine:
     cancels the scan's tasks still queued or running and closes what it opened."""
 
     hands_back_texts_once = False  # workers outlive a scan, and a dead one's tasks run again
+    # The client's event loop, in this process, makes reference cycles all the scan long (an
+    # exception a tornado timeout, with its traceback and frames: some 4,000 objects in a
+    # minute), which a paused collector kept to the end of the scan and which left
+    # pymalloc's pools in pieces once freed; this process holds few records of its own.
+    pauses_collector = False
 
     def __init__(self, config: ScanConfig) -> None:
         self.config = config

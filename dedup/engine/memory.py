@@ -32,19 +32,21 @@ def _malloc_trim() -> Any:
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a scan (and its workers, forked inside): the scan
-    makes records by the million (spans, passages, pairs) and no reference cycles to speak of
-    (a 100 MB scan leaves some 400 unreachable objects), so every collection would walk the
-    records again for nothing (docs/performance.md has what it saved).
+def collector_paused(paused: bool = True) -> Iterator[None]:
+    """The cyclic garbage collector off for a scan (and its workers, forked inside), if
+    ``paused``: a scan on this machine makes records by the million (spans, passages, pairs)
+    and no reference cycles to speak of (a 100 MB scan leaves some 400 unreachable objects),
+    so every collection would walk the records again for nothing (docs/performance.md has
+    what it saved). Not on a cluster (``Engine.pauses_collector``): there the client's event
+    loop makes cycles as long as the scan runs.
 
     Afterwards the records the scan made are moved to the oldest generation, as if they had
     survived collections (which they would: they are the report): otherwise the first young
     collection after the scan walks them all, which takes a noticeable while after a large
-    scan. Not when the caller has
-    frozen objects of its own, which moving would unfreeze."""
+    scan. Not when the caller has frozen objects of its own, which moving would unfreeze."""
     enabled = gc.isenabled()
-    gc.disable()
+    if paused:
+        gc.disable()
     try:
         yield
     finally:
