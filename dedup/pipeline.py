@@ -78,7 +78,7 @@ def scan_files(
     timer = timer or StageTimer()
     started = time.perf_counter() if started is None else started
     engine = engine_for(config, most_tasks(files, config))
-    with collector_paused(engine.pauses_collector), engine:
+    with collector_paused(young_collected=engine.makes_cycles), engine:
         # read -> segment -> normalize -> fingerprint, one task per file, each stage timed
         # in the workers and summed
         prepared = prepare_all(files, config, timer, engine, repeated)

@@ -489,6 +489,31 @@ def test_the_api_takes_a_client_and_leaves_it_open(
             time.sleep(0.05)
 
 
+def test_the_cycles_the_clients_event_loop_makes_are_collected_as_the_scan_runs(
+    cluster: Cluster, samples: Path, mirror_dump: Path
+) -> None:
+    # The client's event loop runs in this process and makes reference cycles all the scan
+    # long (an exception a tornado timeout, with its traceback and frames): with the
+    # collector paused, as the local engine's scan has it, they were held to the end.
+    dedup.scan([samples], scheduler=cluster.address)  # what a first scan imports, imported
+    freed: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            freed.append(info["collected"])
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(count)
+    try:
+        report = dedup.scan([mirror_dump], scheduler=cluster.address)
+    finally:
+        gc.callbacks.remove(count)
+    assert report.document_groups
+    assert sum(freed) > 0
+    # and the collector given back as it was found
+    assert gc.isenabled() and gc.get_threshold() == thresholds
+
+
 @pytest.mark.parametrize("engine", ["dask", "dask-local"])
 def test_the_clients_made_for_a_scan_keep_no_log_of_the_messages_sent(
     cluster: Cluster, engine: str

@@ -154,9 +154,9 @@ class Engine(Protocol):
     # dedup.engine.copies): only where a worker lives for one scan and nothing it handed back
     # is computed again elsewhere.
     hands_back_texts_once: bool
-    # Whether the scan runs with the cyclic garbage collector paused (collector_paused):
-    # where this process holds the scan's records by the million and makes few cycles.
-    pauses_collector: bool
+    # Whether this process makes reference cycles all the scan long (a Dask client's event
+    # loop does): its young ones are then collected as it runs (collector_paused).
+    makes_cycles: bool
 
     def __enter__(self) -> Engine: ...
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import importlib.util
 import itertools
 import logging
@@ -48,6 +47,7 @@ from dedup.engine import lifetime
 from dedup.engine.base import in_threads
 from dedup.engine.batches import PassCalls, batches_in_pieces
 from dedup.engine.lifetime import die_with_parent
+from dedup.engine.memory import collector_restarted
 from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
 from dedup.read import FoundFile
@@ -91,10 +91,10 @@ class DaskEngine:
 
     hands_back_texts_once = False  # workers outlive a scan, and a dead one's tasks run again
     # The client's event loop, in this process, makes reference cycles all the scan long (an
-    # exception a tornado timeout, with its traceback and frames: some 4,000 objects in a
-    # minute), which a paused collector kept to the end of the scan and which left
-    # pymalloc's pools in pieces once freed; this process holds few records of its own.
-    pauses_collector = False
+    # exception a tornado timeout, with its traceback and frames: thousands of objects a
+    # minute), which a paused collector kept to the end of the scan, and which left
+    # pymalloc's pools in pieces when freed.
+    makes_cycles = True
 
     def __init__(self, config: ScanConfig) -> None:
         self.config = config
@@ -698,8 +698,7 @@ def _forked_worker(parent: int, log: int, arguments: list[str]) -> None:
     for handler in logging.getLogger("distributed").handlers:
         if isinstance(handler, logging.StreamHandler):
             handler.setStream(sys.stderr)
-    gc.unfreeze()
-    gc.enable()  # a worker's event loop makes cycles; the scan's pause is the scan's
+    collector_restarted()
     from distributed.cli.dask_worker import main
 
     sys.argv = ["dask-worker", *arguments]

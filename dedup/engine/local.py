@@ -92,7 +92,7 @@ class LocalEngine:
     stops it, at once after an error or an interrupt."""
 
     hands_back_texts_once = True
-    pauses_collector = True
+    makes_cycles = False
 
     def __init__(self, config: ScanConfig, tasks: int) -> None:
         self.config = config
