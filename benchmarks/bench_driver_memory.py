@@ -28,10 +28,11 @@ says what each file costs and where, and of each phase's peak. ``--near-peak`` a
 same by line near the peak (a snapshot taken each time what is held passes the last one's
 by a megabyte), which says what the peak is made of, and at the end of the main pass; the
 snapshots' own objects then add to the peaks printed.
-At the stop it prints what the two allocators under Python hold (pymalloc's arenas, the
-objects in them and what is free in them but kept; the C library's heap in use and free),
-which says how much of the RSS is no object at all: pools and pages kept by a few objects
-made among many that are gone. ``--sparse-pools`` says which kinds of objects those are.
+At the stop it prints how many unreachable objects a collection frees (reference cycles the
+scan made and kept to there), and what the two allocators under Python hold (pymalloc's
+arenas, the objects in them and what is free in them but kept; the C library's heap in use
+and free), which says how much of the RSS is no object at all: pools and pages kept by a few
+objects made among many that are gone. ``--sparse-pools`` says which kinds of objects those are.
 ``--rounds N`` measures the dumps N times over, in turn, and prints the spread: the RSS of
 one run wanders by a MiB or two.
 Figures are printed, never asserted.
@@ -307,7 +308,8 @@ def _probe(
     def instead(*arguments: Any, **_options: Any) -> Any:
         found.pop("phase_ended")("to the stop")  # before this probe's own look at the arrays
         found["peak_mib"] = max(found["phase_peaks"].values())
-        gc.collect()
+        # what the scan left for the collector (the cycles it made and held to here)
+        found["unreachable"] = gc.collect()
         if traced:
             _traced(found)
         release_freed_memory()
@@ -445,6 +447,7 @@ def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
         print(f"  {per_passage:6.1f} B a passage  {dtype:7} {shape} in {holder}")
     of_passages = sum(a[0] for a in arrays if a[2][0] == result["passages"])
     print(f"  arrays of one row a passage: {of_passages:.0f} B a passage")
+    print(f"  unreachable objects the collector frees at the stop: {result['unreachable']:,}")
     print(
         "  allocators: "
         + "; ".join(f"{name} {mib:.1f} MiB" for name, mib in result["allocators"].items())
