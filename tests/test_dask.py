@@ -228,7 +228,7 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
             if name == "dask":  # none came here
                 assert len(prepared.signatures) == 0 and not prepared.normalized
                 # each kept run holds a batch of files' passages, not a file's
-                assert prepared.kept is not None and prepared.kept.runs < len(files) / 2
+                assert prepared.kept is not None and prepared.kept.run_count < len(files) / 2
             passages = prepared.passages()
             if name == "dask":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)

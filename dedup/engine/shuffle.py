@@ -144,9 +144,8 @@ class KeptOnWorkers:
     def __init__(self, engine: DaskEngine, shown: bool) -> None:
         self.engine = engine
         self.shown = shown
-        # Each run's first passage (a file's, or a slice's: the futures' lists hold its parts at
-        # the run's number), in an array: an object a run outlived the batches' churn and
-        # kept the allocator's pools (issue 21).
+        # Each run's first passage (a batch's files', or a slice's: the futures' lists hold
+        # its parts at the run's number), in an array rather than an object a run.
         self.run_starts = array.array("q")
         self.count = 0  # passages in the runs
         # The futures, in lists the engine cancels on an error (each let go when done with).
@@ -275,7 +274,7 @@ class KeptOnWorkers:
                 self.span_futures.append(spans)
 
     @property
-    def runs(self) -> int:
+    def run_count(self) -> int:
         return len(self.run_starts)
 
     def firsts(self) -> npt.NDArray[np.int64]:
@@ -385,8 +384,9 @@ class KeptOnWorkers:
     def batches(self, rows: int) -> list[range]:
         """The runs in batches of consecutive ones, ``rows`` of each at most, and as many
         as there are worker threads at least (so each has work)."""
-        size = min(rows, -(-self.runs // max(1, self.engine.workers))) or 1
-        return [range(start, min(start + size, self.runs)) for start in range(0, self.runs, size)]
+        runs = self.run_count
+        size = min(rows, -(-runs // max(1, self.engine.workers))) or 1
+        return [range(start, min(start + size, runs)) for start in range(0, runs, size)]
 
 
 def shuffled(
