@@ -419,13 +419,14 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     from dedup.engine.tasks import count_line_keys
     from dedup.normalize.line_keys import line_key
     from dedup.normalize.repeated_lines import (
-        DistinctChapters,
-        FirstChapters,
+        chapter_entries,
+        distinct_chapter_counts,
         learned_back,
         line_counts_of,
         line_entries,
         merged_learned,
         partition_repeated,
+        repeated_by_source,
         repeated_lines,
     )
     from tests.conftest import SLOGAN
@@ -436,42 +437,40 @@ def test_partitions_of_line_keys_give_the_lines_one_process_finds_repeated(
     here = repeated_lines(learned)
     assert here == {"a": frozenset({line_key(SLOGAN)}), "b": frozenset({line_key(SLOGAN)})}
 
-    # The files in batches (a task each on a cluster, its line keys kept there): only each
-    # source's distinct chapters come here; the keys are counted in partitions.
+    # The files in batches (a task each on a cluster, its line keys and chapters kept
+    # there): only the sources of their chapters come here; the chapters and the keys are
+    # counted in partitions. Cut after the first file, site a's second file carries again
+    # two chapters of its first in another batch.
     bounds = [0, *cuts, len(learned)]
     batches = [learned[first:end] for first, end in itertools.pairwise(bounds)]
     kept = [line_counts_of(merged_learned(batch)) for batch in batches]
-    distinct = []
-    taken = DistinctChapters()
-    for batch, batch_kept in zip(batches, kept, strict=True):
+    sources: dict[str, int] = {}
+    for batch in batches:
         # handed back a piece at a time: a file each, then the rest of the batch as one
         for piece in (batch[:1], batch[1:]):
             if piece:
                 (back,) = learned_back(piece)
                 assert back.files == len(piece)
                 assert back.inputs.tolist() == [len(file.chapters) for file in piece]
-                taken.add(back)
-        distinct.append(taken.taken())
-        # The chapters here are those the batch's worker keeps the keys of, in its order.
-        assert list(distinct[-1]) == list(batch_kept)
-        for source, lines in batch_kept.items():
-            np.testing.assert_array_equal(distinct[-1][source], lines.chapters)
-    first = FirstChapters.of(distinct)
-    assert first.sources == ("a", "b")
-    # Batches of two, as the shuffle's tasks take them.
-    entries = [
-        line_entries(
-            kept[start : start + 2], first.first[start : start + 2], first.numbers(), partitions
-        )
-        for start in range(0, len(kept), 2)
-    ]
-    found = np.concatenate(
-        [
-            partition_repeated([batch[part] for batch in entries], first.needed)
-            for part in range(partitions)
+                assert back.sources == tuple(dict.fromkeys(s for f in piece for s in f.line_counts))
+                for source in back.sources:
+                    sources.setdefault(source, len(sources))
+    assert tuple(sources) == ("a", "b")
+
+    def shuffled(entries: Any, reduced: Any, given: Any) -> list[Any]:
+        # Batches of two, as the shuffle's tasks take them; a task a partition.
+        made = [
+            entries(kept[start : start + 2], sources, partitions)
+            for start in range(0, len(kept), 2)
         ]
-    )
-    assert first.repeated(found) == here
+        return [reduced([task[part] for task in made], given) for part in range(partitions)]
+
+    chapter_counts = shuffled(chapter_entries, distinct_chapter_counts, len(sources))
+    # Each source's distinct chapters, however many batches carry one: a has 9 (three of
+    # its second file's five are new), b 3.
+    assert np.sum(chapter_counts, axis=0).tolist() == [9, 3]
+    found = np.concatenate(shuffled(line_entries, partition_repeated, chapter_counts))
+    assert repeated_by_source(tuple(sources), found) == here
 
 
 @pytest.mark.parametrize("overlap", [0, 60])

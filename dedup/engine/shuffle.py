@@ -11,8 +11,10 @@ last passage, the spans mapped back, the members), and so their lengths and lead
 (``LengthsOnWorkers.of``: the exact copies' lengths, the verify blocks' planning, the align
 chunks', the spans' ends found in their documents; ``LengthsOnWorkers.stories``, each
 document's length). Before them, the learn pass leaves each batch of
-files' line keys on its worker (:meth:`KeptOnWorkers.learned`): this process marks the
-chapters first seen in each batch, and a shuffle by key counts the keys of those chapters
+files' line keys and chapters on its worker (:meth:`KeptOnWorkers.learned`): a shuffle of
+the chapters by hash counts each source's distinct chapters
+(``repeated_lines.chapter_entries``, ``repeated_lines.distinct_chapter_counts``), and one of
+the (chapter, line key) pairs by key counts each line's distinct chapters
 (``repeated_lines.line_entries``, ``repeated_lines.partition_repeated``); only the repeated
 keys come back. Then:
 
@@ -95,16 +97,17 @@ from dedup.engine.tasks import (
     texts_of,
 )
 from dedup.normalize.repeated_lines import (
-    DistinctChapters,
-    FirstChapters,
     LearnedFiles,
     LearnPass,
+    chapter_entries,
     chapters_of,
+    distinct_chapter_counts,
     learned_back,
     line_counts_of,
     line_entries,
     merged_learned,
     partition_repeated,
+    repeated_by_source,
 )
 from dedup.offset_steps import offsets_in_runs
 from dedup.progress import progress, progress_by
@@ -181,13 +184,15 @@ class KeptOnWorkers:
     def learned(
         self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
     ) -> LearnPass:
-        """The learn pass over ``files`` (``parts`` of them) on the workers: each file's
-        distinct chapters, in order, without their line keys, which the workers keep and
-        count there (a shuffle by key: dedup.normalize.repeated_lines); where its chapters
-        are for the main pass (its batch's future and its slice of them); and the lines
-        each source repeats, as :func:`repeated_lines` finds them. The workers keep the
-        chapters too: held here, every document's title among them, they grew with the
-        dump and left the allocator's pools in pieces once let go of (docs/performance.md)."""
+        """The learn pass over ``files`` (``parts`` of them) on the workers: where each
+        file's chapters are for the main pass (its batch's future and its slice of them),
+        and the lines each source repeats, as :func:`repeated_lines` finds them, counted
+        where the workers keep the files' chapters and line keys (two shuffles:
+        dedup.normalize.repeated_lines). Only the sources of the chapters and each file's
+        count of inputs come here: the chapters themselves, held here, every document's
+        title among them, grew with the dump and left the allocator's pools in pieces once
+        let go of, and their hashes, held to the end of the pass, some 12 B a chapter
+        (docs/performance.md)."""
         if not files:
             return LearnPass(0.0, [], {})
         engine = self.engine
@@ -198,18 +203,18 @@ class KeptOnWorkers:
         futures: list[Future[Any]] = []
         batch_first = array.array("q")  # each batch's first file
         ends = NumberRuns()
-        # Each batch's distinct chapters by source, taken as the batch completes: not each
-        # file's record, held until the last file (LearnPass)
-        distinct: list[dict[str, npt.NDArray[np.int64]]] = []
+        # The sources, numbered as first met: their chapters stay on the workers (held here
+        # to the end of the pass, a dump of a page a file's grew the peak by some 12 B a file)
+        sources: dict[str, int] = {}
         kept: list[Future[Any] | None] = engine.holding([])
         results = self.learn_tasks(files, config, parts)
-        batch = DistinctChapters()
         first_file = inputs = 0  # the batch's: its first file, its files' inputs so far
         taken = progress_by(
             results, lambda item: item[0].files, "learn site lines", "file", len(files), self.shown
         )
         for result, keep in taken:
-            batch.add(result)
+            for source in result.sources:
+                sources.setdefault(source, len(sources))
             seconds += result.seconds
             ends.extend(inputs + np.cumsum(result.inputs))
             inputs += int(result.inputs.sum())
@@ -217,19 +222,26 @@ class KeptOnWorkers:
                 line_counts, batch_chapters = keep
                 batch_first.append(first_file)
                 futures.append(batch_chapters)
-                distinct.append(batch.taken())
                 kept.append(line_counts)
                 first_file, inputs = len(ends), 0
-        first = FirstChapters.of(distinct)
-        del distinct
+        chapter_counts = shuffled(
+            engine,
+            kept,
+            chapter_entries,
+            [],
+            (sources,),
+            distinct_chapter_counts,
+            (len(sources),),
+            self.partitions,
+        )
         tasks = shuffled(
             engine,
             kept,
             line_entries,
-            [first.first],
-            (first.numbers(),),
+            [],
+            (sources,),
             partition_repeated,
-            (first.needed,),
+            (chapter_counts,),
             self.partitions,
         )
         kept.clear()
@@ -241,7 +253,7 @@ class KeptOnWorkers:
             return futures[batch], slice(start, ends[file])
 
         chapters = EachMade(len(ends), chapters_of)
-        return LearnPass(seconds, chapters, first.repeated(found))
+        return LearnPass(seconds, chapters, repeated_by_source(tuple(sources), found))
 
     def learn_tasks(
         self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]

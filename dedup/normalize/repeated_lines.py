@@ -270,10 +270,13 @@ def read_once(files: Sequence[FoundFile], config: ScanConfig) -> npt.NDArray[np.
 
 
 # On a cluster (dedup.engine.shuffle), the workers that learn from the files keep their line
-# keys, which grow with the dump (docs/performance.md), and hand back each source's
-# distinct chapters alone. This process marks which of a batch's chapters are first seen in
-# it; the workers then count the keys of those chapters in partitions by key, and only the
-# repeated keys come back: the same keys repeated_lines finds from the whole.
+# keys and chapters, which grow with the dump (docs/performance.md), and hand back only which
+# sources each file's chapters are of. Two shuffles count there what repeated_lines counts
+# from the whole: one of each batch's distinct chapters by hash, how many distinct chapters
+# each source has (how often a line must occur in them to be repeated); one of each (chapter,
+# line key) pair by key, in how many distinct chapters each line occurs. A chapter seen in two
+# batches (the same key set, so the same hash and pairs) is counted once in each shuffle, as
+# repeated_lines counts it where it is first seen. Only the repeated keys come back.
 
 
 def merged_learned(files: list[LearnedFile]) -> LearnedFile:
@@ -289,23 +292,21 @@ def merged_learned(files: list[LearnedFile]) -> LearnedFile:
 @dataclass(frozen=True, slots=True)
 class LearnedFiles:
     """Consecutive files learned from, as a cluster's worker hands them back (their line keys
-    and chapters kept there: :func:`line_counts_of`, :func:`chapters_of`), as one: each
-    source's chapters' hashes, one file's after another, and how many inputs each file has.
+    and chapters kept there: :func:`line_counts_of`, :func:`chapters_of`), as one: the
+    sources of their chapters, in the order first met, and how many inputs each file has.
     A record a file cost this process some tens of microseconds of its one core a page of a
-    crawl stored a page a file (docs/performance.md)."""
+    crawl stored a page a file, and their chapters' hashes, held here to the end of the learn
+    pass, some 12 B a chapter (docs/performance.md)."""
 
-    chapters: dict[str, npt.NDArray[np.int64]]  # by source, in the order first met
+    sources: tuple[str, ...]
     inputs: npt.NDArray[np.int64]  # of each file
     seconds: float
 
     @classmethod
     def of(cls, learned: Sequence[LearnedFile]) -> LearnedFiles:
-        parts: dict[str, list[npt.NDArray[np.int64]]] = {}
-        for file in learned:
-            for source, lines in file.line_counts.items():
-                parts.setdefault(source, []).append(lines.chapters)
+        sources = dict.fromkeys(source for file in learned for source in file.line_counts)
         return cls(
-            {source: concatenated(hashes, np.int64) for source, hashes in parts.items()},
+            tuple(sources),
             np.array([len(file.chapters) for file in learned], dtype=np.int64),
             sum(file.seconds for file in learned),
         )
@@ -318,32 +319,6 @@ class LearnedFiles:
 def learned_back(learned: list[LearnedFile]) -> list[LearnedFiles]:
     """A piece of a batch's files learned from, as its worker hands them back: as one."""
     return [LearnedFiles.of(learned)]
-
-
-class DistinctChapters:
-    """Of files learned from (a batch's, handed back a piece at a time as
-    :func:`learned_back` leaves them), each source's distinct chapters' hashes, in the order
-    the worker that merged the batch keeps their keys (:func:`merged_learned`). Each piece's
-    hashes alone are held until the batch is :meth:`taken`: a batch of 32 MB of pages is
-    thousands of files, the largest item of the learn pass's peak (docs/performance.md)."""
-
-    def __init__(self) -> None:
-        self._parts: dict[str, list[npt.NDArray[np.int64]]] = {}
-
-    def add(self, learned: LearnedFiles) -> None:
-        """The next files of the batch."""
-        for source, chapters in learned.chapters.items():
-            self._parts.setdefault(source, []).append(chapters)
-
-    def taken(self) -> dict[str, npt.NDArray[np.int64]]:
-        """The batch's distinct chapters by source (the sources in the order first met, as
-        :func:`merged_line_counts` orders them); then empty, for the next batch."""
-        distinct = {}
-        for source, parts in self._parts.items():
-            hashes = concatenated(parts, np.int64)
-            distinct[source] = hashes[_first_seen_rows(hashes)]
-        self._parts = {}
-        return distinct
 
 
 def _first_seen_rows(hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -364,75 +339,76 @@ def chapters_of(learned: LearnedFile) -> FileChapters:
     return learned.chapters
 
 
-@dataclass(frozen=True, slots=True)
-class FirstChapters:
-    """Of batches of files learned from (consecutive, in the scan's order), which of each
-    batch's distinct chapters of each source (in :func:`merged_learned`'s order) are first
-    seen in that batch; the sources, numbered; and per source (by number) in how many
-    chapters a line must occur to be repeated."""
+def chapter_entries(
+    batches: Sequence[LineCounts], numbers: Mapping[str, int], partitions: int
+) -> list[npt.NDArray[np.int64]]:
+    """Each batch's distinct chapters, as rows of (source number, chapter hash), split into
+    ``partitions`` by the hash: a chapter of a source lies in one partition."""
+    rows = [
+        np.column_stack((np.full(len(lines.chapters), numbers[source], np.int64), lines.chapters))
+        for counts in batches
+        for source, lines in counts.items()
+    ]
+    joined = concatenated(rows, np.int64, columns=2)
+    return [joined[part] for part in partitioned(joined[:, 1].view(np.uint64), partitions)]
 
-    first: tuple[dict[str, npt.NDArray[np.bool_]], ...]  # per batch, per source
-    sources: tuple[str, ...]
-    needed: npt.NDArray[np.int64]
 
-    @classmethod
-    def of(cls, batches: Sequence[Mapping[str, npt.NDArray[np.int64]]]) -> FirstChapters:
-        """From each batch's distinct chapters (:func:`distinct_chapters`)."""
-        held: dict[str, list[tuple[int, npt.NDArray[np.int64]]]] = {}
-        for batch, by_source in enumerate(batches):
-            for source, hashes in by_source.items():
-                held.setdefault(source, []).append((batch, hashes))
-        first: list[dict[str, npt.NDArray[np.bool_]]] = [{} for _batch in batches]
-        needed = np.empty(len(held), dtype=np.int64)
-        for number, (source, source_batches) in enumerate(held.items()):
-            hashes = concatenated([chapters for _batch, chapters in source_batches], np.int64)
-            _unique, seen_first = np.unique(hashes, return_index=True)
-            flags = np.zeros(len(hashes), dtype=np.bool_)
-            flags[seen_first] = True
-            bounds = np.cumsum([len(chapters) for _batch, chapters in source_batches])[:-1]
-            for (batch, _chapters), batch_flags in zip(
-                source_batches, np.split(flags, bounds), strict=True
-            ):
-                first[batch][source] = batch_flags
-            needed[number] = repeated_lines_needed(len(seen_first))
-        sources = tuple(held)
-        return cls(tuple(first), sources, needed)
-
-    def numbers(self) -> dict[str, int]:
-        return {source: number for number, source in enumerate(self.sources)}
-
-    def repeated(self, codes: npt.NDArray[np.int64]) -> RepeatedLines:
-        """The lines each source repeats, from the codes :func:`partition_repeated` found."""
-        ordered = np.sort(codes)
-        bounds = np.searchsorted(ordered >> 32, np.arange(len(self.sources) + 1))
-        return {
-            source: frozenset((ordered[low:high] & 0xFFFFFFFF).tolist())
-            for source, low, high in zip(self.sources, bounds[:-1], bounds[1:], strict=True)
-        }
+def distinct_chapter_counts(
+    parts: Sequence[npt.NDArray[np.int64]], sources: int
+) -> npt.NDArray[np.int64]:
+    """Of one partition's rows from every batch (:func:`chapter_entries`), how many distinct
+    chapters each source (by number) has there."""
+    joined = concatenated(list(parts), np.int64, columns=2)
+    distinct = _distinct_rows(joined)
+    return np.bincount(distinct[:, 0], minlength=sources).astype(np.int64)
 
 
 def line_entries(
-    batches: Sequence[LineCounts],
-    first: Sequence[dict[str, npt.NDArray[np.bool_]]],
-    numbers: dict[str, int],
-    partitions: int,
+    batches: Sequence[LineCounts], numbers: Mapping[str, int], partitions: int
 ) -> list[npt.NDArray[np.int64]]:
-    """The line keys of the chapters first seen in each batch (``first``: FirstChapters'),
-    as ``source number << 32 | key``, split into ``partitions`` by that code."""
-    codes = []
-    for counts, firsts in zip(batches, first, strict=True):
-        for source, lines in counts.items():
-            taken = np.isin(lines.pair_chapters, lines.chapters[firsts[source]])
-            codes.append((np.int64(numbers[source]) << 32) | lines.pair_keys[taken])
-    joined = concatenated(codes, np.int64)
-    return [joined[rows] for rows in partitioned(joined.view(np.uint64), partitions)]
+    """Each batch's (chapter, line key) pairs, as rows of (``source number << 32 | key``,
+    chapter hash), split into ``partitions`` by that code: a line of a source lies in one
+    partition."""
+    rows = [
+        np.column_stack(((np.int64(numbers[source]) << 32) | lines.pair_keys, lines.pair_chapters))
+        for counts in batches
+        for source, lines in counts.items()
+    ]
+    joined = concatenated(rows, np.int64, columns=2)
+    return [joined[part] for part in partitioned(joined[:, 0].view(np.uint64), partitions)]
 
 
 def partition_repeated(
-    parts: Sequence[npt.NDArray[np.int64]], needed: npt.NDArray[np.int64]
+    parts: Sequence[npt.NDArray[np.int64]], chapter_counts: Sequence[npt.NDArray[np.int64]]
 ) -> npt.NDArray[np.int64]:
-    """Of one partition's codes from every batch (:func:`line_entries`), those of lines in
-    enough chapters of their source (``needed``, by source number) to be repeated."""
-    codes, times = key_counts(list(parts))
+    """Of one partition's rows from every batch (:func:`line_entries`), the codes of lines in
+    enough distinct chapters of their source to be repeated: as many as
+    :func:`repeated_lines_needed` asks of the source's distinct chapters, summed over every
+    partition's ``chapter_counts`` (:func:`distinct_chapter_counts`)."""
+    chapters = np.vstack(list(chapter_counts)).sum(axis=0)
+    needed = np.array([repeated_lines_needed(int(count)) for count in chapters], np.int64)
+    distinct = _distinct_rows(concatenated(list(parts), np.int64, columns=2))
+    codes, times = key_counts([distinct[:, 0]])
     repeated: npt.NDArray[np.int64] = codes[times >= needed[codes >> 32]]
     return repeated
+
+
+def _distinct_rows(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The distinct rows of a table of two columns, sorted."""
+    if not len(rows):
+        return rows
+    ordered = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+    new = np.ones(len(ordered), dtype=np.bool_)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    return ordered[new]
+
+
+def repeated_by_source(sources: Sequence[str], codes: npt.NDArray[np.int64]) -> RepeatedLines:
+    """The lines each of ``sources`` (numbered in order) repeats, from the codes
+    :func:`partition_repeated` found."""
+    ordered = np.sort(codes)
+    bounds = np.searchsorted(ordered >> 32, np.arange(len(sources) + 1))
+    return {
+        source: frozenset((ordered[low:high] & 0xFFFFFFFF).tolist())
+        for source, low, high in zip(sources, bounds[:-1], bounds[1:], strict=True)
+    }
