@@ -203,8 +203,7 @@ class KeptOnWorkers:
         futures: list[Future[Any]] = []
         batch_first = array.array("q")  # each batch's first file
         ends = NumberRuns()
-        # The sources, numbered as first met: their chapters stay on the workers (held here
-        # to the end of the pass, a dump of a page a file's grew the peak by some 12 B a file)
+        # The sources, numbered as first met; their chapters' hashes stay on the workers
         sources: dict[str, int] = {}
         kept: list[Future[Any] | None] = engine.holding([])
         results = self.learn_tasks(files, config, parts)

@@ -349,8 +349,7 @@ def chapter_entries(
         for counts in batches
         for source, lines in counts.items()
     ]
-    joined = concatenated(rows, np.int64, columns=2)
-    return [joined[part] for part in partitioned(joined[:, 1].view(np.uint64), partitions)]
+    return _split_rows(rows, 1, partitions)
 
 
 def distinct_chapter_counts(
@@ -358,8 +357,7 @@ def distinct_chapter_counts(
 ) -> npt.NDArray[np.int64]:
     """Of one partition's rows from every batch (:func:`chapter_entries`), how many distinct
     chapters each source (by number) has there."""
-    joined = concatenated(list(parts), np.int64, columns=2)
-    distinct = _distinct_rows(joined)
+    distinct = _distinct_rows(parts)
     return np.bincount(distinct[:, 0], minlength=sources).astype(np.int64)
 
 
@@ -374,8 +372,7 @@ def line_entries(
         for counts in batches
         for source, lines in counts.items()
     ]
-    joined = concatenated(rows, np.int64, columns=2)
-    return [joined[part] for part in partitioned(joined[:, 0].view(np.uint64), partitions)]
+    return _split_rows(rows, 0, partitions)
 
 
 def partition_repeated(
@@ -387,14 +384,23 @@ def partition_repeated(
     partition's ``chapter_counts`` (:func:`distinct_chapter_counts`)."""
     chapters = np.vstack(list(chapter_counts)).sum(axis=0)
     needed = np.array([repeated_lines_needed(int(count)) for count in chapters], np.int64)
-    distinct = _distinct_rows(concatenated(list(parts), np.int64, columns=2))
+    distinct = _distinct_rows(parts)
     codes, times = key_counts([distinct[:, 0]])
     repeated: npt.NDArray[np.int64] = codes[times >= needed[codes >> 32]]
     return repeated
 
 
-def _distinct_rows(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The distinct rows of a table of two columns, sorted."""
+def _split_rows(
+    rows: list[npt.NDArray[np.int64]], column: int, partitions: int
+) -> list[npt.NDArray[np.int64]]:
+    """Tables of two columns joined, split into ``partitions`` by ``column``."""
+    joined = concatenated(rows, np.int64, columns=2)
+    return [joined[part] for part in partitioned(joined[:, column].view(np.uint64), partitions)]
+
+
+def _distinct_rows(parts: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The distinct rows of tables of two columns joined, sorted."""
+    rows = concatenated(list(parts), np.int64, columns=2)
     if not len(rows):
         return rows
     ordered = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
