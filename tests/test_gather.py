@@ -411,6 +411,32 @@ def test_number_runs_read_back_as_appended(steps: list[int], start: int) -> None
 
 
 @given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5), st.sampled_from((0, 1))), max_size=12)
+)
+def test_number_runs_given_whole_runs_are_as_appended_one_by_one(
+    runs: list[tuple[int, int, int]],
+) -> None:
+    """A run of numbers appended at once (a source's files, every task of them) makes the
+    runs that appending each makes, after any numbers before it, and is read back."""
+    from dedup.engine.gather import NumberRuns
+
+    at_once, one_by_one, numbers = NumberRuns(), NumberRuns(), []
+    for first, count, step in runs:
+        at_once.append_run(first, count, step)
+        for number in range(count):
+            one_by_one.append(first + step * number)
+            numbers.append(first + step * number)
+        assert _runs(at_once) == _runs(one_by_one)
+    at_once.append(3)
+    one_by_one.append(3)
+    assert _runs(at_once) == _runs(one_by_one)
+    assert list(at_once) == [*numbers, 3]
+    long = NumberRuns()
+    long.append_run(7, 10_000_000, 0)
+    assert len(long) == 10_000_000 and long[-1] == 7 and len(long._starts) == 1
+
+
+@given(
     st.lists(
         st.tuples(
             st.sampled_from("abcd"), st.sampled_from(("txt", "jsonl", "zip")), st.integers(0, 2)

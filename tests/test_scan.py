@@ -408,7 +408,9 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
     config = ScanConfig(jobs=1)
     files, _skipped = discover_inputs([str(tmp_path)])
     assert [file.source for file in files] == ["alone", "pair", "pair"]
-    assert repeated_lines.read_once(files, config).tolist() == [True, False, False]
+    sources, once = repeated_lines.read_once(files, config)
+    assert sources.names == ("alone", "pair") and sources.starts.tolist() == [0, 1, 3]
+    assert once.tolist() == [True, False]
 
     reads = []
     read_file = tasks.read_file
@@ -438,7 +440,12 @@ def test_a_file_alone_in_its_source_is_learned_from_and_prepared_in_one_read(
         return json.dumps({**report.to_dict(), "timings": None})
 
     together = same_report()
-    monkeypatch.setattr(gather, "read_once", lambda files, config: [False] * len(files))
+
+    def none_at_once(files: Any, config: Any) -> tuple[Any, Any]:
+        sources, once = repeated_lines.read_once(files, config)
+        return sources, np.zeros_like(once)
+
+    monkeypatch.setattr(gather, "read_once", none_at_once)
     assert same_report() == together
 
 
@@ -461,7 +468,8 @@ def test_files_are_read_once_only_where_no_file_can_hold_another_source(
 
     def decided(**options: Any) -> list[bool]:
         files, _skipped = discover_inputs([str(tmp_path)])
-        return repeated_lines.read_once(files, ScanConfig(**options)).tolist()
+        sources, once = repeated_lines.read_once(files, ScanConfig(**options))
+        return np.repeat(once, sources.lengths).tolist()
 
     assert decided() == [True, True, True]
     assert decided(source_fields=("site",)) == [False, False, False]

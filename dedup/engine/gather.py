@@ -8,7 +8,7 @@ import bisect
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
+from itertools import pairwise, repeat
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
@@ -323,6 +323,19 @@ class NumberRuns(Sequence[int]):
             self._count += end - at
             self._last = int(values[end])
             at = end + 1
+
+    def append_run(self, first: int, count: int, step: int) -> None:
+        """``count`` numbers from ``first`` on, going up by ``step`` (0 or 1): as appending
+        each makes them, at once."""
+        if count > 0:
+            self.append(first)
+        if count > 1:
+            self.append(first + step)
+        if count > 2:
+            # the last run is now of the two, or the second alone: it goes on by ``step``
+            self._steps[-1] = step
+            self._count += count - 2
+            self._last = first + step * (count - 1)
 
     def append(self, number: int) -> None:
         last, self._last = self._last, number
@@ -727,18 +740,29 @@ class PassTasks:
 
     file: NumberRuns
     slices: dict[int, FileSlice]
+    # the files in slices, in order, and the tasks more than files up to each's end
+    sliced: tuple[int, ...] = ()
+    more: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, slices: Sequence[tuple[FileSlice, ...]]) -> PassTasks:
         """The tasks, given each file's slices."""
-        file, sliced = NumberRuns(), {}
+        file, sliced, files_sliced, more = NumberRuns(), {}, [], [0]
         for number, parts in enumerate(slices):
             for part in parts:
                 sliced[len(file)] = part
                 file.append(number)
             if not parts:
                 file.append(number)
-        return cls(file, sliced)
+            else:
+                files_sliced.append(number)
+                more.append(more[-1] + len(parts) - 1)
+        return cls(file, sliced, tuple(files_sliced), tuple(more[1:]))
+
+    def first_of(self, number: int) -> int:
+        """The first task of file ``number``; past the last file, the tasks' count."""
+        before = bisect.bisect_left(self.sliced, number)
+        return number + (self.more[before - 1] if before else 0)
 
     @property
     def part(self) -> FileParts:
@@ -759,27 +783,28 @@ def _learned_when(
 ) -> tuple[NumberRuns, NumberRuns]:
     """Whether each file is learned from as it is prepared, in one read of it (1), and the
     tasks learned from apart, before it: neither for a file of a source ``known`` already.
-    Both as runs (a dump of a page a file is one run of each, where a byte a file was
-    held while the pass ran). A crawl's files are read back from disk (``FoundFiles``:
-    each look makes a file's record again), so each is looked at once, or twice with
-    ``known``, not once a question."""
+    Both as runs, decided a run of files of one source at a time (a dump of a page a file is
+    one run of each, where arrays of a file's source, and of whether it was read once, held
+    some 25 B a file at once). A crawl's files are read back from disk (``FoundFiles``: each
+    look makes a file's record again), so each is looked at once, not once a question."""
+    at_once, apart = NumberRuns(), NumberRuns()
     if "repeated-lines" in config.skip_steps:
-        return NumberRuns.of(np.zeros(len(files), dtype=np.uint8)), NumberRuns()
-    learned_before = (
-        np.fromiter((file.source in known for file in files), dtype=np.bool_, count=len(files))
-        if known
-        else np.zeros(len(files), dtype=np.bool_)
-    )
-    once = np.asarray(read_once(files, config), dtype=np.bool_) & ~learned_before
-    if not tasks.slices:  # a task a file: no array of each task's file made
-        apart = np.flatnonzero(~(once | learned_before))
-        return NumberRuns.of(once.view(np.uint8)), NumberRuns.of(apart)
-    file_of_task = tasks.file.numbers()
-    in_slices = np.zeros(len(files), dtype=np.bool_)
-    in_slices[file_of_task[np.fromiter(tasks.slices, np.int64, len(tasks.slices))]] = True
-    once &= ~in_slices
-    apart = np.flatnonzero(~(once | learned_before)[file_of_task])
-    return NumberRuns.of(once.view(np.uint8)), NumberRuns.of(apart)
+        at_once.append_run(0, len(files), 0)
+        return at_once, apart
+    sources, once = read_once(files, config)
+    for (start, end), source, alone in zip(
+        pairwise(sources.starts.tolist()), sources.source.tolist(), once.tolist(), strict=True
+    ):
+        first, past = tasks.first_of(start), tasks.first_of(end)
+        learned_before = sources.names[source] in known
+        # a run read once is a file alone in its source, read whole (not in slices)
+        if alone and not learned_before and first not in tasks.slices:
+            at_once.append(1)
+            continue
+        at_once.append_run(0, end - start, 0)
+        if not learned_before:
+            apart.append_run(first, past - first, 1)
+    return at_once, apart
 
 
 def file_slices(

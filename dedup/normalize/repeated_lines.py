@@ -5,7 +5,8 @@ source repeats often enough to be dropped."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,22 +252,62 @@ def repeated_lines(learned: Iterable[LearnedFile]) -> RepeatedLines:
     return repeated
 
 
-def read_once(files: Sequence[FoundFile], config: ScanConfig) -> npt.NDArray[np.bool_]:
-    """Which files are learned from and prepared in one read: those alone in their source,
-    whose repeated lines are then theirs alone to learn. Not when some file can hold documents
-    of other sources (an archive's folders, records naming their source), whose lines would
-    count towards those sources too. Each file is looked at once (a crawl's files are read
-    back from disk, ``FoundFiles``: each look makes a file's record again)."""
-    sources: dict[str, int] = {}
+@dataclass(frozen=True, slots=True)
+class SourceRuns:
+    """The files' sources as runs of consecutive files of one source, each source numbered as
+    first met: a site's files are found together, so a crawl of millions of files is a few
+    runs, where a source's number a file (and its count's) held 16-24 B a file at once
+    (docs/performance.md, the fifty-sixth session)."""
+
+    starts: npt.NDArray[np.int64]  # each run's first file, and past the last, the files' count
+    source: npt.NDArray[np.int64]  # each run's source
+    names: tuple[str, ...]  # each source's, by number
+
+    @classmethod
+    def of(cls, files: Iterable[FoundFile]) -> SourceRuns:
+        numbers: dict[str, int] = {}
+        starts, source = array.array("q"), array.array("q")
+        count = 0
+        for file in files:
+            number = numbers.setdefault(file.source, len(numbers))
+            if not source or source[-1] != number:
+                starts.append(count)
+                source.append(number)
+            count += 1
+        starts.append(count)
+        return cls(np.array(starts, np.int64), np.array(source, np.int64), tuple(numbers))
+
+    @property
+    def lengths(self) -> npt.NDArray[np.int64]:
+        return np.diff(self.starts)
+
+    def files_of_each(self) -> npt.NDArray[np.int64]:
+        """How many files each source has, by number."""
+        counts = np.bincount(self.source, weights=self.lengths, minlength=len(self.names))
+        return counts.astype(np.int64)
+
+
+def read_once(
+    files: Sequence[FoundFile], config: ScanConfig
+) -> tuple[SourceRuns, npt.NDArray[np.bool_]]:
+    """The files' sources in runs, and which runs are a file learned from and prepared in one
+    read: a file alone in its source, whose repeated lines are then its own to learn. None
+    when some file can hold documents of other sources (an archive's folders, records naming
+    their source), whose lines would count towards those sources too. Each file is looked at
+    once (a crawl's files are read back from disk, ``FoundFiles``: each look makes a file's
+    record again)."""
     formats: set[str] = set()
-    source_of = np.empty(len(files), dtype=np.int64)
-    for number, file in enumerate(files):
-        source_of[number] = sources.setdefault(file.source, len(sources))
-        formats.add(file.format)
+
+    def noting_formats() -> Iterator[FoundFile]:
+        for file in files:
+            formats.add(file.format)
+            yield file
+
+    runs = SourceRuns.of(noting_formats())
     if "zip" in formats or (config.source_fields and not formats.isdisjoint(RECORD_FORMATS)):
-        return np.zeros(len(files), dtype=np.bool_)
-    alone: npt.NDArray[np.bool_] = np.bincount(source_of, minlength=len(sources))[source_of] == 1
-    return alone
+        return runs, np.zeros(len(runs.source), dtype=np.bool_)
+    alone: npt.NDArray[np.bool_] = runs.files_of_each()[runs.source] == 1
+    return runs, alone
 
 
 # On a cluster (dedup.engine.shuffle), the workers that learn from the files keep their line
