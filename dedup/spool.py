@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from dedup.errors import ScratchSpaceError
 
-__all__ = ["ArraySpool", "RowSpool"]
+__all__ = ["ArraySpool", "KeyParts", "RowSpool"]
 
 # Blocks read and kept, for rows read back out of order (a file's task made while another
 # pass's are): each is as large as a block.
@@ -232,6 +232,54 @@ def _array_spool_of(dtype: np.dtype[Any], columns: int, rows: npt.NDArray[Any]) 
     spool = ArraySpool(dtype, columns)
     spool.append(rows)
     return spool
+
+
+class KeyParts:
+    """Keys (64-bit numbers: a hash of each found file's real path), numbered as appended,
+    kept in an unnamed temporary file in 256 parts by their top byte, to find those another
+    key equals a part at a time. A crawl of a page a file finds millions of files: their
+    keys held, and sorted together at the end, cost discovery's peak some 25 B a file
+    (docs/performance.md, the fifty-sixth session). Held here: each part's block being
+    filled (at most 4 KiB each) and the place of each block written (8 B a 256 keys)."""
+
+    parts: ClassVar[int] = 256
+    block_keys: ClassVar[int] = 256
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._filling = [array.array("q") for _part in range(self.parts)]  # key, number, ...
+        self._places = [array.array("q") for _part in range(self.parts)]
+        self._scratch = _ScratchFile()
+
+    def append(self, key: int) -> None:
+        part = (key >> 56) & (self.parts - 1)
+        filling = self._filling[part]
+        filling.append(key)
+        filling.append(self._count)
+        self._count += 1
+        if len(filling) == 2 * self.block_keys:
+            self._places[part].append(self._scratch.size)
+            self._scratch.write(filling.tobytes())
+            del filling[:]
+
+    def __len__(self) -> int:
+        return self._count
+
+    def shared(self) -> npt.NDArray[np.int64]:
+        """The numbers of the keys that another equals, in order."""
+        block = 16 * self.block_keys
+        found = []
+        for places, filling in zip(self._places, self._filling, strict=True):
+            data = b"".join(self._scratch.read(block, place) for place in places)
+            pairs = np.frombuffer(data + filling.tobytes(), dtype=np.int64).reshape(-1, 2)
+            order = np.argsort(pairs[:, 0], kind="stable")
+            keys = pairs[order, 0]
+            same = np.flatnonzero(keys[1:] == keys[:-1])
+            found.append(pairs[order[np.union1d(same, same + 1)], 1])
+        numbers: npt.NDArray[np.int64] = (
+            np.sort(np.concatenate(found)) if found else np.array([], dtype=np.int64)
+        )
+        return numbers
 
 
 class _ScratchFile:

@@ -24,7 +24,7 @@ from dedup.errors import ScratchSpaceError
 from dedup.models import InputFile, InputFiles
 from dedup.read import discover_inputs
 from dedup.read.discover import FoundFiles
-from dedup.spool import ArraySpool, RowSpool
+from dedup.spool import ArraySpool, KeyParts, RowSpool
 from tests.test_cli import _run_main
 
 
@@ -263,3 +263,40 @@ def test_a_scan_that_fills_its_scratch_space_stops_with_a_clear_error(tmp_path: 
     )
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() and not list(scratch.iterdir())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=400), st.integers(1, 3))
+def test_keys_another_equals_are_found_part_by_part(picks: list[int], block_keys: int) -> None:
+    """Keys spread over the parts (hashes of paths, some equal) and over blocks written to
+    disk: the numbers of those another equals, as sorting them all together finds them."""
+    pool = [hash(f"/dump/站{number}/第{number}页.txt") for number in range(41)]
+    keys = [pool[pick] for pick in picks]
+
+    class Small(KeyParts):
+        parts = 4
+
+    Small.block_keys = block_keys
+    held = Small()
+    for key in keys:
+        held.append(key)
+    expected = [number for number, key in enumerate(keys) if keys.count(key) > 1]
+    assert held.shared().tolist() == expected and len(held) == len(keys)
+    if len(keys) > 4 * 2 * block_keys:
+        assert held._scratch.size > 0  # blocks were written, and read back
+
+
+def test_keys_are_held_on_disk_not_in_memory() -> None:
+    """A million keys (8 MB) leave the parts' blocks being filled in memory."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        held = KeyParts()
+        for number in range(1_000_000):
+            held.append(hash(f"/dump/站/第{number}页.txt"))
+        held.append(hash("/dump/站/第7页.txt"))
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < KeyParts.parts * 16 * KeyParts.block_keys + 200_000
+    assert held.shared().tolist() == [7, 1_000_000]

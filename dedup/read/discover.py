@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import array
 import heapq
 import os
 import stat
@@ -13,11 +12,13 @@ from pathlib import Path, PurePath
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.models import AppendedRows, Skipped
 from dedup.read.location import is_url, open_input, url_files, url_stamp
+from dedup.spool import KeyParts
 
 # Extension -> reader format name. Anything else is listed in the report as skipped.
 FORMATS = {
@@ -209,17 +210,17 @@ def discover_inputs(
         streams.append(_found(entries, skipped))
     # Each path's files come in the order of their paths: merged, they are in order, and a
     # file two paths hold under one name comes twice in a row (the first path's is kept).
-    # Only a hash of each file's real path is held (a crawl of a page a file finds
+    # Only a hash of each file's real path is kept, on disk (a crawl of a page a file finds
     # millions): a file found under two names is looked for among those at the end.
     walked = FoundFiles()
-    real_hashes = array.array("q")
+    real_hashes = KeyParts()
     last = None
     for file, real in heapq.merge(*streams, key=_path_of):
         if file.path != last:
             walked.append(file)
             real_hashes.append(hash(real))
             last = file.path
-    found_files = _read_once(walked, real_hashes, skipped)
+    found_files = _read_once(walked, real_hashes.shared(), skipped)
     return found_files, sorted(skipped.values(), key=lambda entry: entry.path)
 
 
@@ -249,18 +250,14 @@ def _found(
 
 
 def _read_once(
-    walked: FoundFiles, real_hashes: array.array[int], skipped: dict[str, Skipped]
+    walked: FoundFiles, shared: npt.NDArray[np.int64], skipped: dict[str, Skipped]
 ) -> FoundFiles:
     """``walked`` but for a second name of a file found under several (a link to it, or two
     given paths), which is listed as skipped: the file is read once, under its own name
     rather than a link's (a cleaned copy then holds it where it is), else the first in
-    order. The files sharing a hash of their real paths are found by sorting the hashes, and
-    their real paths looked at again."""
-    hashes = np.frombuffer(real_hashes, dtype=np.int64)
-    order = np.argsort(hashes, kind="stable")
-    ordered = hashes[order]
-    shared = np.flatnonzero(ordered[1:] == ordered[:-1])
-    rows = sorted({*order[shared].tolist(), *order[shared + 1].tolist()})
+    order. ``shared``: the files whose real path's hash another's equals, whose real paths
+    are looked at again."""
+    rows = shared.tolist()
     by_real: dict[str, list[FoundFile]] = {}
     for row in rows:
         file = walked[row]
