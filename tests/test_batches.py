@@ -85,6 +85,25 @@ def test_a_batch_is_cut_into_pieces_of_files_its_results_are_taken_by(mirror_dum
     assert pieces == [[batch] for batch in batches]
 
 
+def test_sizes_are_looked_at_once_each_as_batches_and_pieces_are_cut() -> None:
+    """A pass's sizes are made as they are looked at (each a file's record read back from
+    disk): one sweep cuts batches and pieces, and only the first batches' files are looked at
+    again, for how large a batch is; every file is in one piece of one batch."""
+    sizes = [1 << 20 if number % 70 else -1 for number in range(20_000)]
+    looked: list[int] = []
+    made = EachMade(len(sizes), lambda number: looked.append(number) or sizes[number])
+    batches, pieces = batches_in_pieces(made, 2, 32 << 20, 4, 8 << 20)
+    assert len(looked) < len(sizes) + 8 * 32 + 64
+    assert [n for batch in batches for n in batch] == list(range(len(sizes)))
+    for batch, cut in zip(batches, pieces, strict=True):
+        assert [n for piece in cut for n in piece] == list(batch)
+        assert all(
+            len(piece) <= 8 and (len(piece) == 1 or -1 not in [sizes[n] for n in piece])
+            for piece in cut
+        )
+    assert max(len(batch) for batch in batches) > 8  # batches of 32 MB, pieces of 8
+
+
 def _sizes(calls: list[tuple[object, ...]]) -> list[int]:
     return [call_bytes(call) for call in calls]
 

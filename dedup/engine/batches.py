@@ -8,7 +8,6 @@ chapter (pages of ten-odd KB, as many sites are scraped) is tens of thousands of
 
 from __future__ import annotations
 
-import array
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
@@ -38,28 +37,75 @@ def batches_in_pieces(
     piece_bytes: int,
 ) -> tuple[list[range], list[list[range]]]:
     """:func:`file_batches`, and each batch cut the same way into pieces of files up to
-    ``piece_bytes`` together: a batch's results are taken a piece at a time."""
-    total = sum(size for size in sizes if size >= 0)
-    limit = min(most_bytes, total // (per_thread * max(threads, 1)))
-    batches = _cut(sizes, range(len(sizes)), limit)
-    pieces = [_cut(sizes, batch, min(limit, piece_bytes)) for batch in batches]
+    ``piece_bytes`` together: a batch's results are taken a piece at a time. The sizes
+    are looked at in one sweep (and those of the first few batches once more, for how
+    large a batch is), so that they may be made as they are looked at
+    (:meth:`PassCalls.file_bytes`): an array of them held 8 B a file of a crawl."""
+    spread = per_thread * max(threads, 1)
+    limit = min(most_bytes, _total_up_to(sizes, most_bytes * spread) // spread)
+    return _cut(sizes, limit, min(limit, piece_bytes))
+
+
+def _total_up_to(sizes: Iterable[int], enough: int) -> int:
+    """The sizes' total (of the files of known size), or a total of at least ``enough``:
+    looked at only as far as that."""
+    total = 0
+    for size in sizes:
+        total += max(size, 0)
+        if total >= enough:
+            break
+    return total
+
+
+def _cut(
+    sizes: Sequence[int], limit: int, piece_limit: int
+) -> tuple[list[range], list[list[range]]]:
+    """The calls cut into batches of files up to ``limit`` bytes together, each batch into
+    pieces of files up to ``piece_limit`` (a file larger, a slice, or a file of unknown size
+    alone in both)."""
+    batches: list[range] = []
+    pieces: list[list[range]] = []
+    batch = _Bundle(0, limit)
+    piece = _Bundle(0, piece_limit)
+    cut: list[range] = []
+    for number, size in enumerate(sizes):
+        if batch.ends_before(number, size):
+            cut.append(piece.close(number))
+            pieces.append(cut)
+            cut = []
+            batches.append(batch.close(number))
+        elif piece.ends_before(number, size):
+            cut.append(piece.close(number))
+        batch.add(size)
+        piece.add(size)
+    if len(sizes):
+        cut.append(piece.close(len(sizes)))
+        pieces.append(cut)
+        batches.append(batch.close(len(sizes)))
     return batches, pieces
 
 
-def _cut(sizes: Sequence[int], calls: range, limit: int) -> list[range]:
-    """``calls`` cut into runs of files up to ``limit`` bytes together (a file larger, a
-    slice, or a file of unknown size alone)."""
-    cut: list[range] = []
-    first, held = calls.start, 0
-    for number in calls:
-        size = sizes[number]
-        if number > first and (size < 0 or held >= limit or held + size > limit):
-            cut.append(range(first, number))
-            first, held = number, 0
-        held += limit if size < 0 else size
-    if calls:
-        cut.append(range(first, calls.stop))
-    return cut
+class _Bundle:
+    """Consecutive files being gathered up to ``limit`` bytes: the first one's number and
+    the bytes held (a file of unknown size counts as the whole limit)."""
+
+    def __init__(self, first: int, limit: int) -> None:
+        self.first, self.limit, self.held = first, limit, 0
+
+    def ends_before(self, number: int, size: int) -> bool:
+        """Whether the bundle is whole before file ``number`` of ``size`` bytes."""
+        return number > self.first and (
+            size < 0 or self.held >= self.limit or self.held + size > self.limit
+        )
+
+    def add(self, size: int) -> None:
+        self.held += self.limit if size < 0 else size
+
+    def close(self, number: int) -> range:
+        """The files up to ``number``, and the next bundle begun there."""
+        files = range(self.first, number)
+        self.first, self.held = number, 0
+        return files
 
 
 def calls_in_batch(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> list[T]:
@@ -163,12 +209,13 @@ class PassCalls(Sequence[tuple[Any, ...]]):
             for place in range(self._places)
         )
 
-    def file_bytes(self) -> array.array[int]:
+    def file_bytes(self) -> Sequence[int]:
         """The size of the file each call prepares, if it is known and the call takes all
-        of it, else -1 (:func:`call_bytes`): eight bytes a call. Where the calls' parts are
-        given as :class:`FileParts`, from each call's file alone; else each call is made
-        for it, and again as it is sent (the arguments a task needs and sizing does not:
-        docs/performance.md, the fifty-third session)."""
+        of it, else -1 (:func:`call_bytes`), each made as it is looked at (an array of them
+        held 8 B a call). Where the calls' parts are given as :class:`FileParts`, from each
+        call's file alone; else each call is made for it, and again as it is sent (the
+        arguments a task needs and sizing does not: docs/performance.md, the fifty-third
+        session)."""
         parts = [values for values in self._each.values() if isinstance(values, FileParts)]
         first = self[0] if self._count else ()
         files = [
@@ -181,12 +228,9 @@ class PassCalls(Sequence[tuple[Any, ...]]):
             or not files
             or any(isinstance(value, (FoundFile, FileSlice)) for value in self.same.values())
         ):
-            return array.array("q", (call_bytes(call) for call in self))
+            return EachMade(self._count, lambda number: call_bytes(self[number]))
         file_of, sliced = self._each[files[0]], parts[0].sliced
-        return array.array(
-            "q",
-            (
-                -1 if sliced(number) else _file_bytes(file_of[number])
-                for number in range(self._count)
-            ),
+        return EachMade(
+            self._count,
+            lambda number: -1 if sliced(number) else _file_bytes(file_of[number]),
         )
