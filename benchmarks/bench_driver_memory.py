@@ -33,9 +33,7 @@ scan made and kept to there), and what the two allocators under Python hold (pym
 arenas, the objects in them and what is free in them but kept; the C library's heap in use
 and free), which says how much of the RSS is no object at all: pools and pages kept by a few
 objects made among many that are gone. ``--sparse-pools`` says which kinds of objects those are.
-``--kept-batches N`` caps the batches of a pass whose workers keep its parts at N (1024 in
-the scan: past 32 GB they grow instead), so that the bound shows at the sizes of a test
-machine. ``--rounds N`` measures the dumps N times over, in turn, and prints the spread: the RSS of
+``--rounds N`` measures the dumps N times over, in turn, and prints the spread: the RSS of
 one run wanders by a MiB or two.
 Figures are printed, never asserted.
 """
@@ -383,20 +381,10 @@ def main() -> None:
         default=1,
         help="the dumps this many times over, in turn: RSS wanders a MiB or two between runs",
     )
-    parser.add_argument(
-        "--kept-batches",
-        type=int,
-        help="at most this many batches a kept pass (dask_cluster._KEPT_BATCHES, 1024): "
-        "its futures, held to the end of the scan, bounded at the sizes measured here",
-    )
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.probe:  # the child: one dump
-        if options.kept_batches:
-            from dedup.engine import dask_cluster
-
-            dask_cluster._KEPT_BATCHES = options.kept_batches
         found = _probe(
             options.dumps[0],
             options.engine,
@@ -426,7 +414,6 @@ def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
     command += ["--traced"] if options.traced else []
     command += ["--near-peak"] if options.near_peak else []
     command += ["--sparse-pools"] if options.sparse_pools else []
-    command += ["--kept-batches", str(options.kept_batches)] if options.kept_batches else []
     with tempfile.TemporaryDirectory() as folder:
         processes = []
         if options.engine == "dask":

@@ -9,8 +9,6 @@ from itertools import repeat
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import dedup
 from dedup.config import ScanConfig
@@ -104,39 +102,6 @@ def test_sizes_are_looked_at_once_each_as_batches_and_pieces_are_cut() -> None:
             for piece in cut
         )
     assert max(len(batch) for batch in batches) > 8  # batches of 32 MB, pieces of 8
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.integers(-1, 5_000), min_size=1, max_size=300),
-    st.integers(1, 6),
-    st.booleans(),
-)
-def test_batches_past_the_most_kept_are_joined_two_by_two(
-    sizes: list[int], most: int, slices: bool
-) -> None:
-    """A pass whose workers keep each batch's parts (the client holds their futures to the
-    end of the scan) has at most so many batches: joined two by two as they come, the next
-    ones cut twice as large; a slice or a file of unknown size stays a batch alone, and every
-    piece is as without the cap."""
-    if not slices:
-        sizes = [max(size, 0) for size in sizes]
-    batches, pieces = batches_in_pieces(sizes, 1, 2_000, 1, 500, most)
-    assert [n for batch in batches for n in batch] == list(range(len(sizes)))
-    for batch, cut in zip(batches, pieces, strict=True):
-        assert [n for piece in cut for n in piece] == list(batch)
-        for piece in cut:
-            assert len(piece) == 1 or (
-                -1 not in [sizes[n] for n in piece] and sum(sizes[n] for n in piece) <= 500
-            )
-    for number, size in enumerate(sizes):
-        if size < 0:
-            assert range(number, number + 1) in batches
-    if not slices:
-        assert len(batches) <= most
-    uncapped = batches_in_pieces(sizes, 1, 2_000, 1, 500)
-    if len(uncapped[0]) <= most:
-        assert (batches, pieces) == uncapped
 
 
 def _sizes(calls: list[tuple[object, ...]]) -> list[int]:

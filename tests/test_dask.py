@@ -177,36 +177,6 @@ def test_batches_taken_a_piece_at_a_time_give_the_local_engines_report(
     assert sum(count > handed for count, handed, _number in taken) > 20
 
 
-def test_kept_batches_past_the_most_are_joined_and_give_the_same_report(
-    cluster: Cluster,
-    mirror_dump: Path,
-    local_reports: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The client holds futures of each kept batch's parts to the end of the scan: past so
-    many batches, they are joined (larger batches, as a large dump has them), and the
-    report is the same."""
-    from dedup.engine import batches, dask_cluster
-
-    monkeypatch.setattr(dask_cluster, "_KEPT_BATCH_BYTES", 20_000)
-    monkeypatch.setattr(dask_cluster, "_BATCHES_PER_THREAD", 1)
-    monkeypatch.setattr(dask_cluster, "_KEPT_BATCHES", 3)
-    kept = []
-
-    def noted(*arguments: Any) -> Any:
-        made = batches.batches_in_pieces(*arguments)
-        if arguments[-1] is not None:
-            kept.append((made[0], batches.batches_in_pieces(*arguments[:-1])[0]))
-        return made
-
-    monkeypatch.setattr(dask_cluster, "batches_in_pieces", noted)
-    report = dedup.scan([mirror_dump], scheduler=cluster.address)
-    assert report.to_json() == local_reports["mirror"]
-    assert len(kept) == 2  # the learn pass and the main pass
-    for joined, uncapped in kept:
-        assert len(joined) <= 3 < len(uncapped) // 4  # joined more than once
-
-
 def test_passages_that_overlap_are_aligned_and_mapped_back_on_the_workers_as_here(
     cluster: Cluster, samples: Path
 ) -> None:

@@ -35,21 +35,15 @@ def batches_in_pieces(
     most_bytes: int,
     per_thread: int,
     piece_bytes: int,
-    most_batches: int | None = None,
 ) -> tuple[list[range], list[list[range]]]:
     """:func:`file_batches`, and each batch cut the same way into pieces of files up to
     ``piece_bytes`` together: a batch's results are taken a piece at a time. The sizes
     are looked at in one sweep (and those of the first few batches once more, for how
     large a batch is), so that they may be made as they are looked at
-    (:meth:`PassCalls.file_bytes`): an array of them held 8 B a file of a crawl. With
-    ``most_batches``, batches past that many are joined two by two (and the next ones cut
-    twice as large), but for a slice or a file of unknown size, alone whatever it takes."""
+    (:meth:`PassCalls.file_bytes`): an array of them held 8 B a file of a crawl."""
     spread = per_thread * max(threads, 1)
     limit = min(most_bytes, _total_up_to(sizes, most_bytes * spread) // spread)
-    cut = _Cuts(limit, min(limit, piece_bytes), most_batches)
-    for number, size in enumerate(sizes):
-        cut.add(number, size)
-    return cut.done(len(sizes))
+    return _cut(sizes, limit, min(limit, piece_bytes))
 
 
 def _total_up_to(sizes: Iterable[int], enough: int) -> int:
@@ -63,74 +57,32 @@ def _total_up_to(sizes: Iterable[int], enough: int) -> int:
     return total
 
 
-class _Cuts:
-    """Calls cut, as their sizes come, into batches of files up to a batch's bytes, each
-    batch into pieces of files up to ``piece_limit`` (a file larger, a slice, or a file of
-    unknown size alone in both); past ``most_batches`` batches that may be joined, joined
-    two by two and the limit doubled."""
-
-    def __init__(self, limit: int, piece_limit: int, most_batches: int | None) -> None:
-        self.batches: list[range] = []
-        self.pieces: list[list[range]] = []
-        self.alone: list[bool] = []  # a slice's or a file's of unknown size: never joined
-        self._batch = _Bundle(0, limit)
-        self._piece = _Bundle(0, piece_limit)
-        self._cut: list[range] = []  # the batch's pieces so far
-        self._lone = False  # whether the batch is a call of unknown size
-        self._most = most_batches
-        self._joinable = 0  # batches that may be joined
-        self._join_past = most_batches
-
-    def add(self, number: int, size: int) -> None:
-        """Call ``number``, of a file of ``size`` bytes (-1: a slice, or unknown)."""
-        if self._batch.ends_before(number, size):
-            self._close_batch(number)
-        elif self._piece.ends_before(number, size):
-            self._cut.append(self._piece.close(number))
-        self._lone = size < 0
-        self._batch.add(size)
-        self._piece.add(size)
-
-    def done(self, count: int) -> tuple[list[range], list[list[range]]]:
-        """The batches and their pieces, given the count of calls."""
-        if count:
-            self._close_batch(count)
-        return self.batches, self.pieces
-
-    def _close_batch(self, number: int) -> None:
-        self._cut.append(self._piece.close(number))
-        self.pieces.append(self._cut)
-        self._cut = []
-        self.batches.append(self._batch.close(number))
-        self.alone.append(self._lone)
-        self._joinable += not self._lone
-        if self._join_past is not None and self._joinable > self._join_past:
-            self._join()
-
-    def _join(self) -> None:
-        """Neighbouring batches that may be joined, joined two by two; the next ones cut
-        twice as large. Where slices stand between such batches, tried again only once
-        twice as many are left alone, so that joining costs a constant a batch."""
-        batches, pieces, alone = [], [], []
-        left = 0  # batches that may be joined, left as they were
-        at = 0
-        while at < len(self.batches):
-            if at + 1 < len(self.batches) and not (self.alone[at] or self.alone[at + 1]):
-                batches.append(range(self.batches[at].start, self.batches[at + 1].stop))
-                pieces.append(self.pieces[at] + self.pieces[at + 1])
-                alone.append(False)
-                at += 2
-            else:
-                batches.append(self.batches[at])
-                pieces.append(self.pieces[at])
-                alone.append(self.alone[at])
-                left += not self.alone[at]
-                at += 1
-        self.batches, self.pieces, self.alone = batches, pieces, alone
-        self._joinable = alone.count(False)
-        assert self._most is not None
-        self._join_past = max(self._most, 2 * left)
-        self._batch.limit = max(2 * self._batch.limit, 1)
+def _cut(
+    sizes: Sequence[int], limit: int, piece_limit: int
+) -> tuple[list[range], list[list[range]]]:
+    """The calls cut into batches of files up to ``limit`` bytes together, each batch into
+    pieces of files up to ``piece_limit`` (a file larger, a slice, or a file of unknown size
+    alone in both)."""
+    batches: list[range] = []
+    pieces: list[list[range]] = []
+    batch = _Bundle(0, limit)
+    piece = _Bundle(0, piece_limit)
+    cut: list[range] = []
+    for number, size in enumerate(sizes):
+        if batch.ends_before(number, size):
+            cut.append(piece.close(number))
+            pieces.append(cut)
+            cut = []
+            batches.append(batch.close(number))
+        elif piece.ends_before(number, size):
+            cut.append(piece.close(number))
+        batch.add(size)
+        piece.add(size)
+    if len(sizes):
+        cut.append(piece.close(len(sizes)))
+        pieces.append(cut)
+        batches.append(batch.close(len(sizes)))
+    return batches, pieces
 
 
 class _Bundle:

@@ -74,12 +74,6 @@ _BATCH_BYTES = 8_000_000
 # The same for a pass whose tasks' workers keep parts of what they make (map_keeping): the
 # client holds futures of each batch's to the end of the scan.
 _KEPT_BATCH_BYTES = 32_000_000
-# ... and at most so many batches (others joined, larger: batches_in_pieces), but for slices:
-# the client holds some 20-25 KB of futures a batch to the end of the scan (docs/performance.md,
-# the fifty-sixth session), a part of the driver's memory that would grow with the dump. A
-# batch's results are on its worker at once while its parts are taken: 100 MB of pages'
-# worth at 100 GB, some 1/1000 of what the workers keep, in all, past 32 GB.
-_KEPT_BATCHES = 1024
 _BATCHES_PER_THREAD = 8
 # Batches handed to the scheduler ahead of the one whose results are taken, per worker
 # thread: each thread has the next one queued as it finishes one (_Ahead).
@@ -242,7 +236,7 @@ class DaskEngine:
         worker, its futures given with the last that comes back of the batch (``()`` with
         the others: Dask runs the task again if the worker dies while they are held)."""
         calls, batches, pieces, tasks, hand_over_batch = self._submit_batches(
-            function, arguments, _KEPT_BATCH_BYTES, _KEPT_BATCHES
+            function, arguments, _KEPT_BATCH_BYTES
         )
         assert self.client is not None
         submit = self.client.submit
@@ -421,22 +415,16 @@ class DaskEngine:
         function: Callable[..., T],
         arguments: Sequence[Iterable[Any]],
         most_bytes: int = _BATCH_BYTES,
-        most_batches: int | None = None,
     ) -> tuple[
         _Calls, list[range], list[list[range]], list[Future[Any] | None], Callable[[int], None]
     ]:
-        """The calls, their batches (:func:`~dedup.engine.batches.batches_in_pieces`), each
+        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`), each
         batch's pieces of up to ``_BATCH_BYTES``, a task for each batch (None until it is
         handed to the scheduler) and what hands batch ``number``'s over (in order, a few
         ahead of the one whose results are taken: :class:`_Ahead`)."""
         calls = self._calls(arguments)
         batches, pieces = batches_in_pieces(
-            calls.file_bytes(),
-            self.workers,
-            most_bytes,
-            _BATCHES_PER_THREAD,
-            _BATCH_BYTES,
-            most_batches,
+            calls.file_bytes(), self.workers, most_bytes, _BATCHES_PER_THREAD, _BATCH_BYTES
         )
         tasks: list[Future[Any] | None] = [None] * len(batches)
         self._tasks.append(tasks)
