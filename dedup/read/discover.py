@@ -11,9 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import NamedTuple
 
-import numpy as np
-import numpy.typing as npt
-
 from dedup.display import shown
 from dedup.errors import InputPathError
 from dedup.models import AppendedRows, Skipped
@@ -220,7 +217,7 @@ def discover_inputs(
             walked.append(file)
             real_hashes.append(hash(real))
             last = file.path
-    found_files = _read_once(walked, real_hashes.shared(), skipped)
+    found_files = _read_once(walked, real_hashes.shared().tolist(), skipped)
     return found_files, sorted(skipped.values(), key=lambda entry: entry.path)
 
 
@@ -249,17 +246,14 @@ def _found(
             yield candidate
 
 
-def _read_once(
-    walked: FoundFiles, shared: npt.NDArray[np.int64], skipped: dict[str, Skipped]
-) -> FoundFiles:
+def _read_once(walked: FoundFiles, shared: list[int], skipped: dict[str, Skipped]) -> FoundFiles:
     """``walked`` but for a second name of a file found under several (a link to it, or two
     given paths), which is listed as skipped: the file is read once, under its own name
     rather than a link's (a cleaned copy then holds it where it is), else the first in
     order. ``shared``: the files whose real path's hash another's equals, whose real paths
-    are looked at again."""
-    rows = shared.tolist()
+    are looked at again (in order)."""
     by_real: dict[str, list[FoundFile]] = {}
-    for row in rows:
+    for row in shared:
         file = walked[row]
         real = file.fs_path if is_url(file.fs_path) else os.path.realpath(file.fs_path)
         by_real.setdefault(real, []).append(file)
