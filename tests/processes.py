@@ -1,8 +1,9 @@
-"""Processes as the tests watch them, from Linux's /proc: which a process started, and
-whether one still runs."""
+"""Processes as the tests watch them, from Linux's /proc: which a process started, whether
+one still runs, and what it has loaded."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 
@@ -35,3 +36,15 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
     return state != "Z"
+
+
+def wait_until_loaded(pid: int, library: str, timeout: float = 60.0) -> None:
+    """Wait until process ``pid`` has mapped a shared library whose path holds ``library``
+    (as numba's compiler, llvmlite's): a moment of its run that does not depend on how
+    loaded the machine is."""
+    deadline = time.monotonic() + timeout
+    maps = Path(f"/proc/{pid}/maps")
+    while library not in maps.read_text():
+        if time.monotonic() > deadline or not alive(pid):
+            raise AssertionError(f"process {pid} did not load {library}")
+        time.sleep(0.005)

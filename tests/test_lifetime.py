@@ -140,6 +140,40 @@ def _assert_interrupted(script: str) -> None:
     assert "Exception ignored" not in done.stderr and "SystemError" not in done.stderr
 
 
+def test_ctrl_c_while_the_command_loads_its_handler_ends_it_as_an_interrupt() -> None:
+    """Ctrl-C as the ``dedup`` command starts, while importlib's module-lock callback runs
+    (from C) as it loads dedup's own handler: Python's default handler raised it there,
+    printed "Exception ignored", and the scan went on to write its report, exit status 0
+    (seen in CI, the machine loaded)."""
+    script = """
+import importlib.abc, os, signal, sys, time, weakref
+
+class Signalling(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "dedup.engine.lifetime":
+            def callback(_reference):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)  # the handler runs here, inside the callback
+            held = Held()
+            reference = weakref.ref(held, callback)
+            del held
+        return None
+
+class Held:
+    pass
+
+sys.meta_path.insert(0, Signalling())
+sys.argv = ["dedup", "--version"]
+from dedup.__main__ import main
+main()
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "dedup: interrupted" and done.stdout == ""
+
+
 def test_an_error_that_came_of_an_interrupt_is_an_interrupt() -> None:
     """The command's last resort, should C code turn an interrupt into an error elsewhere."""
     try:
