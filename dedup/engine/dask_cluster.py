@@ -430,8 +430,8 @@ class DaskEngine:
         self._tasks.append(tasks)
 
         def hand_over(number: int) -> None:
-            sent = calls.batch_sent(batches[number])
-            tasks[number] = self._submitted(_batch_task, function, sent, priority=-number)
+            futures, sent = calls.batch_sent(batches[number])
+            tasks[number] = self._submitted(_batch_task, function, futures, sent, priority=-number)
 
         return calls, batches, pieces, tasks, hand_over
 
@@ -830,8 +830,51 @@ class _Calls(PassCalls):
         call = self[number]
         return tuple(self.scattered.get(place, value) for place, value in enumerate(call))
 
-    def batch_sent(self, numbers: range) -> list[tuple[Any, ...]]:
-        return [self.sent(number) for number in numbers]
+    def batch_sent(self, numbers: range) -> tuple[list[Future[Any]], _BatchCalls]:
+        """Calls ``numbers`` as one task sends them: the futures among their arguments, each
+        once, and the calls with each future's place among those in its stead. Dask walks
+        a task's arguments for futures, and makes a node of its graph of each list and
+        tuple holding one: a node a call (each holds the config's), made, pickled and
+        resolved again, where a batch's few futures are what it has to find."""
+        from distributed import Future
+
+        futures: list[Future[Any]] = []
+        given: dict[Any, _Given] = {}  # by the future's key: one object each, pickled once
+        calls = []
+        for number in numbers:
+            call = list(self.sent(number))
+            for at, value in enumerate(call):
+                if isinstance(value, Future):
+                    if value.key not in given:
+                        given[value.key] = _Given(len(futures))
+                        futures.append(value)
+                    call[at] = given[value.key]
+            calls.append(tuple(call))
+        return futures, _BatchCalls(calls)
+
+
+class _Given(int):
+    """In a batch's calls, the place of a future among the batch's (:meth:`_Calls.batch_sent`)."""
+
+    __slots__ = ()
+
+
+class _BatchCalls:
+    """A batch's calls as Dask hands them to the task untouched (neither a list nor a tuple,
+    so not walked for futures: :meth:`_Calls.batch_sent`)."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = calls
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _BatchCalls, (self.calls,)
+
+    def given(self, values: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+        """Each call with the futures' ``values`` in their places."""
+        for call in self.calls:
+            yield tuple(values[value] if type(value) is _Given else value for value in call)
 
 
 class _NotOnWorker(Exception):
@@ -860,9 +903,10 @@ def _task(function: Callable[..., T], *arguments: Any) -> T:
     return function(*arguments)
 
 
-def _batch_task(function: Callable[..., T], calls: list[tuple[Any, ...]]) -> list[T]:
-    """A batch's task as a worker runs it: each call's :func:`_task`, in order."""
-    return [_task(function, *call) for call in calls]
+def _batch_task(function: Callable[..., T], values: list[Any], calls: _BatchCalls) -> list[T]:
+    """A batch's task as a worker runs it: each call's :func:`_task`, in order, ``values``
+    those of the futures among its arguments."""
+    return [_task(function, *call) for call in calls.given(values)]
 
 
 def _each(function: Callable[[list[T]], Any], results: list[T], start: int, stop: int) -> Any:
