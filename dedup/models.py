@@ -400,6 +400,12 @@ class AppendedRows(Sequence[R]):
         folder = numbers.pop()
         return numbers, self._folder(folder) + data[at:].decode("utf-8", "surrogatepass")
 
+    def _read_numbers(self, row: int) -> list[int]:
+        """The numbers of row ``row``, its path neither read nor made."""
+        numbers = _numbers_from(self._rows[row])[0]
+        numbers.pop()  # its folder's
+        return numbers
+
     def __len__(self) -> int:
         return len(self._rows)
 

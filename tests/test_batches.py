@@ -17,12 +17,13 @@ from dedup.engine.batches import (
     EachMade,
     FileParts,
     PassCalls,
+    TaskFiles,
     batches_in_pieces,
     call_bytes,
     file_batches,
 )
 from dedup.engine.local import LocalEngine
-from dedup.read import discover_inputs
+from dedup.read import FoundFile, FoundFiles, discover_inputs
 from dedup.read.slices import FileSlice
 
 ENGINES = {
@@ -135,6 +136,35 @@ def test_calls_given_their_parts_are_sized_by_their_files_alone(mirror_dump: Pat
     # Parts not given as FileParts: each call is made whole for its size.
     plain = PassCalls([files, repeat(config), [slices.get(n) for n in range(len(files))]])
     assert list(plain.file_bytes()) == whole
+
+
+def test_a_tasks_found_files_are_sized_without_making_their_records(
+    mirror_dump: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass's files given as TaskFiles over found files' rows (FoundFiles, as discovery
+    keeps them) are sized from their rows: the sizes each file made gives, a file found
+    without a stamp -1, and no record made for it."""
+    found, _skipped = discover_inputs([str(mirror_dump)], False)
+    listed = [*found[:20], replace(found[20], stamp=None), *found[21:40]]
+    rows = FoundFiles(listed)
+    tasks = [3, 3, 20, *range(40), 39]  # a file's slices are tasks of one file each
+    parts = FileParts(len(tasks), lambda task: None, lambda task: task < 2)
+    expected = [-1, -1, -1, *(call_bytes((file,)) for file in listed), listed[39].stamp[0]]
+    made: list[int] = []
+    making = FoundFiles._row
+
+    def counted(self: FoundFiles, row: int) -> FoundFile:
+        made.append(row)
+        return making(self, row)
+
+    monkeypatch.setattr(FoundFiles, "_row", counted)
+    for files in (rows, listed):
+        made.clear()
+        calls = PassCalls([TaskFiles(files, tasks), repeat(ScanConfig()), parts])
+        sizes = list(calls.file_bytes())
+        assert sizes == expected and sizes[3 + 20] == -1  # file 20, found without one
+        assert made == ([3] if files is rows else [])  # the first call only, to find its file
+        assert calls[5][0] == listed[2].to_send()  # the calls still carry their files
 
 
 def _pid_and_name(file: object, number: int) -> tuple[int, str, int]:

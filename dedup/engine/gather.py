@@ -34,7 +34,7 @@ from dedup.columns import (
 from dedup.config import ScanConfig
 from dedup.documents import PassageAlignment, SeedKeys
 from dedup.engine.base import Engine, HeldTexts
-from dedup.engine.batches import EachMade, FileParts
+from dedup.engine.batches import EachMade, FileParts, TaskFiles
 from dedup.engine.copies import CopyFilter, forget_scan, new_scan
 from dedup.engine.memory import release_freed_memory
 from dedup.engine.tasks import (
@@ -634,7 +634,7 @@ def prepare_all(
     learn_pass = learned_lines(
         engine,
         on_workers,
-        EachMade(len(apart), lambda task: files[tasks.file[apart[task]]]),
+        TaskFiles(files, EachMade(len(apart), lambda task: tasks.file[apart[task]])),
         config,
         tasks.parts_of(apart),
     )
@@ -655,7 +655,7 @@ def prepare_all(
     # Each task's arguments made as the engine hands it over, not held while the pass runs.
     count = len(tasks.file)
     arguments = (
-        EachMade(count, lambda task: files[tasks.file[task]]),
+        TaskFiles(files, tasks.file),
         repeat(config),
         EachMade(count, lambda task: bool(at_once[tasks.file[task]])),
         repeat(repeated),

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from dedup.candidates import CANDIDATE_CEILING, band_keys, lsh_params
 from dedup.config import ScanConfig
 from dedup.engine.base import engine_for
-from dedup.engine.batches import EachMade
+from dedup.engine.batches import TaskFiles
 from dedup.engine.gather import PassTasks, file_slices, learned_lines, prepare_all
 from dedup.engine.tasks import PreparedFile, PreparedInput
 from dedup.errors import IndexFileError
@@ -215,7 +215,7 @@ def _prepare_into(files: Sequence[FoundFile], config: ScanConfig, writer: _FileW
         learned = learned_lines(
             engine,
             engine.kept_on_workers(config.show_progress),
-            EachMade(len(tasks.file), lambda task: files[tasks.file[task]]),
+            TaskFiles(files, tasks.file),
             config,
             tasks.part,
         ).repeated

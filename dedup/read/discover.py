@@ -96,6 +96,13 @@ class FoundFiles(AppendedRows[FoundFile]):
         if file.fs_path != file.path:
             self._fs_paths[row] = file.fs_path
 
+    def size_of(self, row: int) -> int:
+        """File ``row``'s size when it was found (-1 if not known), its record not made:
+        a pass's batches are sized from every file's, once or twice (making a record took
+        some 5 µs a file, docs/performance.md)."""
+        numbers = self._read_numbers(row)
+        return numbers[3] if len(numbers) > 3 else -1
+
     def _row(self, row: int) -> FoundFile:
         named = self._named
         (source, file_format, compression, *stamp), path = self._read_row(row)
