@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dedup.display import shown
 from dedup.errors import InputPathError
@@ -47,6 +47,12 @@ class FoundFile:
     compression: str | None = None
     # (size, modification time in ns) when found: a later read can tell the file has changed
     stamp: tuple[int, int] | None = None
+
+    def __reduce__(self) -> tuple[type[FoundFile], tuple[Any, ...]]:
+        # By its fields in order: a slotted dataclass's own pickling asks dataclasses for
+        # its fields at each file, both ways (a pass sends a crawl's millions).
+        fields = (self.path, self.source, self.format, self.fs_path, self.compression)
+        return FoundFile, (*fields, self.stamp)
 
     def to_send(self) -> FoundFile:
         """This file with paths of its own, to pickle for a worker: pickling a string that
