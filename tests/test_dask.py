@@ -443,6 +443,34 @@ def test_the_config_and_a_files_absolute_path_are_not_made_again_for_each_call(
     assert len(configs) == 1 and calls[0][1].scheduler is None and config.scheduler
 
 
+def test_a_batchs_calls_go_as_one_object_with_each_future_once_beside_it(
+    cluster: Cluster,
+) -> None:
+    """A batch's calls are sent as one object Dask leaves as it is, its futures (a value
+    scattered to every call, a value some calls share) once each beside it: each call
+    still gets the values of its own futures, in their places."""
+    from itertools import repeat
+
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine, _batch_task, _BatchCalls
+
+    def arguments(number: int, lines: object, chapters: object, sent: object) -> tuple[object, ...]:
+        return number, lines, chapters, getattr(sent, "scheduler", sent)  # (sent by value)
+
+    config = ScanConfig(scheduler=cluster.address)
+    with DaskEngine(config) as engine:
+        client = engine.client_for_tasks()
+        chapters = [client.scatter(f"chapters {n}", hash=False) for n in range(3)]
+        per_call = [chapters[n % 3] if n % 4 else () for n in range(10)]
+        calls = engine._calls([list(range(10)), repeat({"line": 1}), per_call, repeat(config)])
+        futures, sent = calls.batch_sent(range(2, 9))
+        assert isinstance(sent, _BatchCalls) and len(futures) == len(set(futures)) == 4
+        assert futures[1:] == [chapters[2], chapters[0], chapters[1]]  # as first met
+        done = client.submit(_batch_task, arguments, futures, sent, pure=False).result()
+    expected = [(n, {"line": 1}, f"chapters {n % 3}" if n % 4 else (), None) for n in range(2, 9)]
+    assert done == expected
+
+
 def test_a_file_handed_to_the_workers_leaves_its_path_as_it_was(
     cluster: Cluster, samples: Path, tmp_path: Path
 ) -> None:
