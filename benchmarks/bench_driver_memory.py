@@ -12,7 +12,8 @@ process's resident set size at that point (freed memory handed back first) and i
 far (the learn pass's and the main pass's, for ``candidates``), the peak of each phase
 (discovery, the learn pass, the main pass, the join of its passages, the rest: the
 kernel's high-water mark, reset as each ends) and its CPU and wall seconds (the driver's
-CPU a file in the passes says how many workers it keeps busy), and the numpy
+CPU a file in the passes says how many workers it keeps busy; and the system's share of the
+CPU), and the numpy
 arrays it holds with at least half a byte a passage, by the record holding them. Given two
 dumps of one kind (the mirror dumps of ``mirror_sites.py`` at 250 MB and 1 GB, say), it
 prints the growth between them a passage: issue 21 asks that the driver's memory not grow
@@ -238,14 +239,20 @@ def _phase_peaks(found: dict[str, Any]) -> None:
     from dedup.engine import gather
 
     peaks: dict[str, float] = found.setdefault("phase_peaks", {})
-    # each phase's CPU seconds (this process's, all its threads) and wall seconds
-    times: dict[str, tuple[float, float]] = found.setdefault("phase_times", {})
-    last = [time.process_time(), time.perf_counter()]
+    # each phase's CPU seconds (this process's, all its threads), wall seconds and the
+    # system's share of the CPU (reading back rows on disk the page cache no longer holds)
+    times: dict[str, tuple[float, float, float]] = found.setdefault("phase_times", {})
+
+    def clock() -> list[float]:
+        spent = os.times()
+        return [spent.user + spent.system, time.perf_counter(), spent.system]
+
+    last = clock()
 
     def ended(phase: str) -> None:
         peaks[phase] = _peak_mib()
-        now = [time.process_time(), time.perf_counter()]
-        times[phase] = (now[0] - last[0], now[1] - last[1])
+        now = clock()
+        times[phase] = (now[0] - last[0], now[1] - last[1], now[2] - last[2])
         last[:] = now
         with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
             clear.write("5")
@@ -431,10 +438,11 @@ def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
     )
     files = result["files"]
     print(
-        "  each phase's CPU / wall seconds here (CPU a file): "
+        "  each phase's CPU / wall seconds here (CPU a file; the system's share of the CPU): "
         + "; ".join(
-            f"{phase} {cpu:.1f} / {wall:.1f} s ({cpu / max(files, 1) * 1e6:.0f} µs)"
-            for phase, (cpu, wall) in result["phase_times"].items()
+            f"{phase} {cpu:.1f} / {wall:.1f} s ({cpu / max(files, 1) * 1e6:.0f} µs; "
+            f"system {system / max(cpu, 1e-9):.0%})"
+            for phase, (cpu, wall, system) in result["phase_times"].items()
         )
     )
     print(
