@@ -163,14 +163,13 @@ class TaskFiles(EachMade[FoundFile]):
 
     def __init__(self, files: Sequence[FoundFile], file_of: Sequence[int]) -> None:
         super().__init__(len(file_of), lambda task: files[file_of[task]])
-        self._files, self._file_of = files, file_of
+        # a found file's size read from its row where the files are rows (FoundFiles)
+        self._size_of = files.size_of if isinstance(files, FoundFiles) else _sized(files)
+        self._file_of = file_of
 
     def size(self, task: int) -> int:
         """The size of task ``task``'s file when it was found, or -1 if not known."""
-        files, number = self._files, self._file_of[task]
-        if isinstance(files, FoundFiles):
-            return files.size_of(number)
-        return _file_bytes(files[number])
+        return self._size_of(self._file_of[task])
 
 
 class FileParts(EachMade["FileSlice | None"]):

@@ -418,7 +418,7 @@ class DaskEngine:
     ) -> tuple[
         _Calls, list[range], list[list[range]], list[Future[Any] | None], Callable[[int], None]
     ]:
-        """The calls, their batches (:func:`~dedup.engine.batches.file_batches`), each
+        """The calls, their batches (:func:`~dedup.engine.batches.batches_in_pieces`), each
         batch's pieces of up to ``_BATCH_BYTES``, a task for each batch (None until it is
         handed to the scheduler) and what hands batch ``number``'s over (in order, a few
         ahead of the one whose results are taken: :class:`_Ahead`)."""
