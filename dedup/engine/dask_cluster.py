@@ -835,22 +835,44 @@ class _Calls(PassCalls):
         once, and the calls with each future's place among those in its stead. Dask walks
         a task's arguments for futures, and makes a node of its graph of each list and
         tuple holding one: a node a call (each holds the config's), made, pickled and
-        resolved again, where a batch's few futures are what it has to find."""
+        resolved again, where a batch's few futures are what it has to find. The calls
+        are made an argument at a time, for all of the batch's calls (a value every call
+        is given once): a tuple a call, each of its values looked at in turn, cost this
+        process more than the call's file (docs/performance.md)."""
         from distributed import Future
 
         futures: list[Future[Any]] = []
         given: dict[Any, _Given] = {}  # by the future's key: one object each, pickled once
-        calls = []
-        for number in numbers:
-            call = list(self.sent(number))
-            for at, value in enumerate(call):
-                if isinstance(value, Future):
-                    if value.key not in given:
-                        given[value.key] = _Given(len(futures))
-                        futures.append(value)
-                    call[at] = given[value.key]
-            calls.append(tuple(call))
-        return futures, _BatchCalls(calls)
+
+        def placed(value: Any) -> Any:
+            if not isinstance(value, Future):
+                return value
+            if value.key not in given:
+                given[value.key] = _Given(len(futures))
+                futures.append(value)
+            return given[value.key]
+
+        columns: list[_Same | list[Any]] = []
+        for place in range(self._places):
+            if place in self.scattered or place in self.same:
+                columns.append(_Same(placed(self.scattered.get(place, self.same.get(place)))))
+            else:
+                made = self._made
+                values = self._each[place][numbers.start : numbers.stop]
+                columns.append([placed(made(value)) for value in values])
+        return futures, _BatchCalls(len(numbers), columns)
+
+
+class _Same:
+    """In a batch's calls, the value of an argument every call is given."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _Same, (self.value,)
 
 
 class _Given(int):
@@ -861,20 +883,30 @@ class _Given(int):
 
 class _BatchCalls:
     """A batch's calls as Dask hands them to the task untouched (neither a list nor a tuple,
-    so not walked for futures: :meth:`_Calls.batch_sent`)."""
+    so not walked for futures: :meth:`_Calls.batch_sent`): ``count`` calls, an argument's
+    values at a time (``columns``: a list of a value a call, or one value for all)."""
 
-    __slots__ = ("calls",)
+    __slots__ = ("columns", "count")
 
-    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
-        self.calls = calls
+    def __init__(self, count: int, columns: list[_Same | list[Any]]) -> None:
+        self.count, self.columns = count, columns
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _BatchCalls, (self.calls,)
+        return _BatchCalls, (self.count, self.columns)
 
     def given(self, values: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
         """Each call with the futures' ``values`` in their places."""
-        for call in self.calls:
-            yield tuple(values[value] if type(value) is _Given else value for value in call)
+
+        def resolved(value: Any) -> Any:
+            return values[value] if type(value) is _Given else value
+
+        columns = [
+            itertools.repeat(resolved(column.value), self.count)
+            if isinstance(column, _Same)
+            else map(resolved, column)
+            for column in self.columns
+        ]
+        return zip(*columns, strict=True)
 
 
 class _NotOnWorker(Exception):
