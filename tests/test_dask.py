@@ -289,6 +289,48 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert len(local[6]) > 100 and np.array_equal(dask[6], local[6])  # the documents' lengths
 
 
+def test_a_task_is_given_only_the_texts_of_its_passages(
+    cluster: Cluster, mirror_dump: Path
+) -> None:
+    """A task of some passages' texts gets each distinct text of them once, taken where its
+    run is kept, not the whole runs they are in, and reads them in its passages' order (out
+    of the scan's order and repeated), as it would from the whole runs."""
+    from dedup.config import ScanConfig
+    from dedup.engine.base import engine_for
+    from dedup.engine.gather import prepare_all
+    from dedup.engine.shuffle import TextsOnWorkers
+    from dedup.read import discover_inputs
+    from dedup.timing import StageTimer
+
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    config = ScanConfig(scheduler=cluster.address)
+    with engine_for(config, len(files)) as engine:
+        prepared = prepare_all(files, config, StageTimer(), engine)
+        kept = prepared.kept
+        assert kept is not None and kept.run_count >= 3
+        texts = prepared.passages().texts
+        assert isinstance(texts, TextsOnWorkers)
+        firsts = kept.firsts()
+        first_size, last_size = int(firsts[1]), kept.count - int(firsts[-1])
+        assert first_size > 5 and last_size > 5
+        # the passages of the last run backwards, of the first but two, and three of those
+        # again; none of the runs between
+        last = np.arange(last_size)[::-1]
+        first, again = np.arange(2, first_size), np.arange(2, 5)
+        wanted = np.concatenate([firsts[-1] + last, first, again]).astype(np.int64)
+        client = engine.client_for_tasks()
+        taken, _starts, _numbered = texts._taken(wanted)
+        given = client.gather(taken)
+        assert [len(run) for run in given] == [first_size - 2, last_size]
+        whole = client.gather([kept.text_futures[0], kept.text_futures[-1]])
+        expected = np.concatenate(
+            [whole[1].code_points(last), whole[0].code_points(first),
+             whole[0].code_points(again)]
+        )  # fmt: skip
+        (codes,) = texts.map(np.copy, [wanted])
+    assert len(expected) > 1000 and np.array_equal(codes, expected)
+
+
 def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
     cluster: Cluster, slogan_sites: Path
 ) -> None:

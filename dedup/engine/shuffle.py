@@ -584,20 +584,35 @@ class TextsOnWorkers:
         kept, engine = self._kept, self._kept.engine
         tasks: list[Future[Any] | None] = []
         for wanted, *rest in zip(passages, *arguments, strict=False):  # repeat() allowed
-            runs = kept.runs_of(wanted)
+            taken, starts, numbered = self._taken(wanted)
             tasks.append(
                 engine.submit(
-                    _GIVING[form],
-                    function,
-                    [kept.text_futures[run] for run in runs],
-                    [kept.run_starts[run] for run in runs],
-                    wanted,
-                    *rest,
-                    named_after=function,
+                    _GIVING[form], function, taken, starts, numbered, *rest, named_after=function
                 )
             )
         done = engine.in_order(engine.holding(tasks))
         return progress(done, stage, "task", len(tasks), kept.shown)
+
+    def _taken(
+        self, wanted: npt.NDArray[np.int64]
+    ) -> tuple[list[Future[Any]], list[int], npt.NDArray[np.int64]]:
+        """The texts of ``wanted`` (passages of the scan) as a task is given them: a task on
+        the worker that keeps each run of them takes that run's texts of them
+        (:func:`_texts_of_rows`), each distinct one once, so that only they move to the
+        task, not the whole run's (which moved some times the texts a dump holds, and more
+        as it grew: docs/performance.md, the fifty-eighth session); where each run's taken
+        texts start, numbered one after another; and ``wanted`` so numbered."""
+        kept, engine = self._kept, self._kept.engine
+        distinct = sorted_unique(wanted)
+        firsts = kept.firsts()
+        run_of = runs_of(firsts, distinct)
+        starts = [0, *(np.flatnonzero(np.diff(run_of)) + 1).tolist()] if len(distinct) else []
+        taken = []
+        for low, high in zip(starts, [*starts[1:], len(distinct)], strict=True):
+            run = int(run_of[low])
+            rows = distinct[low:high] - firsts[run]
+            taken.append(engine.submit(_texts_of_rows, kept.text_futures[run], rows))
+        return taken, starts, np.searchsorted(distinct, wanted).astype(np.int64)
 
     def let_go(self) -> None:
         self._kept.text_futures.clear()
@@ -818,3 +833,10 @@ def _located(
     starts = np.asarray(firsts, dtype=np.int64)
     run_of = runs_of(starts, passages)
     return run_of, passages - starts[run_of]
+
+
+def _texts_of_rows(run: TextRun, rows: npt.NDArray[np.int64]) -> TextRun:
+    """The texts of ``rows`` (ascending) of a kept run, as a run of their own: a worker's
+    share of a task's texts (:meth:`TextsOnWorkers._taken`)."""
+    units, counts = run.units(rows)
+    return TextRun(units, np.cumsum(counts))
