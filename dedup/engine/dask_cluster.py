@@ -318,16 +318,20 @@ class DaskEngine:
         function: Callable[..., Any],
         *arguments: Any,
         named_after: Callable[..., Any] | None = None,
+        first: bool = False,
     ) -> Future[Any]:
         """``function(*arguments)`` as a task of a stage of its own (dedup.engine.shuffle), its
-        key named after ``function`` (or ``named_after``, what a wrapper runs). An array of a
+        key named after ``function`` (or ``named_after``, what a wrapper runs); ``first``,
+        run before the stage's other tasks a worker has waiting. An array of a
         megabyte or more among the arguments (in a list or tuple too) is sent to a worker on
         its own rather than in the task's graph, which goes through the scheduler: a 1 GB
         dump's tasks of 500,000 pairs had distributed warn the user of a large graph."""
         assert self.client is not None, "DaskEngine used outside its with block"
         sent = [self._sent_apart(value) for value in arguments]
         key = named(named_after or function)
-        future: Future[Any] = self.client.submit(function, *sent, key=key)
+        future: Future[Any] = self.client.submit(
+            function, *sent, key=key, priority=1 if first else 0
+        )
         return future
 
     def _sent_apart(self, value: Any) -> Any:

@@ -611,7 +611,7 @@ class TextsOnWorkers:
         for low, high in zip(starts, [*starts[1:], len(distinct)], strict=True):
             run = int(run_of[low])
             rows = distinct[low:high] - firsts[run]
-            taken.append(engine.submit(_texts_of_rows, kept.text_futures[run], rows))
+            taken.append(engine.submit(_texts_of_rows, kept.text_futures[run], rows, first=True))
         return taken, starts, np.searchsorted(distinct, wanted).astype(np.int64)
 
     def let_go(self) -> None:
