@@ -856,12 +856,12 @@ class _Calls(PassCalls):
                 futures.append(value)
             return given[value.key]
 
+        made = self._made
         columns: list[_Same | list[Any]] = []
         for place in range(self._places):
             if place in self.scattered or place in self.same:
                 columns.append(_Same(placed(self.scattered.get(place, self.same.get(place)))))
             else:
-                made = self._made
                 values = self._each[place][numbers.start : numbers.stop]
                 columns.append([placed(made(value)) for value in values])
         return futures, _BatchCalls(len(numbers), columns)

@@ -33,8 +33,9 @@ keys come back. Then:
 - MinHash estimates: tasks of consecutive pairs, each given the signatures of the files its
   pairs name (Dask moves them to its worker).
 - verification and the alignment hand their chunks (a block of candidate groups, a chunk of
-  document pairs) to :meth:`TextsOnWorkers.map`: a task per chunk, given the texts of the
-  files its passages are in; only scores and spans come back.
+  document pairs) to :meth:`TextsOnWorkers.map`: a task per chunk, given the texts of its
+  passages alone, each taken out of its run by a task on the worker that keeps the run;
+  only scores and spans come back.
 - document pairs: the same shuffle over the seeds, by ``hash(seed) % P``
   (``documents.seed_entries``, ``documents.partition_document_pairs``: the pairs of
   documents holding the texts that share a partition's seeds, with how many), then a second
@@ -45,8 +46,8 @@ keys come back. Then:
 
 What it holds, where: a worker, what it keeps of its files until the stage that last uses
 each is done; during a shuffle, a batch's entries and a partition's; in a task, what the files
-its chunk names keep. This process: futures and a few numbers a file, then pairs, scores and
-spans."""
+its chunk names keep (of the texts, its passages' alone). This process: futures and a few
+numbers a file, then pairs, scores and spans."""
 
 from __future__ import annotations
 
