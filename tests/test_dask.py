@@ -331,6 +331,37 @@ def test_a_task_is_given_only_the_texts_of_its_passages(
     assert len(expected) > 1000 and np.array_equal(codes, expected)
 
 
+def test_a_shuffles_batches_are_of_runs_kept_on_one_worker(
+    cluster: Cluster, mirror_dump: Path
+) -> None:
+    """A shuffle's task that splits runs into partitions is given runs one worker keeps, so
+    none moves to it (the partitions come out in the scan's order whatever the batches:
+    the reports' equality tests)."""
+    from dedup.config import ScanConfig
+    from dedup.engine.base import engine_for
+    from dedup.engine.gather import prepare_all
+    from dedup.engine.shuffle import _batches_by_worker
+    from dedup.read import discover_inputs
+    from dedup.timing import StageTimer
+
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    config = ScanConfig(scheduler=cluster.address)
+    with engine_for(config, len(files)) as engine:
+        prepared = prepare_all(files, config, StageTimer(), engine)
+        kept = prepared.kept
+        assert kept is not None and kept.run_count >= 3
+        futures = kept.signature_futures
+        client = engine.client_for_tasks()
+        client.gather(futures)  # each run kept by now
+        holder = {key: min(where) for key, where in client.who_has(futures).items()}
+        assert len(set(holder.values())) == 2  # the runs are kept on both workers
+        batches = _batches_by_worker(engine, futures, 2)
+    assert sorted(run for runs in batches for run in runs) == list(range(kept.run_count))
+    for runs in batches:
+        assert runs == sorted(runs)
+        assert len({holder[futures[run].key] for run in runs}) == 1
+
+
 def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
     cluster: Cluster, slogan_sites: Path
 ) -> None:

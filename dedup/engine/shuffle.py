@@ -81,6 +81,7 @@ from dedup.documents import (
     summed_document_pairs,
 )
 from dedup.engine.batches import EachMade
+from dedup.engine.dask_cluster import named
 from dedup.engine.gather import NumberRuns
 from dedup.engine.tasks import (
     PreparedFile,
@@ -412,28 +413,87 @@ def shuffled(
     partitions: int,
 ) -> list[Future[Any] | None]:
     """A shuffle of what the workers keep (``kept``: a future a run, in the scan's order): a
-    task per batch of consecutive runs makes ``entries(their kept, *their per_run values,
-    *given, partitions)``, a list of the partitions' entries; a task per partition makes
-    ``grouped(that partition's entries from every batch, in the scan's order,
-    *grouped_given)``. The partitions' tasks, their results left on the workers (taken by
-    :meth:`KeptOnWorkers.results`, or shuffled again by :func:`regrouped`). For the
-    passages' runs, ``per_run`` ends with each run's first passage
-    (:meth:`KeptOnWorkers.firsts`)."""
-    # A batch of runs at a time (Dask moves a batch's data to its worker), so that the
-    # tasks that split them into partitions are batches × P, not runs × P, however many
-    # files a dump has.
-    size = -(-len(kept) // max(1, BATCHES_PER_THREAD * engine.workers)) or 1
+    task per batch of runs kept on one worker makes ``entries(a run's kept, *its per_run
+    values, *given, partitions)`` for each of its runs, a list of the partitions' entries;
+    a task per partition makes ``grouped(that partition's entries of every run, in the
+    scan's order, *grouped_given)``. The partitions' tasks, their results left on the
+    workers (taken by :meth:`KeptOnWorkers.results`, or shuffled again by
+    :func:`regrouped`). For the passages' runs, ``per_run`` ends with each run's first
+    passage (:meth:`KeptOnWorkers.firsts`)."""
+    # A batch of runs at a time, so that the tasks that split them into partitions are
+    # batches × P, not runs × P, however many files a dump has; each batch's runs on one
+    # worker, where its task runs, so that none moves there (a batch of consecutive runs
+    # moved about half of them: docs/performance.md, the fifty-eighth session). A run's
+    # entries are its own, put back in the scan's order for the partition's task, which so
+    # gets what it would from runs taken in order, whichever worker kept each.
     made = [
         engine.submit(
+            _entries_of_each,
             entries,
-            kept[start : start + size],
-            *(values[start : start + size] for values in per_run),
-            *given,
+            runs,
+            [kept[run] for run in runs],
+            [[values[run] for run in runs] for values in per_run],
+            given,
             partitions,
+            named_after=entries,
         )
-        for start in range(0, len(kept), size)
+        for runs in _batches_by_worker(engine, kept, BATCHES_PER_THREAD * engine.workers)
     ]
-    return regrouped(engine.client_for_tasks(), made, grouped, grouped_given, partitions)
+    return regrouped(
+        engine.client_for_tasks(),
+        made,
+        _in_scan_order,
+        (grouped, *grouped_given),
+        partitions,
+        named_after=grouped,
+    )
+
+
+def _batches_by_worker(
+    engine: DaskEngine, kept: Sequence[Future[Any] | None], count: int
+) -> list[list[int]]:
+    """The runs of ``kept`` in about ``count`` batches, each of runs one worker keeps (or
+    not yet kept, or kept by none), in the scan's order within each."""
+    client = engine.client_for_tasks()
+    holders = client.who_has([f for f in kept if f is not None])  # type: ignore[no-untyped-call]
+    by_worker: dict[str, list[int]] = {}
+    for run, future in enumerate(kept):
+        where = holders.get(future.key) if future is not None else None
+        by_worker.setdefault(min(where) if where else "", []).append(run)
+    size = -(-len(kept) // max(1, count)) or 1
+    return [runs[at : at + size] for runs in by_worker.values() for at in range(0, len(runs), size)]
+
+
+def _entries_of_each(
+    entries: Callable[..., list[Any]],
+    runs: list[int],
+    kept: list[Any],
+    per_run: list[list[Any]],
+    given: tuple[Any, ...],
+    partitions: int,
+) -> list[list[tuple[int, Any]]]:
+    """On a worker: ``entries`` of each of a batch's ``runs`` (numbered in the scan) alone,
+    by partition, each with its run's number."""
+    parts: list[list[tuple[int, Any]]] = [[] for _partition in range(partitions)]
+    for at, run in enumerate(runs):
+        made = entries([kept[at]], *([values[at]] for values in per_run), *given, partitions)
+        for partition, part in enumerate(made):
+            parts[partition].append((run, part))
+    return parts
+
+
+def _in_scan_order(
+    batches: list[list[tuple[int, Any]]], grouped: Callable[..., T], *grouped_given: Any
+) -> T:
+    """On a worker: ``grouped`` of a partition's entries of every run, in the runs' order."""
+    return grouped(
+        [part for _run, part in sorted(itertools.chain.from_iterable(batches), key=_first)],
+        *grouped_given,
+    )
+
+
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
 
 
 def regrouped(
@@ -442,17 +502,18 @@ def regrouped(
     grouped: Callable[..., Any],
     grouped_given: tuple[Any, ...],
     partitions: int,
+    named_after: Callable[..., Any] | None = None,
 ) -> list[Future[Any] | None]:
     """A task per partition: ``grouped(part p of every task of made, *grouped_given)``,
-    where each task of ``made`` gives a list of ``partitions`` parts. Once the caller lets
-    go of ``made``, each of its tasks' results is let go on its worker as soon as its parts
-    are taken."""
+    where each task of ``made`` gives a list of ``partitions`` parts; its key named after
+    ``named_after`` if given (what ``grouped`` runs). Once the caller lets go of ``made``,
+    each of its tasks' results is let go on its worker as soon as its parts are taken."""
     return [
         client.submit(
             grouped,
             [client.submit(operator.getitem, task, part, pure=False) for task in made],
             *grouped_given,
-            pure=False,
+            key=named(named_after or grouped),
         )
         for part in range(partitions)
     ]
