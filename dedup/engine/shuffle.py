@@ -22,11 +22,11 @@ keys come back. Then:
   partition's copies found on a worker (``candidates.partition_copies``); only the copies
   and the first passage of each come back.
 - candidates: a shuffle (:func:`shuffled`, its results taken by
-  :meth:`KeptOnWorkers.results`): a task per batch of consecutive
-  files turns their signatures into band keys of the passages that take part (the first of
-  each distinct text), split into partitions by ``hash(band, key) % P``
+  :meth:`KeptOnWorkers.results`): a task per batch of runs one worker keeps turns each
+  run's signatures into band keys of the passages that take part (the first of each
+  distinct text), split into partitions by ``hash(band, key) % P``
   (``candidates.band_entries``); a task per partition gathers that partition from every
-  batch, in the scan's order, and makes its buckets' pairs
+  run, in the scan's order, and makes its buckets' pairs
   (``candidates.partition_pair_codes``); only the pairs come back, merged here. Every bucket
   lies in one partition, so the pairs are those the local engine finds, whatever P, the
   batches and the number of workers.
