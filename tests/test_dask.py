@@ -289,34 +289,25 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     assert len(local[6]) > 100 and np.array_equal(dask[6], local[6])  # the documents' lengths
 
 
-@contextlib.contextmanager
-def _prepared_on_workers(cluster: Cluster, dump: Path) -> Iterator[tuple[Any, Any]]:
-    """The files of ``dump`` prepared on the cluster, their passages in three kept runs or
-    more: the engine (still open) and what was prepared."""
-    from dedup.config import ScanConfig
-    from dedup.engine.base import engine_for
-    from dedup.engine.gather import prepare_all
-    from dedup.read import discover_inputs
-    from dedup.timing import StageTimer
-
-    files, _skipped = discover_inputs([str(dump)], False)
-    config = ScanConfig(scheduler=cluster.address)
-    with engine_for(config, len(files)) as engine:
-        prepared = prepare_all(files, config, StageTimer(), engine)
-        assert prepared.kept is not None and prepared.kept.run_count >= 3
-        yield engine, prepared
-
-
 def test_a_task_is_given_only_the_texts_of_its_passages(
     cluster: Cluster, mirror_dump: Path
 ) -> None:
     """A task of some passages' texts gets each distinct text of them once, taken where its
     run is kept, not the whole runs they are in, and reads them in its passages' order (out
     of the scan's order and repeated), as it would from the whole runs."""
+    from dedup.config import ScanConfig
+    from dedup.engine.base import engine_for
+    from dedup.engine.gather import prepare_all
     from dedup.engine.shuffle import TextsOnWorkers
+    from dedup.read import discover_inputs
+    from dedup.timing import StageTimer
 
-    with _prepared_on_workers(cluster, mirror_dump) as (engine, prepared):
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    config = ScanConfig(scheduler=cluster.address)
+    with engine_for(config, len(files)) as engine:
+        prepared = prepare_all(files, config, StageTimer(), engine)
         kept = prepared.kept
+        assert kept is not None and kept.run_count >= 3
         texts = prepared.passages().texts
         assert isinstance(texts, TextsOnWorkers)
         firsts = kept.firsts()
@@ -340,26 +331,25 @@ def test_a_task_is_given_only_the_texts_of_its_passages(
     assert len(expected) > 1000 and np.array_equal(codes, expected)
 
 
-def test_a_shuffles_batches_are_of_runs_kept_on_one_worker(
-    cluster: Cluster, mirror_dump: Path
-) -> None:
+def test_a_shuffles_batches_are_of_runs_kept_on_one_worker(cluster: Cluster) -> None:
     """A shuffle's task that splits runs into partitions is given runs one worker keeps, so
-    none moves to it (the partitions come out in the scan's order whatever the batches:
-    the reports' equality tests)."""
+    none moves to it, in the scan's order (the partitions come out in the scan's order
+    whatever the batches: the reports' equality tests)."""
+    from dedup.config import ScanConfig
+    from dedup.engine.dask_cluster import DaskEngine
     from dedup.engine.shuffle import _batches_by_worker
 
-    with _prepared_on_workers(cluster, mirror_dump) as (engine, prepared):
-        kept = prepared.kept
-        futures = kept.signature_futures
+    with DaskEngine(ScanConfig(scheduler=cluster.address)) as engine:
         client = engine.client_for_tasks()
-        client.gather(futures)  # each run kept by now
-        holder = {key: min(where) for key, where in client.who_has(futures).items()}
-        assert len(set(holder.values())) == 2  # the runs are kept on both workers
-        batches = _batches_by_worker(engine, futures, 2)
-    assert sorted(run for runs in batches for run in runs) == list(range(kept.run_count))
-    for runs in batches:
-        assert runs == sorted(runs)
-        assert len({holder[futures[run].key] for run in runs}) == 1
+        one, other = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        # runs kept on one worker and the other in turn, as a pass leaves them
+        kept = [
+            client.scatter(np.arange(run), workers=[(one, other)[run % 2]], hash=False)
+            for run in range(7)
+        ]
+        client.gather(kept)
+        batches = _batches_by_worker(engine, kept, 3)
+    assert batches == [[0, 2, 4], [6], [1, 3, 5]]
 
 
 def test_the_workers_learn_the_lines_each_site_repeats_keeping_their_keys(
