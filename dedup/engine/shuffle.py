@@ -487,13 +487,12 @@ def _in_scan_order(
 ) -> T:
     """On a worker: ``grouped`` of a partition's entries of every run, in the runs' order."""
     return grouped(
-        [part for _run, part in sorted(itertools.chain.from_iterable(batches), key=_first)],
+        [part for _run, part in sorted(itertools.chain.from_iterable(batches), key=_RUN)],
         *grouped_given,
     )
 
 
-def _first(item: tuple[int, Any]) -> int:
-    return item[0]
+_RUN = operator.itemgetter(0)  # of a run's (number, part)
 
 
 def regrouped(
