@@ -1,6 +1,6 @@
 """Where a Dask scan's time goes, from the scheduler's task stream.
 
-    python benchmarks/bench_dask_stream.py DUMP [--workers 2] [--warm]
+    python benchmarks/bench_dask_stream.py DUMP [--workers 2] [--warm] [--scratch]
 
 Starts a ``dask scheduler`` and ``--workers`` fresh ``dask worker --nthreads 1`` processes (as
 a user's cluster would be: the scheduler in a process of its own), scans DUMP through it, and
@@ -11,12 +11,14 @@ where no worker computed (the driver planning, or waiting on a transfer), and wh
 between the workers (bytes and seconds, by the task that made it). Needs the dask
 extra. With ``--warm`` the workers scan DUMP once before the scan timed, so that they
 have loaded dedup's loops (as a user's long-lived workers have): what is left is the scan's
-own cost on a cluster, not the workers' start. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
+own cost on a cluster, not the workers' start. With ``--scratch`` the workers keep their
+parts in a scratch folder (a temporary one), whose largest size in the scan is printed. A dump to try: ``python benchmarks/mirror_sites.py /tmp/m250 --mb 250``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -24,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -42,29 +45,66 @@ def main() -> None:
     parser.add_argument("dump", type=Path)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--warm", action="store_true", help="scan once before the scan timed")
+    parser.add_argument(
+        "--scratch", action="store_true", help="the workers keep their parts in a scratch folder"
+    )
     args = parser.parse_args()
     import distributed
 
     with tempfile.TemporaryDirectory() as folder:
         processes, address = start_cluster(Path(folder), args.workers)
+        scratch = os.path.join(folder, "scratch") if args.scratch else None
+        if scratch is not None:
+            os.mkdir(scratch)
         try:
             with distributed.Client(address, set_as_default=False) as client:
                 client.wait_for_workers(args.workers, timeout=60)
                 if args.warm:
-                    dedup.scan([args.dump], scheduler=client, show_progress=False)
+                    dedup.scan([args.dump], scheduler=client, scratch=scratch, show_progress=False)
                 client.get_task_stream()  # the scheduler records the stream from now on
                 client.run(_forget_transfers)
+                sized = _FolderSize(scratch)
                 started = time.time()
-                report = dedup.scan([args.dump], scheduler=client, show_progress=False)
+                report = dedup.scan(
+                    [args.dump], scheduler=client, scratch=scratch, show_progress=False
+                )
                 seconds = time.time() - started
+                sized.stop()
                 stream = client.get_task_stream(start=started)
                 transfers = client.run(_transfers)
         finally:
             stop_cluster(processes)
     print(f"scan {seconds:.1f} s on {report.engine}")
+    if scratch is not None:
+        print(f"the scratch folder at its largest: {sized.most / 1e6:,.1f} MB")
     print("stages:", ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
     _print_stream(stream, started, seconds)
     _print_transfers(transfers)
+
+
+class _FolderSize(threading.Thread):
+    """The largest size of the files under a folder, looked at twice a second."""
+
+    def __init__(self, folder: str | None) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.most, self.done = folder, 0, threading.Event()
+        if folder is not None:
+            self.start()
+
+    def run(self) -> None:
+        assert self.folder is not None
+        while not self.done.wait(0.5):
+            size = 0
+            for root, _folders, files in os.walk(self.folder):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        size += os.stat(os.path.join(root, name)).st_size
+            self.most = max(self.most, size)
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.folder is not None:
+            self.join()
 
 
 def start_cluster(folder: Path, workers: int) -> tuple[list[subprocess.Popen[bytes]], str]:

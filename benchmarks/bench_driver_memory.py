@@ -1,6 +1,6 @@
 """What the driver (the process that runs the scan) keeps of each passage once the files are in.
 
-    python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask] [--jobs 2]
+    python benchmarks/bench_driver_memory.py DUMP [DUMP ...] [--engine dask] [--jobs 2] [--scratch]
         [--stop-at candidates|spans] [--rounds N] [--traced] [--near-peak] [--sparse-pools]
 
 Scans each DUMP in a fresh process of its own up to the candidates stage and stops there: the
@@ -297,6 +297,7 @@ def _probe(
     traced: bool,
     near_peak: bool,
     sparse: bool = False,
+    scratch: str | None = None,
 ) -> dict[str, Any]:
     """The scan of ``dump`` in this process, stopped at ``stop_at``."""
     import numpy as np
@@ -350,9 +351,9 @@ def _probe(
         near_the_peak.start()
     try:
         if scheduler is None:
-            dedup.scan([dump], engine=engine, jobs=jobs, show_progress=False)
+            dedup.scan([dump], engine=engine, jobs=jobs, scratch=scratch, show_progress=False)
         else:
-            dedup.scan([dump], scheduler=scheduler, show_progress=False)
+            dedup.scan([dump], scheduler=scheduler, scratch=scratch, show_progress=False)
     except _Stop:
         if near_peak:
             near_the_peak.done.set()
@@ -388,6 +389,13 @@ def main() -> None:
         default=1,
         help="the dumps this many times over, in turn: RSS wanders a MiB or two between runs",
     )
+    parser.add_argument(
+        "--scratch",
+        action="store_true",
+        help="the workers keep their parts in a scratch folder (--scratch), not under Dask's "
+        "keys (a temporary folder; dask-local uses its own either way)",
+    )
+    parser.add_argument("--scratch-folder", help=argparse.SUPPRESS)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scheduler", help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -401,6 +409,7 @@ def main() -> None:
             options.traced or options.near_peak,
             options.near_peak,
             options.sparse_pools,
+            options.scratch_folder,
         )
         print(json.dumps(found))
         return
@@ -426,6 +435,9 @@ def _measured(dump: str, options: argparse.Namespace) -> dict[str, Any]:
         if options.engine == "dask":
             processes, address = start_cluster(Path(folder), options.jobs)
             command += ["--scheduler", address]
+        if options.scratch and options.engine != "local":
+            os.mkdir(os.path.join(folder, "scratch"))
+            command += ["--scratch-folder", os.path.join(folder, "scratch")]
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=True)
         finally:

@@ -252,6 +252,15 @@ def engine_options(function: F) -> F:
                 "they read the inputs at the same paths, so put them on a filesystem every "
                 "worker mounts. Implies --engine dask.",
             ),
+            click.option(
+                "--scratch",
+                metavar="DIR",
+                default=None,
+                help="A folder every Dask worker and this machine see at the same path, where "
+                "the workers keep what they make of the files (some 2 KB a passage, removed "
+                "at the end) instead of in their memory; this process's memory then stays "
+                "the same however large the input. dask-local uses its own temporary folder.",
+            ),
         ],
     )
 

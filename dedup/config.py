@@ -122,11 +122,14 @@ class ScanConfig:
     stage (``config.read``, ``.normalize``, ``.segment``, ``.match``, ``.cluster``) for the
     stage code to take.
 
-    ``jobs``, ``engine``, ``scheduler`` and ``show_progress`` change only where, how fast and
-    how visibly the scan runs, so they are left out of :meth:`to_dict` (and so out of the
-    report): a ``--jobs 1`` run, a ``--jobs 2`` run and a run on a Dask cluster produce
-    byte-identical reports. ``scheduler`` is a Dask scheduler's address (``tcp://host:8786``)
-    or a ``distributed.Client``; giving one means ``engine="dask"``.
+    ``jobs``, ``engine``, ``scheduler``, ``scratch`` and ``show_progress`` change only where,
+    how fast and how visibly the scan runs, so they are left out of :meth:`to_dict` (and so
+    out of the report): a ``--jobs 1`` run, a ``--jobs 2`` run and a run on a Dask cluster
+    produce byte-identical reports. ``scheduler`` is a Dask scheduler's address
+    (``tcp://host:8786``) or a ``distributed.Client``; giving one means ``engine="dask"``.
+    ``scratch`` is a folder every Dask worker sees at the same path, where the workers keep
+    what they make of the files rather than in their memory (dedup.engine.scratch); a
+    dask-local cluster keeps them in its own temporary folder unless one is given.
     """
 
     script: Script = "simplified"
@@ -158,6 +161,8 @@ class ScanConfig:
     engine: str = field(default="local", compare=False)
     # Any: a distributed.Client is taken too, and dask is an optional extra.
     scheduler: Any = field(default=None, compare=False)
+    # A folder every Dask worker sees, where they keep what they make (dedup.engine.scratch).
+    scratch: str | None = field(default=None, compare=False)
     show_progress: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -228,6 +233,11 @@ class ScanConfig:
             )
         if self.scheduler is not None and self.engine == "dask-local":
             raise ConfigError("give either a scheduler or --engine dask-local, not both")
+        if self.scratch is not None and self.engine_name == "local":
+            raise ConfigError(
+                "--scratch is where a Dask cluster's workers keep what they make: give it with "
+                "--scheduler or --engine dask-local (the local engine needs none)"
+            )
 
     @property
     def read(self) -> ReadConfig:
@@ -317,10 +327,10 @@ class ScanConfig:
         """This config as the tasks get it: without the scheduler (a Client is not sent)."""
         if self.scheduler is None and self.engine == "local":
             return self
-        return replace(self, engine="local", scheduler=None)
+        return replace(self, engine="local", scheduler=None, scratch=None)
 
     def to_dict(self) -> dict[str, Any]:
-        run_only = ("jobs", "engine", "scheduler", "show_progress")
+        run_only = ("jobs", "engine", "scheduler", "scratch", "show_progress")
         # Not asdict: it deep-copies each value, a Client given as the scheduler too.
         options = {name: value for name, value in self.to_fields().items() if name not in run_only}
         options["text_fields"] = list(self.text_fields)

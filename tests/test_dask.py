@@ -177,6 +177,78 @@ def test_batches_taken_a_piece_at_a_time_give_the_local_engines_report(
     assert sum(count > handed for count, handed, _number in taken) > 20
 
 
+def test_with_a_scratch_folder_this_process_holds_no_future_a_batch(
+    cluster: Cluster, mirror_dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept under Dask's keys, each part of each batch the workers make is a future this
+    process holds to the end of the scan, so its memory grew with the dump (issue 21). Kept
+    in a scratch folder, none is: the futures held once the files are in are as few however
+    many batches there are (here every batch of the mirror dump is made small)."""
+    from dedup.config import ScanConfig
+    from dedup.engine import dask_cluster
+    from dedup.engine.base import engine_for
+    from dedup.engine.gather import prepare_all
+    from dedup.read import discover_inputs
+    from dedup.timing import StageTimer
+
+    monkeypatch.setattr(dask_cluster, "_BATCH_BYTES", 8_000)
+    monkeypatch.setattr(dask_cluster, "_KEPT_BATCH_BYTES", 40_000)
+    monkeypatch.setattr(dask_cluster, "_BATCHES_PER_THREAD", 1)
+    files, _skipped = discover_inputs([str(mirror_dump)], False)
+    held, runs = {}, {}
+    for scratch in (None, str(tmp_path)):
+        config = ScanConfig(scheduler=cluster.address, scratch=scratch)
+        with engine_for(config, len(files)) as engine:
+            prepared = prepare_all(files, config, StageTimer(), engine)
+            assert prepared.kept is not None
+            runs[scratch] = prepared.kept.run_count
+            held[scratch] = len(engine.client_for_tasks().futures)
+    assert runs[None] == runs[str(tmp_path)] > 20
+    assert held[None] >= 6 * runs[None]  # the six parts of each run
+    assert held[str(tmp_path)] <= 4, held  # the config and the lines each site repeats
+
+
+def test_a_scratch_folder_is_checked_before_any_work(
+    cluster: Cluster, samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One that does not exist is an error naming it (as is --scratch without a cluster),
+    and so is one the workers do not see (each is asked); one given is left as it was, the
+    scan's own folder in it removed."""
+    from dedup.engine import dask_cluster
+
+    report = tmp_path / "r"
+    missing = tmp_path / "missing"
+    given = [str(samples), "--scheduler", cluster.address, "-o", str(report)]
+    result = CliRunner().invoke(cli, ["scan", *given, "--scratch", str(missing)])
+    assert result.exit_code == 1
+    assert f"{missing}: the scratch folder does not exist: make it on a filesystem" in (
+        result.stderr
+    )
+    assert not report.exists()
+    result = CliRunner().invoke(cli, ["scan", str(samples), "--scratch", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--scratch is where a Dask cluster's workers keep what they make" in result.stderr
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def blind(folder: str) -> bool:  # a worker on another machine, the folder its own
+        return False
+
+    with monkeypatch.context() as patched:
+        patched.setattr(dask_cluster, "sees_folder", blind)
+        result = CliRunner().invoke(cli, ["scan", *given, "--scratch", str(scratch)])
+    assert result.exit_code == 1
+    with cluster.client() as client:
+        first = min(client.scheduler_info(n_workers=-1)["workers"])
+    assert f"the Dask worker {first} cannot see the scratch folder {scratch}/dedup-" in (
+        result.stderr
+    )
+    assert not report.exists() and list(scratch.iterdir()) == []
+    result = CliRunner().invoke(cli, ["scan", *given, "--scratch", str(scratch), "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert (report / "report.json").exists() and list(scratch.iterdir()) == []
+
+
 def test_passages_that_overlap_are_aligned_and_mapped_back_on_the_workers_as_here(
     cluster: Cluster, samples: Path
 ) -> None:
@@ -199,18 +271,20 @@ def test_ideographs_past_u_ffff_align_on_the_workers_as_here(
 
 
 def test_the_workers_keep_what_they_make_and_the_stages_run_there(
-    cluster: Cluster, mirror_dump: Path
+    cluster: Cluster, mirror_dump: Path, tmp_path: Path
 ) -> None:
     """This process gets no signature, normalized text, offset step, seed or passage length:
     the candidate pairs (band keys shuffled by partition), their MinHash estimates, their
     verification, the documents' lengths, the pairs of documents sharing seeds (seeds
     shuffled by partition), their alignment and the spans mapped back to the original text
-    are made on the workers, and are the local engine's."""
+    are made on the workers, and are the local engine's: with what they keep under Dask's
+    keys, and in a scratch folder."""
     from dedup.candidates import find_candidates
     from dedup.config import ScanConfig
     from dedup.documents import candidate_documents, document_runs
     from dedup.engine.base import engine_for
     from dedup.engine.gather import prepare_all
+    from dedup.engine.scratch import StoredParts
     from dedup.engine.shuffle import LengthsOnWorkers, SignaturesOnWorkers, TextsOnWorkers
     from dedup.matches import align_pairs, original_spans, texts_to_align
     from dedup.read import discover_inputs
@@ -222,15 +296,21 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
     for name, config in [
         ("local", ScanConfig(jobs=1)),
         ("dask", ScanConfig(scheduler=cluster.address)),
+        ("scratch", ScanConfig(scheduler=cluster.address, scratch=str(tmp_path))),
     ]:
         with engine_for(config, len(files)) as engine:
             prepared = prepare_all(files, config, StageTimer(), engine)
-            if name == "dask":  # none came here
+            kept = prepared.kept
+            if name != "local":  # none came here
                 assert len(prepared.signatures) == 0 and not prepared.normalized
                 # each kept run holds a batch of files' passages, not a file's
-                assert prepared.kept is not None and prepared.kept.run_count < len(files) / 2
+                assert kept is not None and kept.run_count < len(files) / 2
+            if name == "scratch":  # a file a part of each run
+                assert kept is not None and isinstance(kept.text_parts, StoredParts)
+                assert all(Path(part.path).stat().st_size for part in kept.text_parts)
+                assert len(kept.seed_parts) == len(kept.span_parts) == kept.run_count
             passages = prepared.passages()
-            if name == "dask":
+            if name != "local":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)
                 assert isinstance(passages.texts, TextsOnWorkers)
                 # the offset steps and the winnowed seeds: kept there too
@@ -277,16 +357,19 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
                 document_pairs,
                 documents.story_chars,
             )
-    local, dask = found["local"], found["dask"]
+    local = found["local"]
     assert len(local[0]) > 300 and len(local[2]) > 300  # the sites' near copies
     assert len(local[3]) > 100  # and the pages' shared spans
-    assert np.array_equal(dask[0], local[0])
-    assert np.array_equal(dask[1], local[1])
-    assert list(dask[2]) == list(local[2])
-    assert np.array_equal(dask[3], local[3])
-    assert np.array_equal(dask[4], local[4])
-    assert len(local[5]) > 100 and np.array_equal(dask[5], local[5])  # the pairs of documents
-    assert len(local[6]) > 100 and np.array_equal(dask[6], local[6])  # the documents' lengths
+    assert len(local[5]) > 100 and len(local[6]) > 100  # the pairs of documents, their lengths
+    for dask in (found["dask"], found["scratch"]):
+        assert np.array_equal(dask[0], local[0])
+        assert np.array_equal(dask[1], local[1])
+        assert list(dask[2]) == list(local[2])
+        assert np.array_equal(dask[3], local[3])
+        assert np.array_equal(dask[4], local[4])
+        assert np.array_equal(dask[5], local[5])
+        assert np.array_equal(dask[6], local[6])
+    assert list(tmp_path.iterdir()) == []  # the scan's folder removed with the engine
 
 
 def test_a_task_is_given_only_the_texts_of_its_passages(
@@ -322,7 +405,7 @@ def test_a_task_is_given_only_the_texts_of_its_passages(
         taken, _starts, _numbered = texts._taken(wanted)
         given = client.gather(taken)
         assert [len(run) for run in given] == [first_size - 2, last_size]
-        whole = client.gather([kept.text_futures[0], kept.text_futures[-1]])
+        whole = client.gather([kept.text_parts[0], kept.text_parts[-1]])
         expected = np.concatenate(
             [whole[1].code_points(last), whole[0].code_points(first),
              whole[0].code_points(again)]
@@ -659,14 +742,23 @@ def test_a_scan_that_fails_after_the_files_leaves_the_callers_client_working(
     assert "AssertionError" not in cluster.log.read_text("utf-8", "replace")[len(log_before) :]
 
 
+@pytest.mark.parametrize("in_scratch", [False, True])
 def test_a_worker_killed_part_way_has_its_tasks_run_again(
-    cluster: Cluster, mirror_dump: Path, local_reports: dict[str, str]
+    cluster: Cluster,
+    mirror_dump: Path,
+    local_reports: dict[str, str],
+    tmp_path: Path,
+    in_scratch: bool,
 ) -> None:
+    """A worker killed once it has made some batches: Dask runs its tasks again elsewhere
+    (what it kept under Dask's keys made again; what it stored in the scratch folder is
+    there, whole, and a part it was writing is written again)."""
     result: dict[str, object] = {}
+    scratch = str(tmp_path) if in_scratch else None
 
     def scan() -> None:
         try:
-            result["report"] = dedup.scan([mirror_dump], scheduler=cluster.address)
+            result["report"] = dedup.scan([mirror_dump], scheduler=cluster.address, scratch=scratch)
         except BaseException as error:  # handed to the test's thread
             result["error"] = error
 
@@ -689,6 +781,7 @@ def test_a_worker_killed_part_way_has_its_tasks_run_again(
     report = result["report"]
     assert isinstance(report, dedup.Report)
     assert report.to_json() == local_reports["mirror"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def _tasks_held(dask_scheduler: distributed.Scheduler) -> int:
@@ -700,7 +793,8 @@ def _files_done(dask_scheduler: distributed.Scheduler) -> int:
     return sum(
         1
         for task in dask_scheduler.tasks.values()
-        if str(task.key).startswith(("_batch_task", "_of_merged")) and task.state == "memory"
+        if str(task.key).startswith(("_batch_task", "_of_merged", "_stored"))
+        and task.state == "memory"
     )
 
 
@@ -787,8 +881,14 @@ def test_clean_and_index_run_on_the_cluster_too(
     cluster: Cluster, samples: Path, tmp_path: Path
 ) -> None:
     runner = CliRunner()
-    for engine in (["-j", "1"], ["--scheduler", cluster.address]):
-        name = "dask" if len(engine) == 2 and engine[0] == "--scheduler" else "local"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    engines = {
+        "local": ["-j", "1"],
+        "dask": ["--scheduler", cluster.address],
+        "scratch": ["--scheduler", cluster.address, "--scratch", str(scratch)],
+    }
+    for name, engine in engines.items():
         store = tmp_path / f"{name}.dedup"
         added = runner.invoke(
             cli, ["index", "add", str(store), str(samples / "site-qidian"), *engine, "-q"]
@@ -805,18 +905,18 @@ def test_clean_and_index_run_on_the_cluster_too(
         )
         assert cleaned.exit_code == 0, cleaned.output
     local_query = (tmp_path / "local-query" / "report.json").read_text("utf-8")
-    assert (tmp_path / "dask-query" / "report.json").read_text("utf-8") == local_query
     assert json.loads(local_query)["matches"], "the query found nothing to compare"
     local_files = sorted(
         p.relative_to(tmp_path / "local-clean") for p in _files(tmp_path / "local-clean")
     )
-    dask_files = sorted(
-        p.relative_to(tmp_path / "dask-clean") for p in _files(tmp_path / "dask-clean")
-    )
-    assert local_files == dask_files
-    for relative in local_files:
-        local_bytes = (tmp_path / "local-clean" / relative).read_bytes()
-        assert (tmp_path / "dask-clean" / relative).read_bytes() == local_bytes, relative
+    for name in ("dask", "scratch"):
+        assert (tmp_path / f"{name}-query" / "report.json").read_text("utf-8") == local_query
+        clean = tmp_path / f"{name}-clean"
+        assert sorted(p.relative_to(clean) for p in _files(clean)) == local_files
+        for relative in local_files:
+            local_bytes = (tmp_path / "local-clean" / relative).read_bytes()
+            assert (clean / relative).read_bytes() == local_bytes, relative
+    assert list(scratch.iterdir()) == []
 
 
 def _files(folder: Path) -> list[Path]:
@@ -930,10 +1030,13 @@ def test_a_killed_dask_local_scans_folder_is_removed_by_the_next_start(
     for folder in (stale, running):
         (folder / "worker-1").mkdir(parents=True)
         (folder / "scheduler.json").write_text("{}")
-    with DaskEngine(ScanConfig(engine="dask-local", jobs=1)):
+    with DaskEngine(ScanConfig(engine="dask-local", jobs=1)) as engine:
         assert not stale.exists() and running.exists()
         ours = [f for f in tmp_path.iterdir() if f not in (stale, running)]
         assert [f.name.startswith(f"dedup-dask-{os.getpid()}-") for f in ours] == [True], ours
+        # where its workers keep what they make, unless given a scratch folder
+        assert engine.scratch is not None
+        assert Path(engine.scratch.folder).parent == ours[0]
     assert sorted(tmp_path.iterdir()) == [running]
 
 
@@ -1059,12 +1162,18 @@ def _group_of(pid: int) -> int | None:
         return None
 
 
+@pytest.mark.parametrize("in_scratch", [False, True])
 def test_a_file_gone_after_the_learn_pass_is_skipped_its_chapters_taken_from_a_worker(
-    cluster: Cluster, slogan_sites: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cluster: Cluster,
+    slogan_sites: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    in_scratch: bool,
 ) -> None:
     """A file deleted between the learn pass and the main pass: neither the worker nor this
     process sees it, so its main-pass call runs here, given the chapters a worker kept for it
-    (a future, whose result it takes): the file is listed as skipped, the rest scanned."""
+    (a future, whose result it takes, or a part in the scratch folder, which it opens), and
+    its batch's parts are kept from here: the file is listed as skipped, the rest scanned."""
     import dedup
     from dedup.engine import gather
     from dedup.read.containers import FILE_GONE
@@ -1080,7 +1189,14 @@ def test_a_file_gone_after_the_learn_pass_is_skipped_its_chapters_taken_from_a_w
         return found
 
     monkeypatch.setattr(gather, "learned_lines", then_deleted)
-    report = dedup.scan([str(dump)], scheduler=cluster.address, show_progress=False)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    report = dedup.scan(
+        [str(dump)],
+        scheduler=cluster.address,
+        scratch=str(scratch) if in_scratch else None,
+        show_progress=False,
+    )
     (skipped,) = report.skipped
     assert Path(skipped.path) == gone and skipped.reason == FILE_GONE
     assert report.summary.files == 2

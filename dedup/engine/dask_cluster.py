@@ -48,6 +48,16 @@ from dedup.engine.base import in_threads
 from dedup.engine.batches import PassCalls, batches_in_pieces
 from dedup.engine.lifetime import die_with_parent
 from dedup.engine.memory import collector_restarted
+from dedup.engine.scratch import (
+    Scratch,
+    StoredPart,
+    StoredParts,
+    holds_parts,
+    opened_in,
+    sees_folder,
+    store,
+    with_parts_opened,
+)
 from dedup.errors import EngineError
 from dedup.kernels.jit import sources_digest
 from dedup.read import FoundFile
@@ -105,6 +115,8 @@ class DaskEngine:
         self._owns_client = False
         self._where = ""  # the scheduler's address, for messages
         self._local_workers: _LocalWorkers | None = None
+        # Where the workers keep what they make, if not under Dask's keys (dedup.engine.scratch).
+        self.scratch: Scratch | None = None
         # Each call's task until its result is taken (then None: the workers let it go).
         self._tasks: list[list[Future[Any] | None]] = []
 
@@ -169,6 +181,7 @@ class DaskEngine:
                     f"{CONNECT_SECONDS} s: start some (dask worker {where}) and scan again"
                 ) from None
         _check_workers_run_this_dedup(self.client)
+        self._make_scratch()
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         self.workers = sum(worker["nthreads"] for worker in workers.values())
         kind = "local Dask cluster" if self._cluster is not None else f"Dask at {where}"
@@ -196,7 +209,23 @@ class DaskEngine:
         self._tasks = []
         self._close()
 
+    def _make_scratch(self) -> None:
+        """The scan's scratch folder, if one is given (a dask-local cluster's in its own
+        folder, unless given), seen by every worker."""
+        assert self.client is not None
+        base = self.config.scratch
+        if base is None and self._local_workers is not None:
+            base = self._local_workers.folder.name
+        if base is None:
+            return
+        self.scratch = Scratch(base)
+        seen = self.client.run(sees_folder, self.scratch.folder)
+        self.scratch.check_seen_by(seen)
+
     def _close(self) -> None:
+        if self.scratch is not None:
+            self.scratch.remove()
+            self.scratch = None
         with _distributed_silenced():
             if self.client is not None and self._owns_client:
                 with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
@@ -227,27 +256,31 @@ class DaskEngine:
         handed_back: Callable[[list[T]], list[Any]],
         merged: Callable[[list[T]], T],
         *arguments: Iterable[Any],
-    ) -> Iterator[tuple[Any, tuple[Future[Any], ...]]]:
+    ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
         """``function`` over the arguments as tasks on the workers, small files' calls in
         batches (:func:`~dedup.engine.batches.file_batches`): of the results
         ``handed_back(results)`` brought here, in order, a piece of the batch at a time
         (what it hands back of a piece's results: each alone, or some as one); of each
-        batch's results ``merged``, each of ``kept`` of that left on the
-        worker, its futures given with the last that comes back of the batch (``()`` with
-        the others: Dask runs the task again if the worker dies while they are held)."""
+        batch's results ``merged``, each of ``kept`` of that kept by the workers (in the
+        scratch folder, or under Dask's keys), what names them given with the last that
+        comes back of the batch (``()`` with the others: Dask runs the task again if a
+        worker dies while a future of them is held)."""
         calls, batches, pieces, tasks, hand_over_batch = self._submit_batches(
             function, arguments, _KEPT_BATCH_BYTES
         )
         assert self.client is not None
         submit = self.client.submit
         # The batches are larger than those of map: the client holds a future of each kept
-        # part of each batch to the end of the scan. What comes back is taken as before, a
-        # piece of _BATCH_BYTES at a time (docs/performance.md).
+        # part of each batch to the end of the scan (without a scratch folder). What comes
+        # back is taken as before, a piece of _BATCH_BYTES at a time (docs/performance.md).
         every_piece = [piece for each in pieces for piece in each]
         backs: list[Future[Any] | None] = [None] * len(every_piece)
-        # Each batch's kept parts one after another (let go of here once handed over).
-        keeps: list[Future[Any] | None] = [None] * (len(batches) * len(kept))
-        self._tasks += [backs, keeps]
+        self._tasks.append(backs)
+        keeping = (
+            _KeptInScratch(self, self.scratch, kept, merged, len(batches))
+            if self.scratch is not None
+            else _KeptAsFutures(self, kept, merged, len(batches))
+        )
         firsts = list(itertools.accumulate(map(len, pieces), initial=0))  # each batch's piece
 
         def hand_over(number: int) -> None:
@@ -265,9 +298,8 @@ class DaskEngine:
                     pure=False,
                     priority=-number,
                 )
-            for at, part in enumerate(kept, number * len(kept)):
-                keeps[at] = submit(_of_merged, part, merged, task, key=named(part),
-                                   priority=-number)  # fmt: skip
+            assert task is not None
+            keeping.made(number, task)
 
         ahead = self._ahead(len(batches), hand_over)
         first_piece = 0
@@ -286,17 +318,23 @@ class DaskEngine:
                     yield result, ()
                 last = results[-1:]
             first_piece += len(pieces[number])
-            own = slice(number * len(kept), (number + 1) * len(kept))
-            keep = tuple(future for future in keeps[own] if future is not None)
-            keeps[own] = [None] * len(kept)
             if held:  # run here instead: whole, the workers kept nothing
-                whole = merged(held)
-                keep = tuple(self.client.scatter(part(whole), hash=False) for part in kept)
+                keep = keeping.taken(number, merged(held))
                 last = handed_back(held)
                 for result in last[:-1]:
                     yield result, ()
+            else:
+                keep = keeping.taken(number, None)
             tasks[number] = None
             yield last[-1], keep
+
+    def kept_parts(self, part: Callable[..., Any]) -> list[Future[Any] | None] | StoredParts:
+        """Where a stage keeps what names the ``part`` of each batch the workers keep (that
+        :meth:`map_keeping` gives): the parts in the scratch folder, or a list of futures
+        cancelled on an error (:meth:`holding`)."""
+        if self.scratch is not None:
+            return self.scratch.parts(part.__name__)
+        return self.holding([])
 
     def kept_on_workers(self, shown: bool) -> KeptOnWorkers:
         """The workers keep the signatures and texts they make; the candidates stage,
@@ -329,6 +367,8 @@ class DaskEngine:
         assert self.client is not None, "DaskEngine used outside its with block"
         sent = [self._sent_apart(value) for value in arguments]
         key = named(named_after or function)
+        if holds_parts(sent):  # opened by the worker that runs it
+            function, sent = with_parts_opened, [function, *sent]
         future: Future[Any] = self.client.submit(
             function, *sent, key=key, priority=1 if first else 0
         )
@@ -653,18 +693,8 @@ def _remove_stale_folders() -> None:
     its own), named by that process's id; another process's that still runs is left."""
     for folder in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*-*"):
         owner = folder.name[len(_FOLDER_PREFIX) :].split("-", 1)[0]
-        if owner.isdigit() and not _runs(int(owner)):
+        if owner.isdigit() and not lifetime.is_running(int(owner)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _runs(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True
 
 
 class _ForkedWorker:
@@ -834,7 +864,7 @@ class _Calls(PassCalls):
         call = self[number]
         return tuple(self.scattered.get(place, value) for place, value in enumerate(call))
 
-    def batch_sent(self, numbers: range) -> tuple[list[Future[Any]], _BatchCalls]:
+    def batch_sent(self, numbers: range) -> tuple[list[Future[Any] | StoredPart], _BatchCalls]:
         """Calls ``numbers`` as one task sends them: the futures among their arguments, each
         once, and the calls with each future's place among those in its stead. Dask walks
         a task's arguments for futures, and makes a node of its graph of each list and
@@ -845,16 +875,20 @@ class _Calls(PassCalls):
         process more than the call's file (docs/performance.md)."""
         from distributed import Future
 
-        futures: list[Future[Any]] = []
+        futures: list[Future[Any] | StoredPart] = []
         given: dict[Any, _Given] = {}  # by the future's key: one object each, pickled once
 
         def placed(value: Any) -> Any:
-            if not isinstance(value, Future):
+            if isinstance(value, Future):
+                key = value.key
+            elif type(value) is StoredPart:  # opened once by the task
+                key = value.path
+            else:
                 return value
-            if value.key not in given:
-                given[value.key] = _Given(len(futures))
+            if key not in given:
+                given[key] = _Given(len(futures))
                 futures.append(value)
-            return given[value.key]
+            return given[key]
 
         made = self._made
         columns: list[_Same | list[Any]] = []
@@ -925,7 +959,9 @@ def _here(call: tuple[Any, ...]) -> tuple[Any, ...]:
     """A call's arguments to run it here: a future's (what a worker keeps) by its result."""
     from distributed import Future
 
-    return tuple(value.result() if isinstance(value, Future) else value for value in call)
+    return tuple(
+        value.result() if isinstance(value, Future) else opened_in(value) for value in call
+    )
 
 
 def _task(function: Callable[..., T], *arguments: Any) -> T:
@@ -941,8 +977,8 @@ def _task(function: Callable[..., T], *arguments: Any) -> T:
 
 def _batch_task(function: Callable[..., T], values: list[Any], calls: _BatchCalls) -> list[T]:
     """A batch's task as a worker runs it: each call's :func:`_task`, in order, ``values``
-    those of the futures among its arguments."""
-    return [_task(function, *call) for call in calls.given(values)]
+    those of the futures (and stored parts, opened here) among its arguments."""
+    return [_task(function, *call) for call in calls.given(opened_in(values))]
 
 
 def _each(function: Callable[[list[T]], Any], results: list[T], start: int, stop: int) -> Any:
@@ -953,3 +989,94 @@ def _each(function: Callable[[list[T]], Any], results: list[T], start: int, stop
 def _of_merged(part: Callable[[T], Any], merged: Callable[[list[T]], T], results: list[T]) -> Any:
     """``part`` of a batch's results ``merged`` into one, on the worker that holds them."""
     return part(merged(results))
+
+
+def _stored(
+    parts: Sequence[Callable[[T], Any]],
+    merged: Callable[[list[T]], T],
+    results: list[T],
+    folder: str,
+    number: int,
+) -> int:
+    """Each of ``parts`` of a batch's results ``merged`` into one stored in the scratch
+    ``folder`` as batch ``number``'s, on the worker that holds them; the bytes written."""
+    whole = merged(results)
+    return sum(store(part(whole), StoredPart(folder, part.__name__, number).path) for part in parts)
+
+
+class _KeptAsFutures:
+    """A pass's kept parts under Dask's keys: a future a part of a batch, held by the caller
+    to the end of the scan (each some 2.3 KB here: docs/performance.md)."""
+
+    def __init__(
+        self,
+        engine: DaskEngine,
+        parts: Sequence[Callable[[T], Any]],
+        merged: Callable[[list[T]], T],
+        count: int,
+    ) -> None:
+        self.engine, self.parts, self.merged = engine, parts, merged
+        # Each batch's parts one after another (let go of here once handed over).
+        self.keeps: list[Future[Any] | None] = engine.holding([None] * (count * len(parts)))
+
+    def made(self, number: int, task: Future[Any]) -> None:
+        """The tasks that keep batch ``number``'s parts of its ``task``'s results."""
+        client = self.engine.client_for_tasks()
+        for at, part in enumerate(self.parts, number * len(self.parts)):
+            self.keeps[at] = client.submit(
+                _of_merged, part, self.merged, task, key=named(part), priority=-number
+            )
+
+    def taken(self, number: int, whole: Any) -> tuple[Any, ...]:
+        """Batch ``number``'s parts' futures; of ``whole`` (its results merged, made here
+        when its task failed), if given."""
+        own = slice(number * len(self.parts), (number + 1) * len(self.parts))
+        keep = tuple(future for future in self.keeps[own] if future is not None)
+        self.keeps[own] = [None] * len(self.parts)
+        if whole is None:
+            return keep
+        client = self.engine.client_for_tasks()
+        return tuple(client.scatter(part(whole), hash=False) for part in self.parts)
+
+
+class _KeptInScratch:
+    """A pass's kept parts in the scan's scratch folder (dedup.engine.scratch): a task a
+    batch stores them; the caller gets them by name, once they are there."""
+
+    def __init__(
+        self,
+        engine: DaskEngine,
+        scratch: Scratch,
+        parts: Sequence[Callable[[T], Any]],
+        merged: Callable[[list[T]], T],
+        count: int,
+    ) -> None:
+        self.engine, self.scratch, self.parts, self.merged = engine, scratch, parts, merged
+        self.stores: list[Future[Any] | None] = engine.holding([None] * count)
+
+    def made(self, number: int, task: Future[Any]) -> None:
+        """The task that stores batch ``number``'s parts of its ``task``'s results."""
+        self.stores[number] = self.engine.client_for_tasks().submit(
+            _stored,
+            self.parts,
+            self.merged,
+            task,
+            self.scratch.folder,
+            number,
+            key=named(_stored),
+            priority=-number,
+        )
+
+    def taken(self, number: int, whole: Any) -> tuple[Any, ...]:
+        """Batch ``number``'s parts, once stored; of ``whole`` (its results merged, made
+        here when its task failed), stored here, if given."""
+        stored = self.stores[number]
+        self.stores[number] = None
+        made = tuple(self.scratch.part(part.__name__, number) for part in self.parts)
+        if whole is None:
+            assert stored is not None
+            self.engine._result_of(stored)
+        else:
+            for part, name in zip(self.parts, made, strict=True):
+                store(part(whole), name.path)
+        return made

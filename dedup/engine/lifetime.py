@@ -36,6 +36,17 @@ def can_fork() -> bool:
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
+def is_running(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def die_with_parent(parent: int) -> None:
     """In a child process: be killed when ``parent`` (the process that forked this one) ends,
     and leave stopping to it: Ctrl-C reaches the whole process group, and the parent, not

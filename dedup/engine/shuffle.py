@@ -44,9 +44,15 @@ keys come back. Then:
 - spans mapped back to the original text: a task per batch of files, given their offset
   steps (``offset_steps.offsets_in_runs``).
 
+What the workers keep is either under Dask's keys, a future of each part of each batch held
+here, or, given a scratch folder every worker sees (dedup.engine.scratch), in a file a part
+there, which a task opens as memory-mapped arrays (a verify or align task its runs' texts
+whole: it reads its passages' pages alone), this process holding a batch's number a part.
+
 What it holds, where: a worker, what it keeps of its files until the stage that last uses
-each is done; during a shuffle, a batch's entries and a partition's; in a task, what the files
-its chunk names keep (of the texts, its passages' alone). This process: futures and a few
+each is done (in the scratch folder, nothing between tasks); during a shuffle, a batch's
+entries and a partition's; in a task, what the files its chunk names keep (of the texts,
+its passages' alone). This process: futures (or a number a part of a batch) and a few
 numbers a file, then pairs, scores and spans."""
 
 from __future__ import annotations
@@ -83,6 +89,7 @@ from dedup.documents import (
 from dedup.engine.batches import EachMade
 from dedup.engine.dask_cluster import named
 from dedup.engine.gather import NumberRuns
+from dedup.engine.scratch import StoredPart, StoredParts
 from dedup.engine.tasks import (
     PreparedFile,
     PreparedFiles,
@@ -123,13 +130,14 @@ if TYPE_CHECKING:
     from dedup.engine.base import TextForm, Threads
     from dedup.engine.dask_cluster import DaskEngine
 
-# What the workers keep of a file (or a slice of one): how many passages, and the futures
-# of their signatures, texts, offset steps, seeds, hashes and spans' starts and ends.
-Run = tuple[
-    int, "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]", "Future[Any]"
-]
+# What the workers keep of a file (or a slice of one): how many passages, and what names
+# their signatures, texts, offset steps, seeds, hashes and spans' starts and ends (futures,
+# or parts in the scratch folder: StoredPart).
+Run = tuple[int, Any, Any, Any, Any, Any, Any]
 
 T = TypeVar("T")
+# What names a part the workers keep of each run: a future, or a file in the scratch folder.
+Parts = Sequence["Future[Any] | StoredPart | None"]
 
 # Partitions of the band keys per worker thread: a few, so that a slow one does not hold the
 # others up, and few enough that each task has something to do.
@@ -153,21 +161,22 @@ class KeptOnWorkers:
         # its parts at the run's number), in an array rather than an object a run.
         self.run_starts = array.array("q")
         self.count = 0  # passages in the runs
-        # The futures, in lists the engine cancels on an error (each let go when done with).
-        self.signature_futures: list[Future[Any] | None] = engine.holding([])
-        self.text_futures: list[Future[Any] | None] = engine.holding([])
-        self.step_futures: list[Future[Any] | None] = engine.holding([])
-        self.seed_futures: list[Future[Any] | None] = engine.holding([])
-        self.hash_futures: list[Future[Any] | None] = engine.holding([])
-        self.span_futures: list[Future[Any] | None] = engine.holding([])
+        # What names each run's parts: in the scratch folder, or futures in lists the engine
+        # cancels on an error (each let go when done with).
+        self.signature_parts = engine.kept_parts(signatures_of)
+        self.text_parts = engine.kept_parts(texts_of)
+        self.step_parts = engine.kept_parts(lengths_and_steps_of)
+        self.seed_parts = engine.kept_parts(seeds_of)
+        self.hash_parts = engine.kept_parts(hashes_of)
+        self.span_parts = engine.kept_parts(span_ends_of)
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
     ) -> Iterator[tuple[PreparedFile | PreparedFiles, Run | None]]:
         """``function`` (the main pass's task) over the arguments on the workers: each
         prepared file without what the worker keeps of it, in order (a piece's files of an
-        input each, as one: :func:`~dedup.engine.tasks.handed_back`), and the futures of
-        that with the last of each batch the engine ran as one task (None with the others:
+        input each, as one: :func:`~dedup.engine.tasks.handed_back`), and what names
+        that (futures, or stored parts) with the last of each batch the engine ran as one task (None with the others:
         the run holds the passages of its batch's files); :meth:`add` takes those of the
         files the scan keeps."""
         parts = (signatures_of, texts_of, lengths_and_steps_of, seeds_of, hashes_of, span_ends_of)
@@ -187,7 +196,7 @@ class KeptOnWorkers:
         self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
     ) -> LearnPass:
         """The learn pass over ``files`` (``parts`` of them) on the workers: where each
-        file's chapters are for the main pass (its batch's future and its slice of them),
+        file's chapters are for the main pass (its batch's, and its slice of them),
         and the lines each source repeats, as :func:`repeated_lines` finds them, counted
         where the workers keep the files' chapters and line keys (two shuffles:
         dedup.normalize.repeated_lines). Only the sources of the chapters and each file's
@@ -202,12 +211,12 @@ class KeptOnWorkers:
         # Each file's chapters: its batch's future and its slice of them, which ends where
         # the file's chapters end among its batch's (as runs: the main pass runs with these
         # held, and a batch of files of an input each is one run).
-        futures: list[Future[Any]] = []
+        chapters_kept = engine.kept_parts(chapters_of)
         batch_first = array.array("q")  # each batch's first file
         ends = NumberRuns()
         # The sources, numbered as first met; their chapters' hashes stay on the workers
         sources: dict[str, int] = {}
-        kept: list[Future[Any] | None] = engine.holding([])
+        kept = engine.kept_parts(line_counts_of)
         results = self.learn_tasks(files, config, parts)
         first_file = inputs = 0  # the batch's: its first file, its files' inputs so far
         taken = progress_by(
@@ -222,7 +231,7 @@ class KeptOnWorkers:
             if keep:
                 line_counts, batch_chapters = keep
                 batch_first.append(first_file)
-                futures.append(batch_chapters)
+                chapters_kept.append(batch_chapters)
                 kept.append(line_counts)
                 first_file, inputs = len(ends), 0
         chapter_counts = shuffled(
@@ -245,24 +254,24 @@ class KeptOnWorkers:
             (chapter_counts,),
             self.partitions,
         )
-        kept.clear()
         found = concatenated(list(self.results(tasks, "site lines")), np.int64)
+        kept.clear()
 
-        def chapters_of(file: int) -> tuple[Future[Any], slice]:
+        def chapters_of_file(file: int) -> tuple[Any, slice]:
             batch = bisect.bisect_right(batch_first, file) - 1
             start = 0 if file == batch_first[batch] else ends[file - 1]
-            return futures[batch], slice(start, ends[file])
+            return chapters_kept[batch], slice(start, ends[file])
 
-        chapters = EachMade(len(ends), chapters_of)
+        chapters = EachMade(len(ends), chapters_of_file)
         return LearnPass(seconds, chapters, repeated_by_source(tuple(sources), found))
 
     def learn_tasks(
         self, files: Sequence[FoundFile], config: ScanConfig, parts: Sequence[FileSlice | None]
-    ) -> Iterator[tuple[LearnedFiles, tuple[Future[Any], ...]]]:
+    ) -> Iterator[tuple[LearnedFiles, tuple[Any, ...]]]:
         """The learn pass's tasks over ``files``: each piece of files as handed back (each
         source's chapters, without their line keys, and each file's inputs counted: the
-        chapters found are kept there), in order, and with the last of each batch the
-        futures of its line keys and chapters, which the workers keep."""
+        chapters found are kept there), in order, and with the last of each batch what
+        names its line keys and chapters, which the workers keep."""
         return self.engine.map_keeping(
             count_line_keys,
             (line_counts_of, chapters_of),
@@ -279,12 +288,12 @@ class KeptOnWorkers:
             if count:
                 self.run_starts.append(self.count)
                 self.count += count
-                self.signature_futures.append(signatures)
-                self.text_futures.append(texts)
-                self.step_futures.append(steps)
-                self.seed_futures.append(seeds)
-                self.hash_futures.append(hashes)
-                self.span_futures.append(spans)
+                self.signature_parts.append(signatures)
+                self.text_parts.append(texts)
+                self.step_parts.append(steps)
+                self.seed_parts.append(seeds)
+                self.hash_parts.append(hashes)
+                self.span_parts.append(spans)
 
     @property
     def run_count(self) -> int:
@@ -341,12 +350,12 @@ class KeptOnWorkers:
     def looked_up(
         self,
         function: Callable[..., T],
-        futures: Sequence[Future[Any] | None],
+        parts: Parts,
         rows: npt.NDArray[np.int64],
         *per_row: npt.NDArray[np.int64],
     ) -> tuple[list[npt.NDArray[np.int64]], Iterator[T]]:
         """``function(runs, numbers, *per_row)`` on the workers for each batch of runs that
-        holds some of ``rows`` (passages, in any order): ``runs`` the batch's ``futures``,
+        holds some of ``rows`` (passages, in any order): ``runs`` the batch's ``parts``,
         ``numbers`` its rows numbered from its first passage, ``per_row`` cut to them. Each
         batch's positions in ``rows``, and its results, in the same order."""
         firsts = self.firsts()
@@ -354,7 +363,7 @@ class KeptOnWorkers:
         tasks: list[Future[Any] | None] = [
             self.engine.submit(
                 function,
-                futures[batch.start : batch.stop],
+                parts[batch.start : batch.stop],
                 rows[picked] - firsts[batch.start],
                 *(column[picked] for column in per_row),
             )
@@ -367,15 +376,15 @@ class KeptOnWorkers:
     def pair_of_each(
         self,
         function: Callable[..., npt.NDArray[np.int64]],
-        futures: Sequence[Future[Any] | None],
+        parts: Parts,
         rows: npt.NDArray[np.int64],
         what: str,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Two numbers of each of ``rows`` looked up on the workers by ``function`` (a row of
-        two a passage, :meth:`looked_up`) in ``futures``, ``what`` the workers keep there."""
-        if not futures and len(rows):
+        two a passage, :meth:`looked_up`) in ``parts``, ``what`` the workers keep there."""
+        if not parts and len(rows):
             raise LookupError(f"the workers let {what} go")
-        holding, found = self.looked_up(function, futures, rows)
+        holding, found = self.looked_up(function, parts, rows)
         pairs = np.empty((len(rows), 2), dtype=np.int64)
         for picked, part in zip(holding, found, strict=True):
             pairs[picked] = part
@@ -404,7 +413,7 @@ class KeptOnWorkers:
 
 def shuffled(
     engine: DaskEngine,
-    kept: Sequence[Future[Any] | None],
+    kept: Parts,
     entries: Callable[..., list[Any]],
     per_run: Sequence[Sequence[Any]],
     given: tuple[Any, ...],
@@ -449,18 +458,20 @@ def shuffled(
     )
 
 
-def _batches_by_worker(
-    engine: DaskEngine, kept: Sequence[Future[Any] | None], count: int
-) -> list[list[int]]:
+def _batches_by_worker(engine: DaskEngine, kept: Parts, count: int) -> list[list[int]]:
     """The runs of ``kept`` in about ``count`` batches, each of runs one worker keeps (or
     not yet kept, or kept by none), in the scan's order within each."""
+    size = -(-len(kept) // max(1, count)) or 1
+    if isinstance(kept, StoredParts):  # every worker reads them alike
+        return [list(range(at, min(at + size, len(kept)))) for at in range(0, len(kept), size)]
     client = engine.client_for_tasks()
     holders = client.who_has([f for f in kept if f is not None])  # type: ignore[no-untyped-call]
     by_worker: dict[str, list[int]] = {}
     for run, future in enumerate(kept):
-        where = holders.get(future.key) if future is not None else None
+        where = (
+            None if future is None or isinstance(future, StoredPart) else holders.get(future.key)
+        )
         by_worker.setdefault(min(where) if where else "", []).append(run)
-    size = -(-len(kept) // max(1, count)) or 1
     return [runs[at : at + size] for runs in by_worker.values() for at in range(0, len(runs), size)]
 
 
@@ -540,7 +551,7 @@ class SignaturesOnWorkers(_OnWorkers):
         kept = self._kept
         tasks = shuffled(
             kept.engine,
-            kept.signature_futures,
+            kept.signature_parts,
             band_entries,
             [kept.split(among), kept.firsts().tolist()],
             (bands, rows),
@@ -565,7 +576,7 @@ class SignaturesOnWorkers(_OnWorkers):
                     estimates_in_runs,
                     chunk,
                     [kept.run_starts[run] for run in named],
-                    [self._kept.signature_futures[run] for run in named],
+                    [self._kept.signature_parts[run] for run in named],
                 )
             )
         done = kept.engine.in_order(kept.engine.holding(tasks))
@@ -573,7 +584,7 @@ class SignaturesOnWorkers(_OnWorkers):
         return np.concatenate(estimated) if estimated else np.empty(0, dtype=np.float64)
 
     def let_go(self) -> None:
-        self._kept.signature_futures.clear()
+        self._kept.signature_parts.clear()
 
 
 class HashesOnWorkers(_OnWorkers):
@@ -584,7 +595,7 @@ class HashesOnWorkers(_OnWorkers):
         kept = self._kept
         tasks = shuffled(
             kept.engine,
-            kept.hash_futures,
+            kept.hash_parts,
             hash_entries,
             [kept.firsts().tolist()],
             (),
@@ -600,7 +611,7 @@ class HashesOnWorkers(_OnWorkers):
         return copies[order], originals[order]
 
     def let_go(self) -> None:
-        self._kept.hash_futures.clear()
+        self._kept.hash_parts.clear()
 
 
 _NONE = np.empty(0, dtype=np.int64)
@@ -614,10 +625,10 @@ class SpanEndsOnWorkers(_OnWorkers):
         self, rows: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         kept = self._kept
-        return kept.pair_of_each(ends_in_runs, kept.span_futures, rows, "the spans")
+        return kept.pair_of_each(ends_in_runs, kept.span_parts, rows, "the spans")
 
     def let_go(self) -> None:
-        self._kept.span_futures.clear()
+        self._kept.span_parts.clear()
 
 
 class TextsOnWorkers:
@@ -656,7 +667,7 @@ class TextsOnWorkers:
 
     def _taken(
         self, wanted: npt.NDArray[np.int64]
-    ) -> tuple[list[Future[Any]], list[int], npt.NDArray[np.int64]]:
+    ) -> tuple[list[Any], list[int], npt.NDArray[np.int64]]:
         """The texts of ``wanted`` (passages of the scan) as a task is given them: a task on
         the worker that keeps each run of them takes that run's texts of them
         (:func:`_texts_of_rows`), each distinct one once, so that only they move to the
@@ -664,6 +675,11 @@ class TextsOnWorkers:
         as it grew: docs/performance.md, the fifty-eighth session); where each run's taken
         texts start, numbered one after another; and ``wanted`` so numbered."""
         kept, engine = self._kept, self._kept.engine
+        if isinstance(kept.text_parts, StoredParts):
+            # The task maps the files of the runs; it reads its passages' pages alone.
+            named = kept.runs_of(wanted)
+            taken_whole: list[Any] = [kept.text_parts[run] for run in named]
+            return taken_whole, [kept.run_starts[run] for run in named], wanted
         distinct = sorted_unique(wanted)
         firsts = kept.firsts()
         run_of = runs_of(firsts, distinct)
@@ -672,11 +688,11 @@ class TextsOnWorkers:
         for low, high in zip(starts, [*starts[1:], len(distinct)], strict=True):
             run = int(run_of[low])
             rows = distinct[low:high] - firsts[run]
-            taken.append(engine.submit(_texts_of_rows, kept.text_futures[run], rows, first=True))
+            taken.append(engine.submit(_texts_of_rows, kept.text_parts[run], rows, first=True))
         return taken, starts, np.searchsorted(distinct, wanted).astype(np.int64)
 
     def let_go(self) -> None:
-        self._kept.text_futures.clear()
+        self._kept.text_parts.clear()
 
 
 class SeedsOnWorkers:
@@ -708,7 +724,7 @@ class SeedsOnWorkers:
         # only the pairs of documents to align come back.
         counted = shuffled(
             engine,
-            kept.seed_futures,
+            kept.seed_parts,
             seed_entries,
             [taking_part, held, kept.firsts().tolist()],
             (),
@@ -729,7 +745,7 @@ class SeedsOnWorkers:
         return sorted_unique(np.concatenate(found))
 
     def let_go(self) -> None:
-        self._kept.seed_futures.clear()
+        self._kept.seed_parts.clear()
 
 
 class LengthsOnWorkers(_OnWorkers):
@@ -740,11 +756,11 @@ class LengthsOnWorkers(_OnWorkers):
         self, rows: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         kept = self._kept
-        return kept.pair_of_each(_lengths_in_runs, kept.step_futures, rows, "the lengths")
+        return kept.pair_of_each(_lengths_in_runs, kept.step_parts, rows, "the lengths")
 
     def stories(self, first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         kept, engine = self._kept, self._kept.engine
-        if not kept.step_futures and len(first):
+        if not kept.step_parts and len(first):
             raise LookupError("the workers let the lengths go")
         bounds = [*kept.firsts().tolist(), kept.count]
         # Each batch sums its passages between the runs' firsts in it and its own first (a
@@ -759,7 +775,7 @@ class LengthsOnWorkers(_OnWorkers):
             starts.append(cuts)
             tasks.append(
                 engine.submit(
-                    _stories_in_runs, kept.step_futures[batch.start : batch.stop], cuts - low
+                    _stories_in_runs, kept.step_parts[batch.start : batch.stop], cuts - low
                 )
             )
         sums = list(engine.in_order(engine.holding(tasks)))
@@ -807,7 +823,7 @@ class StepsOnWorkers(_OnWorkers):
     ) -> npt.NDArray[np.int64]:
         kept = self._kept
         holding, found = kept.looked_up(
-            _offsets_in_runs, kept.step_futures, passage, span_start, index
+            _offsets_in_runs, kept.step_parts, passage, span_start, index
         )
         shown = progress(found, "spans mapped", "task", len(holding), kept.shown)
         offsets = np.empty(len(passage), dtype=np.int64)
@@ -816,7 +832,7 @@ class StepsOnWorkers(_OnWorkers):
         return offsets
 
     def let_go(self) -> None:
-        self._kept.step_futures.clear()
+        self._kept.step_parts.clear()
 
 
 def _offsets_in_runs(
