@@ -1040,6 +1040,25 @@ def test_a_killed_dask_local_scans_folder_is_removed_by_the_next_start(
     assert sorted(tmp_path.iterdir()) == [running]
 
 
+def test_an_interrupt_while_dask_local_loads_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the seconds this process loads what its workers need, before any starts:
+    the folder made for them goes with the interrupt, not at the next start."""
+    from dedup.config import ScanConfig
+    from dedup.engine import dask_cluster
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(dask_cluster, "_ready_to_prepare", interrupted)
+    monkeypatch.setattr(dask_cluster.lifetime, "can_fork", lambda: True)
+    with pytest.raises(KeyboardInterrupt), dask_cluster.DaskEngine(ScanConfig(engine="dask-local")):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("forked", [True, False])
 def test_a_dask_local_worker_that_ends_before_it_joins_is_named_with_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: bool

@@ -601,6 +601,14 @@ class _LocalWorkers:
         self.folder = tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-")
         self.scheduler_file = os.path.join(self.folder.name, "scheduler.json")
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  # open as long as the workers run
+        self.processes: list[_ForkedWorker | subprocess.Popen[bytes]] = []
+        try:
+            self._start(config.worker_count)
+        except BaseException:  # an interrupt while loading (seconds): the folder removed too
+            self.stop()
+            raise
+
+    def _start(self, count: int) -> None:
         arguments = [
             *("--no-nanny", "--nthreads", "1", "--death-timeout", "60"),
             *("--scheduler-file", self.scheduler_file, "--local-directory", self.folder.name),
@@ -610,8 +618,7 @@ class _LocalWorkers:
             _ready_to_prepare()
             import distributed.cli.dask_worker  # noqa: F401
         start = self._forked if forks else self._subprocess
-        self.processes: list[_ForkedWorker | subprocess.Popen[bytes]] = []
-        for _ in range(config.worker_count):
+        for _ in range(count):
             self.processes.append(start(arguments))
 
     def _forked(self, arguments: list[str]) -> _ForkedWorker:
