@@ -258,8 +258,8 @@ def engine_options(function: F) -> F:
                 default=None,
                 help="A folder every Dask worker and this machine see at the same path, where "
                 "the workers keep what they make of the files (some 2 KB a passage, removed "
-                "at the end) instead of in their memory; this process's memory then stays "
-                "the same however large the input. dask-local uses its own temporary folder.",
+                "at the end) instead of in their memory; this process then holds nothing "
+                "per batch of files. dask-local uses its own temporary folder.",
             ),
         ],
     )
