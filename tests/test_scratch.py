@@ -74,7 +74,8 @@ def test_a_task_given_parts_gets_what_they_hold_each_opened_once(tmp_path: Path)
     store(np.arange(6), first.path)
     store({"kept": np.ones(3)}, second.path)
     arguments = ([first, second, first], first, 5)
-    assert holds_parts(arguments) and not holds_parts(([1, "a"], 2.0))
+    assert holds_parts(arguments) and holds_parts([(1, second)])
+    assert not holds_parts(([1, "a"], 2.0))
 
     def given(runs: list[object], one: np.ndarray, plain: int) -> tuple[object, ...]:
         return runs, one, plain

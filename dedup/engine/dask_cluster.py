@@ -53,7 +53,7 @@ from dedup.engine.scratch import (
     StoredPart,
     StoredParts,
     holds_parts,
-    opened_in,
+    opened_if_stored,
     sees_folder,
     store,
     with_parts_opened,
@@ -367,7 +367,7 @@ class DaskEngine:
         assert self.client is not None, "DaskEngine used outside its with block"
         sent = [self._sent_apart(value) for value in arguments]
         key = named(named_after or function)
-        if holds_parts(sent):  # opened by the worker that runs it
+        if self.scratch is not None and holds_parts(sent):  # opened by the worker that runs it
             function, sent = with_parts_opened, [function, *sent]
         future: Future[Any] = self.client.submit(
             function, *sent, key=key, priority=1 if first else 0
@@ -966,8 +966,10 @@ def _here(call: tuple[Any, ...]) -> tuple[Any, ...]:
     """A call's arguments to run it here: a future's (what a worker keeps) by its result."""
     from distributed import Future
 
+    opened: dict[str, Any] = {}
     return tuple(
-        value.result() if isinstance(value, Future) else opened_in(value) for value in call
+        value.result() if isinstance(value, Future) else opened_if_stored(value, opened)
+        for value in call
     )
 
 
@@ -985,7 +987,9 @@ def _task(function: Callable[..., T], *arguments: Any) -> T:
 def _batch_task(function: Callable[..., T], values: list[Any], calls: _BatchCalls) -> list[T]:
     """A batch's task as a worker runs it: each call's :func:`_task`, in order, ``values``
     those of the futures (and stored parts, opened here) among its arguments."""
-    return [_task(function, *call) for call in calls.given(opened_in(values))]
+    opened: dict[str, Any] = {}
+    values = [opened_if_stored(value, opened) for value in values]
+    return [_task(function, *call) for call in calls.given(values)]
 
 
 def _each(function: Callable[[list[T]], Any], results: list[T], start: int, stop: int) -> Any:

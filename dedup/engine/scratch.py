@@ -249,33 +249,36 @@ def _as_many_files_as_allowed() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def opened_in(value: Any, cache: dict[str, Any] | None = None) -> Any:
-    """``value`` with each :class:`StoredPart` in it (in it, or in a list or tuple of it)
-    opened; a part named twice opened once (``cache``)."""
-    if type(value) is StoredPart:
-        if cache is None:
-            return opened(value)
-        if value.path not in cache:
-            cache[value.path] = opened(value)
-        return cache[value.path]
-    if type(value) in (list, tuple):
-        cache = {} if cache is None else cache
-        return type(value)(opened_in(item, cache) for item in value)
-    return value
+def opened_if_stored(value: Any, cache: dict[str, Any]) -> Any:
+    """``value``, or what it holds if it is a :class:`StoredPart` (opened once: ``cache``)."""
+    if type(value) is not StoredPart:
+        return value
+    if value.path not in cache:
+        cache[value.path] = opened(value)
+    return cache[value.path]
 
 
 def holds_parts(values: Iterable[Any]) -> bool:
-    """Whether a :class:`StoredPart` is among ``values`` (or in a list or tuple of them)."""
+    """Whether a :class:`StoredPart` is among ``values``, or in a list or tuple among them
+    (the runs a stage's task is given: a part each)."""
     return any(
-        type(value) is StoredPart or (type(value) in (list, tuple) and holds_parts(value))
+        type(value) is StoredPart
+        or (type(value) in (list, tuple) and any(type(item) is StoredPart for item in value))
         for value in values
     )
 
 
 def with_parts_opened(function: Callable[..., T], *arguments: Any) -> T:
-    """On a worker: ``function`` of ``arguments``, each stored part among them opened."""
+    """On a worker: ``function`` of ``arguments``, each stored part among them (or in a list
+    or tuple among them) opened, once however often it is named."""
     cache: dict[str, Any] = {}
-    return function(*(opened_in(value, cache) for value in arguments))
+
+    def given(value: Any) -> Any:
+        if type(value) in (list, tuple):
+            return type(value)(opened_if_stored(item, cache) for item in value)
+        return opened_if_stored(value, cache)
+
+    return function(*map(given, arguments))
 
 
 def remove_stale_folders(base: str) -> None:
