@@ -199,10 +199,10 @@ def _aligned(offset: int) -> int:
 
 def opened(part: StoredPart) -> Any:
     """What ``part`` holds, its arrays views of the file's map (or of its bytes, for a small
-    one). The map is copy-on-write, not read-only: the compiled loops are built for arrays
-    that can be written, and one given a read-only array compiles again for it (some 40 s
-    on a first scan: docs/performance.md); a task that writes changes its own copy of the
-    page, never the file."""
+    one). The map is copy-on-write, not read-only: numba types a read-only array apart, so
+    the shipped loops, built for arrays that can be written, would compile again for one
+    on a worker's first scan; a task that writes changes its own copy of the page, never
+    the file."""
     _as_many_files_as_allowed()
     try:
         with open(part.path, "rb") as file:
