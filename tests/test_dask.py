@@ -309,6 +309,10 @@ def test_the_workers_keep_what_they_make_and_the_stages_run_there(
                 assert kept is not None and isinstance(kept.text_parts, StoredParts)
                 assert all(Path(part.path).stat().st_size for part in kept.text_parts)
                 assert len(kept.seed_parts) == len(kept.span_parts) == kept.run_count
+                # the learn pass's parts are gone: the main pass read its chapters last
+                assert engine.scratch is not None
+                stored = {path.name.split("-")[0] for path in Path(engine.scratch.folder).iterdir()}
+                assert "chapters_of" not in stored and "texts_of" in stored
             passages = prepared.passages()
             if name != "local":
                 assert isinstance(passages.signatures, SignaturesOnWorkers)

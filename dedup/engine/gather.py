@@ -701,6 +701,8 @@ def prepare_all(
         forget_scan(here)
     if number != len(files):
         raise ValueError(f"{number} files prepared of {len(files)}")
+    if on_workers is not None:
+        on_workers.let_go_of_chapters()
     return prepared
 
 

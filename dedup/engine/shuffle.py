@@ -169,6 +169,8 @@ class KeptOnWorkers:
         self.seed_parts = engine.kept_parts(seeds_of)
         self.hash_parts = engine.kept_parts(hashes_of)
         self.span_parts = engine.kept_parts(span_ends_of)
+        # The learn pass's chapters, which the main pass's tasks read last.
+        self.chapter_parts: list[Future[Any] | None] | StoredParts = []
 
     def prepared(
         self, function: Any, *arguments: Iterable[Any]
@@ -211,7 +213,7 @@ class KeptOnWorkers:
         # Each file's chapters: its batch's future and its slice of them, which ends where
         # the file's chapters end among its batch's (as runs: the main pass runs with these
         # held, and a batch of files of an input each is one run).
-        chapters_kept = engine.kept_parts(chapters_of)
+        chapters_kept = self.chapter_parts = engine.kept_parts(chapters_of)
         batch_first = array.array("q")  # each batch's first file
         ends = NumberRuns()
         # The sources, numbered as first met; their chapters' hashes stay on the workers
@@ -281,6 +283,11 @@ class KeptOnWorkers:
             itertools.repeat(config),
             parts,
         )
+
+    def let_go_of_chapters(self) -> None:
+        """The main pass is done: the learn pass's chapters are not read again (in a
+        scratch folder, their files would stay to the scan's end)."""
+        self.chapter_parts.clear()
 
     def add(self, runs: Sequence[Run]) -> None:
         """The next passages of the scan, in runs (a file's, or its slices')."""
