@@ -247,6 +247,10 @@ def test_a_scratch_folder_is_checked_before_any_work(
     result = CliRunner().invoke(cli, ["scan", *given, "--scratch", str(scratch), "-q"])
     assert result.exit_code == 0, result.stderr
     assert (report / "report.json").exists() and list(scratch.iterdir()) == []
+    engine = json.loads((report / "run.json").read_text("utf-8"))["engine"]
+    assert (
+        engine == f"Dask at {cluster.address}, 2 workers (2 threads), their parts kept in {scratch}"
+    )
 
 
 def test_passages_that_overlap_are_aligned_and_mapped_back_on_the_workers_as_here(

@@ -186,6 +186,8 @@ class DaskEngine:
         self.workers = sum(worker["nthreads"] for worker in workers.values())
         kind = "local Dask cluster" if self._cluster is not None else f"Dask at {where}"
         self.description = f"{kind}, {len(workers)} workers ({self.workers} threads)"
+        if self.config.scratch is not None:  # (dask-local's own folder is not the user's)
+            self.description += f", their parts kept in {self.config.scratch}"
 
     def __exit__(
         self,
