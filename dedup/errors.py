@@ -44,7 +44,8 @@ class IndexFileError(DedupError):
 
 
 class ScratchSpaceError(DedupError):
-    """The temporary file of the scan's tables of its files cannot be written (TMPDIR)."""
+    """What the scan keeps on disk cannot be written: the temporary file of its tables of its
+    files (TMPDIR), or a part in a Dask cluster's scratch folder (--scratch)."""
 
 
 class EngineError(DedupError):
