@@ -1143,11 +1143,14 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
     out = tmp_path / "report"
     command = [sys.executable, "-m", "dedup", "scan", str(mirror_dump), "-o", str(out)]
     terminal = _Terminal()
+    temporary = tmp_path / "tmp"  # where dask-local makes its folder, not the system's
+    temporary.mkdir()
     scan = subprocess.Popen(
         [*command, "--engine", "dask-local", "-j", "2"],
         stdout=subprocess.DEVNULL,
         stderr=terminal.writing_end,
         start_new_session=True,
+        env={**os.environ, "TMPDIR": str(temporary)},
     )
     terminal.start_reading()
     # Once both workers run and have started on the files of the main pass (its bar is
@@ -1179,6 +1182,10 @@ def test_a_stopped_dask_local_scan_leaves_no_worker_behind(
         assert code == 130, errors
         assert "dedup: interrupted" in errors and "Traceback" not in errors, errors
         assert [p for p in tmp_path.iterdir() if ".partial-" in p.name] == []
+    # A Ctrl-C removes the cluster's folder (its workers' files, the scratch folder); a
+    # killed scan's is left to the next scan started on this machine.
+    left = [p.name for p in temporary.iterdir() if p.name.startswith("dedup-dask-")]
+    assert len(left) == (0 if stop == signal.SIGINT else 1), left
 
 
 def _group_of(pid: int) -> int | None:
