@@ -68,12 +68,16 @@ def _start_cluster(
     folder.mkdir(parents=True, exist_ok=True)
     scheduler_file = folder / "scheduler.json"
     log = folder / "cluster.log"
+    # Dask's own files of the scheduler and each worker here, not in the system's temporary
+    # folder, where the processes killed at teardown would leave them.
+    environment = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(folder)}
     with open(log, "ab") as out:
         scheduler = subprocess.Popen(
             [*SCHEDULER, "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
             stdout=out,
             stderr=out,
             start_new_session=True,
+            env=environment,
         )
         deadline = time.monotonic() + STARTUP_SECONDS
         while not scheduler_file.exists() or not scheduler_file.read_text():
@@ -89,7 +93,7 @@ def _start_cluster(
                 stderr=out,
                 start_new_session=True,
                 cwd=folder,
-                env={**os.environ, **(worker_environment or {})},
+                env={**environment, **(worker_environment or {})},
             )
             for _ in range(workers)
         ]
