@@ -1090,6 +1090,6 @@ class _KeptInScratch:
             assert stored is not None
             self.engine._result_of(stored)
         else:
-            for part, name in zip(self.parts, made, strict=True):
-                store(part(whole), name.path)
+            for part, stored_part in zip(self.parts, made, strict=True):
+                store(part(whole), stored_part.path)
         return made

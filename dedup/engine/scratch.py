@@ -220,7 +220,8 @@ def opened(part: StoredPart) -> Any:
     except OSError as error:
         raise EngineError(
             f"{part.path}: cannot open a part of the scan in the scratch folder "
-            f"({error.strerror}): check the folder's filesystem, or scan without --scratch"
+            f"({error.strerror}): check the folder's filesystem and scan again (a cluster "
+            "given --scratch can be given another folder, or none)"
         ) from None
     view = memoryview(data)
     magic, count, length = _COUNTS.unpack_from(view)
